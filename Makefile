@@ -1,0 +1,71 @@
+# cshttp: the two commands of the README, and the ones behind them.
+#   make run    build and start the reference program
+#   make test   build, then pass every test: normal build, ASan+UBSan build,
+#               and a short run of every fuzz target
+# Each installs the Debian packages it needs when they are missing.
+
+JOBS        ?= $(shell nproc)
+BUILD       ?= build
+ASAN_BUILD  ?= build-asan
+FUZZ_BUILD  ?= build-fuzz
+AFL_BUILD   ?= build-afl
+FUZZ_SECONDS ?= 30
+CMAKE_FLAGS ?=
+
+.PHONY: all deps build run test test-unit test-asan fuzz fuzz-smoke fuzz-build afl-build bench format clean
+
+all: build
+
+deps:
+	@bash scripts/install-deps.sh
+
+build: deps
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS) >/dev/null
+	cmake --build $(BUILD) -j $(JOBS)
+
+# Until the server exists, `make run` parses a bundled sample request.
+run: build
+	$(BUILD)/apps/cshttp-parse < apps/samples/request.http
+
+test: test-unit test-asan fuzz-smoke
+	@echo "make test: all suites passed"
+
+test-unit: build
+	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+
+test-asan: deps
+	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DCSHTTP_SANITIZE=address,undefined \
+	      -DCSHTTP_BUILD_BENCH=OFF $(CMAKE_FLAGS) >/dev/null
+	cmake --build $(ASAN_BUILD) -j $(JOBS)
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  ctest --test-dir $(ASAN_BUILD) --output-on-failure -j $(JOBS)
+
+fuzz-build: deps
+	CC=clang cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCSHTTP_BUILD_FUZZ=ON \
+	      -DCSHTTP_BUILD_TESTS=OFF -DCSHTTP_BUILD_APPS=OFF -DCSHTTP_BUILD_BENCH=OFF >/dev/null
+	cmake --build $(FUZZ_BUILD) -j $(JOBS)
+
+# make fuzz TARGET=fuzz_request SECONDS=600
+fuzz: fuzz-build
+	@test -n "$(TARGET)" || { echo "usage: make fuzz TARGET=<name> [SECONDS=n]; targets: $$(ls fuzz/*.c | xargs -n1 basename | sed 's/\.c$$//' | grep '^fuzz_' | tr '\n' ' ')"; exit 2; }
+	bash fuzz/run.sh $(FUZZ_BUILD) $(TARGET) $(or $(SECONDS),60)
+
+# Every fuzz target for FUZZ_SECONDS each: part of `make test`, so CI catches crashes.
+fuzz-smoke: fuzz-build
+	bash fuzz/run.sh $(FUZZ_BUILD) all $(FUZZ_SECONDS)
+
+afl-build: deps
+	CC=afl-clang-fast cmake -S . -B $(AFL_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCSHTTP_BUILD_FUZZ=ON \
+	      -DCSHTTP_FUZZ_ENGINE=afl -DCSHTTP_BUILD_TESTS=OFF -DCSHTTP_BUILD_APPS=OFF -DCSHTTP_BUILD_BENCH=OFF >/dev/null
+	cmake --build $(AFL_BUILD) -j $(JOBS)
+
+bench: deps
+	cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release -DCSHTTP_BUILD_TESTS=OFF >/dev/null
+	cmake --build build-release -j $(JOBS)
+	bash bench/parser/run.sh build-release
+
+format:
+	find libcshttp apps fuzz bench tests -name '*.[ch]' | xargs clang-format -i
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) $(AFL_BUILD) build-release

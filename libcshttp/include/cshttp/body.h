@@ -1,0 +1,60 @@
+/* One reader for every body framing a parsed head can announce: none, a
+ * Content-Length, chunked, or until the connection closes (responses).
+ *
+ * Use, after csh_parser_execute returned CSH_OK:
+ *   csh_body b;
+ *   csh_body_init(&b, &p.msg, NULL, 0, NULL, 0);
+ *   buf/len: the bytes after the head (buf + p.msg.head_length ...)
+ *   loop: r = csh_body_read(&b, buf, len, &used, &data);
+ *     CSH_DATA: data is a span of buf; advance by used and call again
+ *     CSH_INCOMPLETE: keep buf[used .. len), call again when more arrived
+ *     CSH_OK: the body ended after `used` bytes; the next message follows
+ *     < 0: error
+ *   on end of input: csh_body_finish(&b) says whether that ends the body
+ *   cleanly (CSH_BODY_UNTIL_CLOSE) or truncates it (CSH_E_BODY_TRUNCATED).
+ *
+ * Ownership: caller-owned struct; no allocation, no I/O; data spans refer to
+ * the buffer of the call that returned them. One thread at a time. */
+#ifndef CSHTTP_BODY_H
+#define CSHTTP_BODY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "chunked.h"
+#include "export.h"
+#include "parser.h"
+#include "span.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct csh_body {
+    csh_body_kind kind;
+    uint64_t received;   /* body data bytes returned so far */
+    uint64_t remaining_; /* CSH_BODY_LENGTH: bytes still to come */
+    int done_;
+    csh_chunked chunked; /* CSH_BODY_CHUNKED: the decoder (trailers, counts) */
+} csh_body;
+
+/* Prepares `b` to read the body `msg` announces. `limits`, `flags`,
+ * `trailers` and `trailers_cap` are passed to csh_chunked_init for a chunked
+ * body (may be NULL/0). */
+CSH_EXPORT void csh_body_init(csh_body *b, const csh_message *msg, const csh_limits *limits,
+                              unsigned flags, csh_header *trailers, size_t trailers_cap);
+
+/* Reads body bytes from buf[0 .. len): see the loop above. Never consumes a
+ * byte past the end of the body. */
+CSH_EXPORT int csh_body_read(csh_body *b, const char *buf, size_t len, size_t *consumed,
+                             csh_span *data);
+
+/* The input ended (the peer closed). CSH_OK if the body is complete (or ends
+ * with the connection), CSH_E_BODY_TRUNCATED otherwise. */
+CSH_EXPORT int csh_body_finish(csh_body *b);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,76 @@
+/* The chunked transfer coding decoder (RFC 9112 §7.1): incremental and
+ * zero-copy. Chunk data comes back as spans of the caller's buffer; chunk
+ * framing is consumed as it is validated.
+ *
+ * Use:
+ *   csh_chunked c;
+ *   csh_chunked_init(&c, NULL, 0, NULL, 0);
+ *   loop: r = csh_chunked_decode(&c, buf, len, &used, &data);
+ *     CSH_DATA:       data is a span of buf; buf += used, len -= used; again
+ *     CSH_INCOMPLETE: keep buf[used .. len) and call again with more after it
+ *     CSH_OK:         the body ended after `used` bytes (last chunk + trailers)
+ *     < 0:            an error, at buf + used
+ *
+ * Bytes not consumed (buf[used .. len)) must be passed again, first, in the
+ * next call: the decoder keeps an unfinished chunk-size line or trailer
+ * section unconsumed, and remembers how far it has already scanned, so no byte
+ * is examined twice in the search for a line end.
+ *
+ * Trailer fields are validated like header fields (RFC 9112 §7.1.2) and, on
+ * CSH_OK, described in the array given to csh_chunked_init as spans of the
+ * buffer passed to that last call (the whole trailer section is in it).
+ *
+ * Ownership: caller-owned struct; no allocation, no I/O. One thread at a
+ * time per decoder. */
+#ifndef CSHTTP_CHUNKED_H
+#define CSHTTP_CHUNKED_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "export.h"
+#include "parser.h"
+#include "span.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct csh_chunked {
+    uint64_t body_bytes;  /* decoded data bytes so far */
+    uint64_t chunks;      /* chunks seen, the last (zero) chunk included */
+    csh_header *trailers; /* array given to csh_chunked_init (may be NULL) */
+    size_t num_trailers;  /* trailer fields stored (valid on CSH_OK) */
+
+    size_t max_chunk_ext_;
+    size_t max_trailer_;
+    size_t trailers_cap_;
+    uint64_t remaining_; /* data bytes left in the current chunk */
+    size_t scanned_;     /* bytes of the pending line(s) already searched for LF */
+    size_t line_;        /* trailer section: offset of the line being parsed */
+    unsigned flags_;
+    int state_;
+    int result_;
+} csh_chunked;
+
+/* Prepares `c` to decode one chunked body. `limits` may be NULL for the
+ * defaults (max_chunk_ext, max_trailer, max_field_line and max_fields apply).
+ * `trailers` (capacity `trailers_cap`, may be NULL/0) receives trailer fields;
+ * more trailer fields than the capacity are validated but not stored, more
+ * than max_fields is CSH_E_TOO_MANY_FIELDS. `flags`: CSH_PARSE_LENIENT_BARE_LF. */
+CSH_EXPORT void csh_chunked_init(csh_chunked *c, const csh_limits *limits, unsigned flags,
+                                 csh_header *trailers, size_t trailers_cap);
+
+/* Decodes from buf[0 .. len). Sets *consumed to the bytes used (never more
+ * than len) and, on CSH_DATA, *data to a span of chunk data in `buf`
+ * (data->len > 0). Returns CSH_DATA, CSH_INCOMPLETE, CSH_OK (body complete;
+ * later calls return CSH_OK and consume nothing) or a negative csh_error (the
+ * error was found at buf + *consumed; later calls return it again). */
+CSH_EXPORT int csh_chunked_decode(csh_chunked *c, const char *buf, size_t len, size_t *consumed,
+                                  csh_span *data);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

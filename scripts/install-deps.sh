@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the build, the tests, the fuzzers and the
+# benchmarks need, and only those that are missing. Run as root (or with sudo).
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config    # the build
+  libcmocka-dev                       # unit tests
+  clang libclang-rt-14-dev llvm       # libFuzzer, sanitizers, llvm-cov/profdata
+  afl++                               # AFL++ builds of the fuzz targets
+  libhttp-parser-dev                  # Node's http_parser: differential fuzzing, benchmark peer
+  valgrind                            # instruction counts in bench/
+  python3                             # test drivers
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "installing: ${missing[*]}"
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
