@@ -42,13 +42,16 @@ typedef struct csh_chunked {
     csh_header *trailers; /* array given to csh_chunked_init (may be NULL) */
     size_t num_trailers;  /* trailer fields stored (valid on CSH_OK) */
 
-    size_t max_chunk_ext_;
-    size_t max_trailer_;
-    size_t trailers_cap_;
+    csh_limits limits_;
     uint64_t remaining_; /* data bytes left in the current chunk */
-    size_t scanned_;     /* bytes of the pending line(s) already searched for LF */
-    size_t line_;        /* trailer section: offset of the line being parsed */
+    uint64_t size_;      /* chunk size being read */
+    size_t ext_len_;     /* extension bytes on the current size line */
+    size_t trailer_cap_;
+    size_t fields_seen_; /* trailer fields seen, stored or not */
+    csh_line_state_ ls_; /* trailer section: offsets from its first byte */
     unsigned flags_;
+    int digits_;
+    int simd_;
     int state_;
     int result_;
 } csh_chunked;

@@ -133,22 +133,33 @@ typedef struct csh_message {
     size_t head_length;      /* bytes of the head, from the message start to the body */
 } csh_message;
 
+/* Private: where the parse of a line stopped, as offsets in the buffer. */
+typedef struct csh_line_state_ {
+    size_t line;  /* first byte of the line */
+    size_t pos;   /* next byte to examine */
+    size_t mark;  /* end of the first token (method, name) */
+    size_t mark2; /* start of the next part (target, value) */
+    size_t mark3; /* end of that part */
+    unsigned char sub;
+} csh_line_state_;
+
 /* The parser. Fields ending in an underscore are private state. */
 typedef struct csh_parser {
     csh_message msg; /* the result; valid once csh_parser_execute returned CSH_OK */
 
     csh_limits limits_;
     csh_header *fields_;
-    size_t fields_cap_;
+    size_t fields_cap_;  /* min(array capacity, limits.max_fields) */
+    size_t len_;         /* len of the previous call */
+    size_t error_offset_;
+    csh_line_state_ ls_;
     unsigned flags_;
+    unsigned seen_;      /* framing fields seen so far (parser.c) */
+    int result_;         /* CSH_INCOMPLETE while parsing, then sticky */
     unsigned char type_;
     unsigned char state_;
     unsigned char simd_;
     unsigned char request_method_;
-    int result_;         /* sticky result once done or failed */
-    size_t line_;        /* offset of the line being parsed */
-    size_t scanned_;     /* offset up to which the pending line was searched for LF */
-    size_t error_offset_;
 } csh_parser;
 
 /* Prepares `p` to parse one message of `type`. `fields` (capacity

@@ -1,0 +1,59 @@
+/* One body reader over the framings of RFC 9112 §6.3. */
+#include "cshttp/body.h"
+
+#include <string.h>
+
+void csh_body_init(csh_body *b, const csh_message *msg, const csh_limits *limits, unsigned flags,
+                   csh_header *trailers, size_t trailers_cap)
+{
+    memset(b, 0, sizeof *b);
+    b->kind = msg->body;
+    b->remaining_ = msg->body == CSH_BODY_LENGTH ? msg->content_length : 0;
+    b->done_ = msg->body == CSH_BODY_NONE || (msg->body == CSH_BODY_LENGTH && b->remaining_ == 0);
+    if (msg->body == CSH_BODY_CHUNKED)
+        csh_chunked_init(&b->chunked, limits, flags, trailers, trailers_cap);
+}
+
+int csh_body_read(csh_body *b, const char *buf, size_t len, size_t *consumed, csh_span *data)
+{
+    *consumed = 0;
+    if (b->done_) return CSH_OK;
+    if (buf == NULL && len > 0) return CSH_E_INVALID_ARGUMENT;
+
+    switch (b->kind) {
+    case CSH_BODY_LENGTH:
+    case CSH_BODY_UNTIL_CLOSE: {
+        size_t n = len;
+        if (b->kind == CSH_BODY_LENGTH && (uint64_t)n > b->remaining_) n = (size_t)b->remaining_;
+        if (n == 0) return CSH_INCOMPLETE;
+        data->off = 0;
+        data->len = n;
+        *consumed = n;
+        b->received += n;
+        if (b->kind == CSH_BODY_LENGTH) {
+            b->remaining_ -= n;
+            /* the next call says CSH_OK, so that one call returns one span */
+            if (b->remaining_ == 0) b->done_ = 1;
+        }
+        return CSH_DATA;
+    }
+    case CSH_BODY_CHUNKED: {
+        int r = csh_chunked_decode(&b->chunked, buf, len, consumed, data);
+        if (r == CSH_DATA) b->received += data->len;
+        if (r == CSH_OK) b->done_ = 1;
+        return r;
+    }
+    default:
+        b->done_ = 1;
+        return CSH_OK;
+    }
+}
+
+int csh_body_finish(csh_body *b)
+{
+    if (b->done_ || b->kind == CSH_BODY_UNTIL_CLOSE) {
+        b->done_ = 1;
+        return CSH_OK;
+    }
+    return CSH_E_BODY_TRUNCATED;
+}

@@ -1,0 +1,727 @@
+/* The message head parser: start line, field lines, framing (RFC 9112).
+ *
+ * Resumable without rescanning: every part of a line is scanned once and the
+ * place where the bytes ran out is kept in p->ls_ (offsets, so the caller's
+ * buffer may move). Limits are applied by never looking past a window: the
+ * bytes received, the head limit, and the current line's limit. */
+#include "cshttp/parser.h"
+
+#include <string.h>
+
+#include "fields.h"
+#include "scan.h"
+
+enum { ST_START_LINE = 0, ST_FIELDS, ST_DONE };
+
+/* Start-line sub-states (ls_.sub) */
+enum { R_METHOD = 0, R_EMPTY_CR, R_TARGET, R_VERSION, R_EOL, R_CR };
+enum { S_VERSION = 0, S_STATUS, S_REASON, S_CR };
+
+/* Internal result of parse_request_line: an empty line before the request
+ * line was skipped; the next line starts at ls_.line. */
+enum { LINE_SKIPPED = 100 };
+
+/* p->seen_: framing fields met so far */
+enum {
+    SEEN_CL = 1u << 0,
+    SEEN_TE = 1u << 1,
+    SEEN_HOST = 1u << 2,
+    SEEN_CONN_CLOSE = 1u << 3,
+    SEEN_CONN_KEEP_ALIVE = 1u << 4,
+    SEEN_CONN_UPGRADE = 1u << 5,
+    SEEN_TE_CHUNKED_LAST = 1u << 6,
+    SEEN_TE_CHUNKED = 1u << 7,
+    SEEN_UPGRADE = 1u << 8,
+};
+
+void csh_limits_init(csh_limits *l)
+{
+    l->max_start_line = 8192;
+    l->max_field_line = 8192;
+    l->max_head = 32768;
+    l->max_fields = 100;
+    l->max_chunk_ext = 1024;
+    l->max_trailer = 8192;
+}
+
+void csh_parser_init(csh_parser *p, csh_parser_type type, csh_header *fields, size_t fields_cap,
+                     const csh_limits *limits, unsigned flags)
+{
+    memset(p, 0, sizeof *p);
+    if (limits)
+        p->limits_ = *limits;
+    else
+        csh_limits_init(&p->limits_);
+    p->fields_ = fields;
+    p->fields_cap_ = fields ? fields_cap : 0;
+    if (p->fields_cap_ > p->limits_.max_fields) p->fields_cap_ = p->limits_.max_fields;
+    p->flags_ = flags;
+    p->type_ = (unsigned char)type;
+    p->simd_ = (unsigned char)((flags & CSH_PARSE_NO_SIMD) ? 0 : csh__simd_available());
+    csh_parser_reset(p);
+}
+
+void csh_parser_reset(csh_parser *p)
+{
+    memset(&p->msg, 0, sizeof p->msg);
+    memset(&p->ls_, 0, sizeof p->ls_);
+    p->msg.headers = p->fields_;
+    p->len_ = 0;
+    p->error_offset_ = 0;
+    p->seen_ = 0;
+    p->result_ = CSH_INCOMPLETE;
+    p->state_ = ST_START_LINE;
+    p->request_method_ = CSH_METHOD_OTHER;
+}
+
+void csh_parser_set_request_method(csh_parser *p, csh_method method)
+{
+    p->request_method_ = (unsigned char)method;
+}
+
+size_t csh_parser_error_offset(const csh_parser *p)
+{
+    return p->error_offset_;
+}
+
+static const char *const method_names[] = {"",        "GET",     "HEAD",  "POST",
+                                           "PUT",     "DELETE",  "CONNECT", "OPTIONS",
+                                           "TRACE",   "PATCH"};
+
+const char *csh_method_name(csh_method m)
+{
+    if ((unsigned)m >= sizeof method_names / sizeof method_names[0]) return "";
+    return method_names[m];
+}
+
+/* ASCII case-insensitive compare of n bytes against a lower-case literal. The
+ * bytes compared are tchars, for which OR 0x20 lowers letters and maps no
+ * other tchar onto a letter or '-'. */
+static inline int lower_eq(const char *a, const char *lit, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if ((a[i] | 0x20) != lit[i]) return 0;
+    return 1;
+}
+
+static csh_method method_of(const char *m, size_t n)
+{
+    /* RFC 9110 §9.1: methods are case-sensitive. */
+    switch (n) {
+    case 3:
+        if (memcmp(m, "GET", 3) == 0) return CSH_METHOD_GET;
+        if (memcmp(m, "PUT", 3) == 0) return CSH_METHOD_PUT;
+        break;
+    case 4:
+        if (memcmp(m, "POST", 4) == 0) return CSH_METHOD_POST;
+        if (memcmp(m, "HEAD", 4) == 0) return CSH_METHOD_HEAD;
+        break;
+    case 5:
+        if (memcmp(m, "PATCH", 5) == 0) return CSH_METHOD_PATCH;
+        if (memcmp(m, "TRACE", 5) == 0) return CSH_METHOD_TRACE;
+        break;
+    case 6:
+        if (memcmp(m, "DELETE", 6) == 0) return CSH_METHOD_DELETE;
+        break;
+    case 7:
+        if (memcmp(m, "OPTIONS", 7) == 0) return CSH_METHOD_OPTIONS;
+        if (memcmp(m, "CONNECT", 7) == 0) return CSH_METHOD_CONNECT;
+        break;
+    default: break;
+    }
+    return CSH_METHOD_OTHER;
+}
+
+static inline int is_alpha(char c)
+{
+    return (unsigned char)((c | 0x20) - 'a') < 26;
+}
+
+static inline int is_digit(char c)
+{
+    return (unsigned char)(c - '0') < 10;
+}
+
+/* RFC 9112 §3.2: which form the target has, and whether the method allows it. */
+static int classify_target(csh_message *m, const char *t, size_t n)
+{
+    if (m->method == CSH_METHOD_CONNECT) {
+        /* authority-form = uri-host ":" port (§3.2.3); nothing else */
+        size_t colon = n;
+        while (colon > 0 && is_digit(t[colon - 1])) colon--;
+        if (colon == n || colon < 2 || t[colon - 1] != ':' || t[0] == '/') return CSH_E_TARGET_FORM;
+        for (size_t i = 0; i < colon - 1; i++)
+            if (t[i] == '/' || t[i] == '?' || t[i] == '#' || t[i] == '@') return CSH_E_TARGET_FORM;
+        m->target_form = CSH_TARGET_AUTHORITY;
+        return CSH_OK;
+    }
+    if (t[0] == '/') {
+        m->target_form = CSH_TARGET_ORIGIN;
+        return CSH_OK;
+    }
+    if (n == 1 && t[0] == '*') {
+        if (m->method != CSH_METHOD_OPTIONS) return CSH_E_TARGET_FORM; /* §3.2.4 */
+        m->target_form = CSH_TARGET_ASTERISK;
+        return CSH_OK;
+    }
+    /* absolute-form: scheme ":" hier-part (RFC 3986 §3.1) */
+    if (!is_alpha(t[0])) return CSH_E_TARGET_FORM;
+    for (size_t i = 1; i < n; i++) {
+        char c = t[i];
+        if (c == ':') {
+            m->target_form = CSH_TARGET_ABSOLUTE;
+            return CSH_OK;
+        }
+        if (!is_alpha(c) && !is_digit(c) && c != '+' && c != '-' && c != '.') break;
+    }
+    return CSH_E_TARGET_FORM;
+}
+
+/* Checks "HTTP/" DIGIT "." DIGIT as far as the bytes go, one at a time, so
+ * garbage is refused as soon as it arrives. i is the index in the version. */
+static inline int version_byte_ok(size_t i, char c)
+{
+    static const char prefix[] = "HTTP/";
+    if (i < 5) return c == prefix[i];
+    if (i == 6) return c == '.';
+    return is_digit(c);
+}
+
+#define FAIL(code, ptr)                                                                            \
+    do {                                                                                           \
+        err = (code);                                                                              \
+        at = (ptr);                                                                                \
+        goto fail;                                                                                 \
+    } while (0)
+
+/* Request line: method SP request-target SP HTTP-version CRLF (RFC 9112 §3).
+ * Returns CSH_OK with ls->pos after the line, CSH_INCOMPLETE, or an error. */
+static int parse_request_line(csh_parser *p, const char *buf, size_t win)
+{
+    csh_line_state_ *ls = &p->ls_;
+    csh_message *m = &p->msg;
+    const char *pos = buf + ls->pos, *end = buf + win, *at;
+    const char *line = buf + ls->line;
+    int err;
+    char c;
+
+    switch (ls->sub) {
+    case R_EMPTY_CR: goto empty_cr;
+    case R_TARGET: goto target;
+    case R_VERSION: goto version;
+    case R_EOL: goto eol;
+    case R_CR: goto cr;
+    default: break;
+    }
+
+    pos = csh__scan_token(pos, end);
+    if (pos == end) goto incomplete;
+    c = *pos;
+    if (pos == line) {
+        /* RFC 9112 §2.2: ignore empty lines before the request line */
+        if (c == '\r') {
+            pos++;
+            goto empty_cr;
+        }
+        if (c == '\n') {
+            if (!(p->flags_ & CSH_PARSE_LENIENT_BARE_LF)) FAIL(CSH_E_BARE_LF, pos);
+            pos++;
+            goto next_line;
+        }
+        FAIL(c == ' ' ? CSH_E_INVALID_REQUEST_LINE : CSH_E_INVALID_METHOD, pos);
+    }
+    if (c != ' ')
+        FAIL((c == '\r' || c == '\n' || c == '\t') ? CSH_E_INVALID_REQUEST_LINE
+                                                  : CSH_E_INVALID_METHOD,
+             pos);
+    m->method_span.off = ls->line;
+    m->method_span.len = (size_t)(pos - line);
+    m->method = method_of(line, m->method_span.len);
+    pos++;
+    ls->mark2 = (size_t)(pos - buf);
+
+target:
+    pos = csh__scan_vchar(pos, end, p->simd_);
+    if (pos == end) {
+        ls->sub = R_TARGET;
+        goto incomplete;
+    }
+    c = *pos;
+    if (c != ' ' || pos == buf + ls->mark2) {
+        if (c == ' ' || c == '\r' || c == '\n' || c == '\t') FAIL(CSH_E_INVALID_REQUEST_LINE, pos);
+        FAIL(CSH_E_INVALID_TARGET, pos);
+    }
+    m->target.off = ls->mark2;
+    m->target.len = (size_t)(pos - buf) - ls->mark2;
+    pos++;
+    ls->mark3 = (size_t)(pos - buf);
+
+version:
+    while (pos < end && (size_t)(pos - buf) - ls->mark3 < 8) {
+        size_t i = (size_t)(pos - buf) - ls->mark3;
+        if (!version_byte_ok(i, *pos))
+            FAIL((i == 0 && *pos == ' ') ? CSH_E_INVALID_REQUEST_LINE : CSH_E_INVALID_VERSION, pos);
+        pos++;
+    }
+    if (pos == end) {
+        ls->sub = R_VERSION;
+        goto incomplete;
+    }
+
+eol:
+    if (pos == end) {
+        ls->sub = R_EOL;
+        goto incomplete;
+    }
+    c = *pos;
+    if ((size_t)(pos - line) > p->limits_.max_start_line) FAIL(CSH_E_URI_TOO_LONG, pos);
+    if (c == '\n') {
+        if (!(p->flags_ & CSH_PARSE_LENIENT_BARE_LF)) FAIL(CSH_E_BARE_LF, pos);
+        pos++;
+        goto line_done;
+    }
+    if (c != '\r') FAIL(c == ' ' ? CSH_E_INVALID_REQUEST_LINE : CSH_E_INVALID_VERSION, pos);
+    pos++;
+
+cr:
+    if (pos == end) {
+        ls->sub = R_CR;
+        goto incomplete;
+    }
+    if (*pos != '\n') FAIL(CSH_E_BARE_CR, pos - 1);
+    pos++;
+
+line_done: {
+    const char *v = buf + ls->mark3;
+    /* RFC 9110 §2.5, §6.2: a major version other than 1 is well-formed but
+     * not ours: 505. */
+    if (v[5] != '1') FAIL(CSH_E_UNSUPPORTED_VERSION, v + 5);
+    m->version_major = 1;
+    m->version_minor = v[7] - '0';
+    err = classify_target(m, buf + m->target.off, m->target.len);
+    if (err) FAIL(err, buf + m->target.off);
+    ls->pos = (size_t)(pos - buf);
+    ls->sub = 0;
+    return CSH_OK;
+}
+
+empty_cr:
+    if (pos == end) {
+        ls->sub = R_EMPTY_CR;
+        goto incomplete;
+    }
+    if (*pos != '\n') FAIL(CSH_E_BARE_CR, pos - 1);
+    pos++;
+next_line:
+    ls->line = (size_t)(pos - buf);
+    ls->sub = R_METHOD;
+    line = pos;
+    /* the new line has a window of its own: let the caller recompute it */
+    ls->pos = ls->line;
+    return LINE_SKIPPED;
+
+incomplete:
+    ls->pos = (size_t)(pos - buf);
+    return CSH_INCOMPLETE;
+fail:
+    p->error_offset_ = (size_t)(at - buf);
+    return err;
+}
+
+/* Status line: HTTP-version SP status-code SP [ reason-phrase ] CRLF
+ * (RFC 9112 §4). A missing SP before an empty reason is accepted: it is common
+ * and cannot change framing. */
+static int parse_status_line(csh_parser *p, const char *buf, size_t win)
+{
+    csh_line_state_ *ls = &p->ls_;
+    csh_message *m = &p->msg;
+    const char *pos = buf + ls->pos, *end = buf + win, *at;
+    const char *line = buf + ls->line;
+    int err;
+    char c;
+
+    switch (ls->sub) {
+    case S_STATUS: goto status;
+    case S_REASON: goto reason;
+    case S_CR: goto cr;
+    default: break;
+    }
+
+    while (pos < end && pos - line < 8) {
+        if (!version_byte_ok((size_t)(pos - line), *pos)) FAIL(CSH_E_INVALID_VERSION, pos);
+        pos++;
+    }
+    if (pos == end) goto incomplete;
+    if (*pos != ' ') FAIL(is_digit(*pos) ? CSH_E_INVALID_VERSION : CSH_E_INVALID_STATUS_LINE, pos);
+    if (line[5] != '1') FAIL(CSH_E_UNSUPPORTED_VERSION, line + 5);
+    m->version_major = 1;
+    m->version_minor = line[7] - '0';
+    pos++;
+    ls->mark = (size_t)(pos - buf);
+
+status:
+    while (pos < end && (size_t)(pos - buf) - ls->mark < 3) {
+        if (!is_digit(*pos)) FAIL(CSH_E_INVALID_STATUS, pos);
+        pos++;
+    }
+    if (pos == end) {
+        ls->sub = S_STATUS;
+        goto incomplete;
+    }
+    {
+        const char *d = buf + ls->mark;
+        m->status = (d[0] - '0') * 100 + (d[1] - '0') * 10 + (d[2] - '0');
+        if (m->status < 100 || m->status > 599) FAIL(CSH_E_INVALID_STATUS, d);
+    }
+    c = *pos;
+    if (c == ' ') {
+        pos++;
+    } else if (c != '\r' && c != '\n') {
+        FAIL(is_digit(c) ? CSH_E_INVALID_STATUS : CSH_E_INVALID_STATUS_LINE, pos);
+    }
+    ls->mark2 = (size_t)(pos - buf);
+
+reason:
+    pos = csh__scan_value(pos, end, p->simd_);
+    if (pos == end) {
+        ls->sub = S_REASON;
+        goto incomplete;
+    }
+    c = *pos;
+    if (c != '\r' && c != '\n') FAIL(CSH_E_INVALID_STATUS_LINE, pos);
+    if ((size_t)(pos - line) > p->limits_.max_start_line) FAIL(CSH_E_URI_TOO_LONG, pos);
+    m->reason.off = ls->mark2;
+    m->reason.len = (size_t)(pos - buf) - ls->mark2;
+    pos++;
+    if (c == '\n') {
+        if (!(p->flags_ & CSH_PARSE_LENIENT_BARE_LF)) FAIL(CSH_E_BARE_LF, pos - 1);
+        goto line_done;
+    }
+
+cr:
+    if (pos == end) {
+        ls->sub = S_CR;
+        goto incomplete;
+    }
+    if (*pos != '\n') FAIL(CSH_E_BARE_CR, pos - 1);
+    pos++;
+
+line_done:
+    ls->pos = (size_t)(pos - buf);
+    ls->sub = 0;
+    return CSH_OK;
+
+incomplete:
+    ls->pos = (size_t)(pos - buf);
+    return CSH_INCOMPLETE;
+fail:
+    p->error_offset_ = (size_t)(at - buf);
+    return err;
+}
+
+static inline int is_ows(char c)
+{
+    return c == ' ' || c == '\t';
+}
+
+/* RFC 9110 §7.2 / RFC 3986 §3.2.2: uri-host [ ":" port ] — unreserved,
+ * pct-encoded, sub-delims, ":" and the brackets of an IP literal. No userinfo
+ * ('@'), no whitespace, no controls, nothing above 0x7E. */
+static int host_byte_ok(unsigned char c)
+{
+    if (is_alpha((char)c) || is_digit((char)c)) return 1;
+    return c != 0 && strchr("-._~%!$&'()*+,;=:[]", c) != NULL;
+}
+
+static int on_content_length(csh_parser *p, const char *v, size_t n, const char **at)
+{
+    uint64_t x = 0;
+    if (p->seen_ & SEEN_TE) return CSH_E_CL_AND_TE;                /* RFC 9112 §6.3 (3) */
+    if (p->seen_ & SEEN_CL) return CSH_E_DUPLICATE_CONTENT_LENGTH; /* even if equal */
+    if (n == 0) return CSH_E_INVALID_CONTENT_LENGTH;
+    for (size_t i = 0; i < n; i++) {
+        unsigned d = (unsigned char)v[i] - (unsigned)'0';
+        if (d > 9) {
+            *at = v + i;
+            return CSH_E_INVALID_CONTENT_LENGTH; /* RFC 9110 §8.6: 1*DIGIT */
+        }
+        if (x > (UINT64_C(0x7fffffffffffffff) - d) / 10) {
+            *at = v + i;
+            return CSH_E_CONTENT_LENGTH_TOO_LARGE;
+        }
+        x = x * 10 + d;
+    }
+    p->seen_ |= SEEN_CL;
+    p->msg.content_length = x;
+    p->msg.flags |= CSH_MSG_HAS_CONTENT_LENGTH;
+    return CSH_OK;
+}
+
+/* Transfer-Encoding = #transfer-coding (RFC 9112 §6.1). One field line only,
+ * no empty elements, no parameters: every looseness here has been a
+ * smuggling vector somewhere (see SMUGGLING.md). */
+static int on_transfer_encoding(csh_parser *p, const char *v, size_t n, const char **at)
+{
+    const char *s = v, *end = v + n;
+    int other = 0, chunked_last = 0;
+
+    if (p->seen_ & SEEN_CL) return CSH_E_CL_AND_TE;
+    if (p->seen_ & SEEN_TE) return CSH_E_DUPLICATE_TE;
+    if (p->msg.version_minor == 0) return CSH_E_TE_IN_HTTP10; /* RFC 9112 §6.1 */
+    for (;;) {
+        const char *e = csh__scan_token(s, end);
+        size_t len = (size_t)(e - s);
+        *at = s;
+        if (len == 0) return CSH_E_INVALID_TE;
+        if (len == 7 && lower_eq(s, "chunked", 7)) {
+            if (p->seen_ & SEEN_TE_CHUNKED) return CSH_E_CHUNKED_TWICE; /* §6.1 */
+            p->seen_ |= SEEN_TE_CHUNKED;
+            chunked_last = 1;
+        } else if ((len == 4 && lower_eq(s, "gzip", 4)) || (len == 6 && lower_eq(s, "x-gzip", 6)) ||
+                   (len == 7 && lower_eq(s, "deflate", 7)) ||
+                   (len == 8 && lower_eq(s, "compress", 8)) ||
+                   (len == 10 && lower_eq(s, "x-compress", 10))) {
+            other = 1;
+            chunked_last = 0;
+        } else {
+            return CSH_E_UNKNOWN_TE; /* RFC 9112 §6.1: 501 */
+        }
+        while (e < end && is_ows(*e)) e++;
+        if (e == end) break;
+        *at = e;
+        if (*e != ',') return CSH_E_INVALID_TE;
+        e++;
+        while (e < end && is_ows(*e)) e++;
+        s = e;
+    }
+    if (p->type_ == CSH_REQUEST && !chunked_last) {
+        *at = v;
+        return CSH_E_TE_NOT_CHUNKED; /* RFC 9112 §6.3 (4) */
+    }
+    p->seen_ |= SEEN_TE | (chunked_last ? SEEN_TE_CHUNKED_LAST : 0);
+    p->msg.flags |= CSH_MSG_HAS_TRANSFER_ENCODING | (other ? CSH_MSG_TE_OTHER_CODINGS : 0);
+    return CSH_OK;
+}
+
+/* Connection = #connection-option (RFC 9110 §7.6.1); empty elements are
+ * allowed by the list rule (§5.6.1). */
+static int on_connection(csh_parser *p, const char *v, size_t n, const char **at)
+{
+    const char *s = v, *end = v + n;
+    for (;;) {
+        while (s < end && (is_ows(*s) || *s == ',')) s++;
+        if (s == end) return CSH_OK;
+        const char *e = csh__scan_token(s, end);
+        size_t len = (size_t)(e - s);
+        *at = e;
+        if (len == 0) return CSH_E_INVALID_CONNECTION;
+        if (len == 5 && lower_eq(s, "close", 5))
+            p->seen_ |= SEEN_CONN_CLOSE;
+        else if (len == 10 && lower_eq(s, "keep-alive", 10))
+            p->seen_ |= SEEN_CONN_KEEP_ALIVE;
+        else if (len == 7 && lower_eq(s, "upgrade", 7))
+            p->seen_ |= SEEN_CONN_UPGRADE;
+        while (e < end && is_ows(*e)) e++;
+        if (e < end && *e != ',') {
+            *at = e;
+            return CSH_E_INVALID_CONNECTION;
+        }
+        s = e;
+    }
+}
+
+static int on_host(csh_parser *p, const char *buf, const csh_header *h, const char **at)
+{
+    const char *v = buf + h->value.off;
+    if (p->seen_ & SEEN_HOST) return CSH_E_DUPLICATE_HOST; /* RFC 9112 §3.2 */
+    for (size_t i = 0; i < h->value.len; i++) {
+        if (!host_byte_ok((unsigned char)v[i])) {
+            *at = v + i;
+            return CSH_E_INVALID_HOST;
+        }
+    }
+    p->seen_ |= SEEN_HOST;
+    p->msg.host = h->value;
+    p->msg.flags |= CSH_MSG_HAS_HOST;
+    return CSH_OK;
+}
+
+/* Interprets the fields that decide framing and connection handling, once,
+ * so that nobody has to scan the headers again for them. */
+static int interpret_field(csh_parser *p, const char *buf, const csh_header *h, const char **at)
+{
+    const char *name = buf + h->name.off;
+    const char *v = buf + h->value.off;
+    size_t n = h->value.len;
+    int request = p->type_ == CSH_REQUEST;
+
+    *at = name;
+    switch (h->name.len) {
+    case 4:
+        if (request && lower_eq(name, "host", 4)) return on_host(p, buf, h, at);
+        break;
+    case 6:
+        if (request && lower_eq(name, "expect", 6)) {
+            /* RFC 9110 §10.1.1: 100-continue is the only expectation; an
+             * HTTP/1.0 client cannot have sent it meaningfully. */
+            if (n == 12 && lower_eq(v, "100-continue", 12)) {
+                if (p->msg.version_minor >= 1) p->msg.flags |= CSH_MSG_EXPECT_CONTINUE;
+            } else if (n > 0) {
+                p->msg.flags |= CSH_MSG_EXPECT_OTHER;
+            }
+        }
+        break;
+    case 7:
+        if (lower_eq(name, "upgrade", 7) && !(p->seen_ & SEEN_UPGRADE)) {
+            p->seen_ |= SEEN_UPGRADE;
+            p->msg.upgrade = h->value;
+        }
+        break;
+    case 10:
+        if (lower_eq(name, "connection", 10)) return on_connection(p, v, n, at);
+        break;
+    case 14:
+        if (lower_eq(name, "content-length", 14)) return on_content_length(p, v, n, at);
+        break;
+    case 17:
+        if (lower_eq(name, "transfer-encoding", 17)) return on_transfer_encoding(p, v, n, at);
+        break;
+    default: break;
+    }
+    return CSH_OK;
+}
+
+static void decide_connection(csh_parser *p)
+{
+    csh_message *m = &p->msg;
+    if (p->seen_ & SEEN_CONN_CLOSE)
+        m->flags |= CSH_MSG_CONNECTION_CLOSE;
+    else if (m->version_minor >= 1 || (p->seen_ & SEEN_CONN_KEEP_ALIVE))
+        m->flags |= CSH_MSG_KEEP_ALIVE; /* RFC 9112 §9.3 */
+    /* RFC 9110 §7.8: Upgrade counts only with the "upgrade" connection option,
+     * and never in HTTP/1.0. */
+    if ((p->seen_ & SEEN_UPGRADE) && (p->seen_ & SEEN_CONN_UPGRADE) && m->version_minor >= 1)
+        m->flags |= CSH_MSG_UPGRADE;
+}
+
+/* The head ended: decide framing (RFC 9112 §6.3) and keep-alive. */
+static int finish_head(csh_parser *p)
+{
+    csh_message *m = &p->msg;
+    m->head_length = p->ls_.pos;
+    decide_connection(p);
+
+    if (p->type_ == CSH_REQUEST) {
+        if (m->version_minor >= 1 && !(p->seen_ & SEEN_HOST)) {
+            p->error_offset_ = p->ls_.line;
+            return CSH_E_MISSING_HOST; /* RFC 9112 §3.2 */
+        }
+        if (p->seen_ & SEEN_TE)
+            m->body = CSH_BODY_CHUNKED;
+        else if (m->content_length > 0)
+            m->body = CSH_BODY_LENGTH;
+        return CSH_OK;
+    }
+
+    /* responses, RFC 9112 §6.3 rules 1 and 2 */
+    if (m->status < 200 || m->status == 204 || m->status == 304 ||
+        p->request_method_ == CSH_METHOD_HEAD) {
+        m->body = CSH_BODY_NONE;
+        m->content_length = 0;
+        if (m->status == 101)
+            m->flags = (m->flags & ~(unsigned)CSH_MSG_KEEP_ALIVE) | CSH_MSG_TUNNEL;
+        else if (m->status < 200)
+            m->flags |= CSH_MSG_INTERIM;
+        return CSH_OK;
+    }
+    if (p->request_method_ == CSH_METHOD_CONNECT && m->status < 300) {
+        m->body = CSH_BODY_NONE;
+        m->content_length = 0;
+        m->flags = (m->flags & ~(unsigned)CSH_MSG_KEEP_ALIVE) | CSH_MSG_TUNNEL;
+        return CSH_OK;
+    }
+    if (p->seen_ & SEEN_TE) {
+        m->body = (p->seen_ & SEEN_TE_CHUNKED_LAST) ? CSH_BODY_CHUNKED : CSH_BODY_UNTIL_CLOSE;
+    } else if (p->seen_ & SEEN_CL) {
+        m->body = m->content_length > 0 ? CSH_BODY_LENGTH : CSH_BODY_NONE;
+    } else {
+        m->body = CSH_BODY_UNTIL_CLOSE;
+    }
+    if (m->body == CSH_BODY_UNTIL_CLOSE) m->flags &= ~(unsigned)CSH_MSG_KEEP_ALIVE;
+    return CSH_OK;
+}
+
+static inline size_t add_sat(size_t a, size_t b)
+{
+    return a + b < a ? (size_t)-1 : a + b;
+}
+
+int csh_parser_execute(csh_parser *p, const char *buf, size_t len)
+{
+    csh_line_state_ *ls = &p->ls_;
+    size_t head_end;
+    int r;
+
+    if (p->result_ != CSH_INCOMPLETE) return p->result_;
+    if (len < p->len_ || (buf == NULL && len > 0)) return CSH_E_INVALID_ARGUMENT;
+    p->len_ = len;
+    head_end = len < p->limits_.max_head ? len : p->limits_.max_head;
+
+    for (;;) {
+        int start = p->state_ == ST_START_LINE;
+        size_t line_limit = start ? p->limits_.max_start_line : p->limits_.max_field_line;
+        size_t line_end = add_sat(add_sat(ls->line, line_limit), 2); /* + CRLF */
+        size_t win = head_end < line_end ? head_end : line_end;
+
+        if (start) {
+            r = p->type_ == CSH_REQUEST ? parse_request_line(p, buf, win)
+                                        : parse_status_line(p, buf, win);
+            if (r == LINE_SKIPPED) continue;
+            if (r == CSH_OK) {
+                p->state_ = ST_FIELDS;
+                ls->line = ls->pos;
+                continue;
+            }
+        } else {
+            csh_header h;
+            int eos = 0;
+            size_t at = 0;
+            r = csh__field_line_parse(ls, buf, win, p->flags_, p->simd_, p->msg.num_headers == 0,
+                                      p->limits_.max_field_line, &h, &eos, &at);
+            if (r == CSH_OK) {
+                if (eos) {
+                    r = finish_head(p);
+                    if (r == CSH_OK) p->state_ = ST_DONE;
+                    p->result_ = r;
+                    return r;
+                }
+                if (p->msg.num_headers >= p->fields_cap_) {
+                    r = CSH_E_TOO_MANY_FIELDS;
+                    at = ls->line;
+                } else {
+                    const char *where;
+                    p->fields_[p->msg.num_headers++] = h;
+                    r = interpret_field(p, buf, &h, &where);
+                    at = (size_t)(where - buf);
+                }
+                if (r == CSH_OK) {
+                    ls->line = ls->pos;
+                    continue;
+                }
+            }
+            if (r < 0) p->error_offset_ = at;
+        }
+
+        if (r == CSH_INCOMPLETE) {
+            if (win == len) return CSH_INCOMPLETE;
+            /* a limit stopped the scan before the bytes ran out */
+            p->error_offset_ = win;
+            if (win == line_end)
+                r = start ? CSH_E_URI_TOO_LONG : CSH_E_FIELD_LINE_TOO_LONG;
+            else
+                r = CSH_E_HEAD_TOO_LARGE;
+        }
+        p->result_ = r;
+        return r;
+    }
+}
