@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# Runs the parser benchmark from an existing build and writes the report.
+#
+#   bash bench/parser/run.sh BUILD_DIR [CORPUS_DIR]
+#
+# BUILD_DIR is a configured and built tree (make bench: build-release, a
+# Release build). The corpus defaults to shared/parser-corpus beside the
+# checkout; CORPUS_DIR or $CSHTTP_PARSER_CORPUS override it.
+# Environment: BENCH_ARGS (extra bench_parser options, e.g. "--rounds 11"),
+# CALLGRIND_ITERS (passes per file under callgrind, default 1000),
+# NO_CALLGRIND=1 to skip the instruction counts.
+# Output: the report on stdout and in bench/results/parser-<date>.md, every
+# timing as CSV in bench/results/parser-<date>.csv, the instruction counts in
+# bench/results/parser-<date>-instructions.csv.
+set -euo pipefail
+
+build=${1:?usage: run.sh BUILD_DIR [CORPUS_DIR]}
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(git -C "$here" rev-parse --show-toplevel)
+corpus=${2:-${CSHTTP_PARSER_CORPUS:-$root/../shared/parser-corpus}}
+bin=$build/bench/parser/bench_parser
+
+if [ ! -x "$bin" ]; then
+  echo "run.sh: $bin is not built: configure and build $build first (make bench does)," >&2
+  echo "        and check that cmake found http_parser (libhttp-parser-dev)." >&2
+  exit 1
+fi
+[ -f "$corpus/MANIFEST" ] || { echo "run.sh: no MANIFEST in $corpus" >&2; exit 1; }
+corpus=$(cd "$corpus" && pwd)
+
+results=$root/bench/results
+mkdir -p "$results"
+stamp=$(date +%Y-%m-%d-%H%M%S)
+report=$results/parser-$stamp.md
+csv=$results/parser-$stamp.csv
+cgcsv=$results/parser-$stamp-instructions.csv
+
+cpu_model=$(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -n1)
+cpus=$(nproc)
+build_type=$(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' "$build/CMakeCache.txt" 2>/dev/null || true)
+cc_id=$(sed -n 's/^CMAKE_C_COMPILER:[A-Z]*=//p' "$build/CMakeCache.txt" 2>/dev/null || true)
+cc_version=$("${cc_id:-cc}" --version 2>/dev/null | head -n1 || true)
+rev=$(git -C "$root" rev-parse --short HEAD)
+dirty=$(git -C "$root" status --porcelain -- libcshttp bench | head -n1)
+
+{
+  echo "# Parser benchmark, $(date '+%Y-%m-%d %H:%M')"
+  echo
+  echo "- commit: $rev${dirty:+ (with uncommitted changes in libcshttp/ or bench/)}"
+  echo "- machine: ${cpu_model:-unknown CPU}, $cpus CPUs, $(uname -sr)"
+  echo "- build: $build (${build_type:-?}), ${cc_version:-?}"
+  echo "- corpus: $corpus"
+  echo
+} | tee "$report"
+
+# shellcheck disable=SC2086
+"$bin" --csv "$csv" ${BENCH_ARGS:-} "$corpus" | tee -a "$report"
+
+if [ "${NO_CALLGRIND:-0}" = 1 ]; then
+  echo "(instruction counts skipped: NO_CALLGRIND=1)" | tee -a "$report"
+  exit 0
+fi
+if ! command -v valgrind >/dev/null; then
+  echo "(valgrind not installed: no instruction counts)" | tee -a "$report"
+  exit 0
+fi
+
+# Instructions per request: callgrind counts only bench_callgrind_region (the
+# parse loop: parser calls, callbacks, the loop itself), after one warm-up pass.
+iters=${CALLGRIND_ITERS:-1000}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+count() { # parser file piece -> instructions per request
+  local out=$tmp/cg.out log=$tmp/cg.log ir reqs
+  valgrind --tool=callgrind --toggle-collect=bench_callgrind_region \
+    --callgrind-out-file="$out" "$bin" --callgrind "$1" --file "$2" --piece "$3" \
+    --iters "$iters" "$corpus" >"$log" 2>&1 || { cat "$log" >&2; return 1; }
+  ir=$(sed -n 's/^totals: *\([0-9]*\).*/\1/p' "$out" | head -n1)
+  [ -n "$ir" ] || ir=$(sed -n 's/^summary: *\([0-9]*\).*/\1/p' "$out" | head -n1)
+  reqs=$(sed -n 's/.*requests=\([0-9]*\).*/\1/p' "$log")
+  awk -v ir="$ir" -v r="$reqs" 'BEGIN { printf "%.0f", ir / r }'
+}
+
+{
+  echo
+  echo "### Instructions per request (callgrind, $iters passes per file; no machine noise)"
+  echo
+  echo "hp/cshttp = http_parser instructions / cshttp instructions."
+  echo
+  echo "| file | feed | cshttp | http_parser | cshttp no-SIMD | hp/cshttp | hp/no-SIMD |"
+  echo "|---|---|--:|--:|--:|--:|--:|"
+} | tee -a "$report"
+echo "file,piece,cshttp,http_parser,cshttp_nosimd" >"$cgcsv"
+for file in $(awk '!/^#/ && NF { print $1 }' "$corpus/MANIFEST"); do
+  for piece in 0 64; do
+    c=$(count cshttp "$file" "$piece")
+    h=$(count http_parser "$file" "$piece")
+    n=$(count cshttp-nosimd "$file" "$piece")
+    feed=whole; [ "$piece" = 0 ] || feed="$piece B"
+    awk -v f="$file" -v feed="$feed" -v c="$c" -v h="$h" -v n="$n" \
+      'BEGIN { printf "| %s | %s | %d | %d | %d | %.2fx | %.2fx |\n", f, feed, c, h, n, h / c, h / n }' \
+      | tee -a "$report"
+    echo "$file,$piece,$c,$h,$n" >>"$cgcsv"
+  done
+done
+echo | tee -a "$report"
+echo "report: $report" >&2
