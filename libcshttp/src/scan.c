@@ -6,7 +6,6 @@
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
-#define CSH_HAVE_AVX2 1
 #endif
 
 /* tchar = "!" / "#" / "$" / "%" / "&" / "'" / "*" / "+" / "-" / "." / "^" /
@@ -63,7 +62,7 @@ static inline uint64_t load64(const char *p)
 #define CSH_SWAR 1
 #endif
 
-static const char *scan_value_portable(const char *p, const char *end)
+const char *csh__scan_value_portable(const char *p, const char *end)
 {
 #ifdef CSH_SWAR
     while (end - p >= 8) {
@@ -82,7 +81,7 @@ static const char *scan_value_portable(const char *p, const char *end)
     return p;
 }
 
-static const char *scan_vchar_portable(const char *p, const char *end)
+const char *csh__scan_vchar_portable(const char *p, const char *end)
 {
 #ifdef CSH_SWAR
     while (end - p >= 8) {
@@ -98,7 +97,7 @@ static const char *scan_vchar_portable(const char *p, const char *end)
 }
 
 #ifdef CSH_HAVE_AVX2
-__attribute__((target("avx2"))) static const char *scan_value_avx2(const char *p, const char *end)
+__attribute__((target("avx2"))) const char *csh__scan_value_avx2(const char *p, const char *end)
 {
     const __m256i c1f = _mm256_set1_epi8(0x1f), tab = _mm256_set1_epi8('\t'),
                   del = _mm256_set1_epi8(0x7f);
@@ -121,10 +120,32 @@ __attribute__((target("avx2"))) static const char *scan_value_avx2(const char *p
         if (m) return p + __builtin_ctz(m);
         p += 16;
     }
-    return scan_value_portable(p, end);
+    return csh__scan_value_portable(p, end);
 }
 
-__attribute__((target("avx2"))) static const char *scan_vchar_avx2(const char *p, const char *end)
+/* tchar test with two table lookups: the low nibble selects which high
+ * nibbles (0..7) make a tchar; bytes >= 0x80 have no bit. */
+__attribute__((target("avx2"))) const char *csh__scan_token_avx2(const char *p, const char *end)
+{
+    const __m128i by_low = _mm_setr_epi8((char)0xe8, (char)0xfc, (char)0xf8, (char)0xfc, (char)0xfc,
+                                         (char)0xfc, (char)0xfc, (char)0xfc, (char)0xf8, (char)0xf8,
+                                         (char)0xf4, 0x54, (char)0xd0, 0x54, (char)0xf4, 0x70);
+    const __m128i bit_of_high = _mm_setr_epi8(1, 2, 4, 8, 16, 32, 64, (char)0x80, 0, 0, 0, 0, 0, 0,
+                                              0, 0);
+    const __m128i nib = _mm_set1_epi8(0x0f);
+    while (end - p >= 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
+        __m128i lo = _mm_shuffle_epi8(by_low, _mm_and_si128(v, nib));
+        __m128i hi = _mm_shuffle_epi8(bit_of_high, _mm_and_si128(_mm_srli_epi16(v, 4), nib));
+        __m128i bad = _mm_cmpeq_epi8(_mm_and_si128(lo, hi), _mm_setzero_si128());
+        unsigned m = (unsigned)_mm_movemask_epi8(bad);
+        if (m) return p + __builtin_ctz(m);
+        p += 16;
+    }
+    return csh__scan_token(p, end);
+}
+
+__attribute__((target("avx2"))) const char *csh__scan_vchar_avx2(const char *p, const char *end)
 {
     const __m256i sp = _mm256_set1_epi8(0x20), del = _mm256_set1_epi8(0x7f);
     while (end - p >= 32) {
@@ -144,7 +165,7 @@ __attribute__((target("avx2"))) static const char *scan_vchar_avx2(const char *p
         if (m) return p + __builtin_ctz(m);
         p += 16;
     }
-    return scan_vchar_portable(p, end);
+    return csh__scan_vchar_portable(p, end);
 }
 
 int csh__simd_available(void)
@@ -158,21 +179,3 @@ int csh__simd_available(void)
     return 0;
 }
 #endif
-
-const char *csh__scan_value(const char *p, const char *end, int simd)
-{
-#ifdef CSH_HAVE_AVX2
-    if (simd) return scan_value_avx2(p, end);
-#endif
-    (void)simd;
-    return scan_value_portable(p, end);
-}
-
-const char *csh__scan_vchar(const char *p, const char *end, int simd)
-{
-#ifdef CSH_HAVE_AVX2
-    if (simd) return scan_vchar_avx2(p, end);
-#endif
-    (void)simd;
-    return scan_vchar_portable(p, end);
-}
