@@ -13,10 +13,11 @@
  *   --rounds N           interleaved rounds per file (default 9, at least 7 advised)
  *   --round-ms MS        length of one configuration's turn in a round (default 100)
  *   --csv FILE           also write every figure as CSV
+ *   --file NAME          time this corpus file only (repeatable; all are still verified)
  *   --callgrind PARSER   parse one file --iters times with one parser only, for
  *                        valgrind --tool=callgrind --toggle-collect=bench_callgrind_region;
  *                        PARSER is cshttp, cshttp-nosimd or http_parser
- *   --file NAME          (callgrind) the corpus file
+ *   --file NAME          (callgrind) the corpus file, exactly one
  *   --piece N            (callgrind) feed N-byte pieces; 0 = whole buffer (default)
  *   --iters N            (callgrind) repetitions (default 1000)
  *
@@ -40,8 +41,8 @@
 #include <time.h>
 
 #define MAX_FILES 64
-#define CORPUS_FIELDS 128   /* header array for the corpus (cshttp caps it at max_fields) */
-#define SYNTH_FIELDS 1024   /* header array for the synthetic resumption heads */
+#define CORPUS_FIELDS 128 /* header array for the corpus (cshttp caps it at max_fields) */
+#define SYNTH_FIELDS 1024 /* header array for the synthetic resumption heads */
 #define DEFAULT_PIECE 64
 
 /* ---------------------------------------------------------------- helpers */
@@ -411,8 +412,7 @@ static inline int hp_run(const char *src, size_t len, size_t piece, char *rx, ta
         off += n;
     }
     if (s.in_message) {
-        snprintf(g_err, sizeof g_err, "the input ended inside request %" PRIu64,
-                 t->requests + 1);
+        snprintf(g_err, sizeof g_err, "the input ended inside request %" PRIu64, t->requests + 1);
         return -1;
     }
     return 0;
@@ -443,6 +443,7 @@ typedef struct corpus_file {
 
 static corpus_file g_files[MAX_FILES];
 static int g_nfiles;
+static int g_timed[MAX_FILES]; /* files to time (--file), all when none is named */
 
 static char *read_file(const char *path, size_t *len)
 {
@@ -471,8 +472,10 @@ static void load_corpus(const char *dir)
     char path[4096];
     snprintf(path, sizeof path, "%s/MANIFEST", dir);
     FILE *m = fopen(path, "r");
-    if (!m) die("cannot open %s: %s (give the corpus folder as the last argument or in "
-                "CSHTTP_PARSER_CORPUS)", path, strerror(errno));
+    if (!m)
+        die("cannot open %s: %s (give the corpus folder as the last argument or in "
+            "CSHTTP_PARSER_CORPUS)",
+            path, strerror(errno));
     char line[1024];
     while (fgets(line, sizeof line, m)) {
         corpus_file *f = &g_files[g_nfiles];
@@ -524,8 +527,8 @@ static void verify_one(int parser, const corpus_file *f, size_t piece)
 #define CHECK(field, label)                                                                        \
     if (t.field != f->want.field)                                                                  \
         o += (size_t)snprintf(diff + o, sizeof diff - o,                                           \
-                              "\n    " label ": got %" PRIu64 ", MANIFEST says %" PRIu64,          \
-                              t.field, f->want.field);
+                              "\n    " label ": got %" PRIu64 ", MANIFEST says %" PRIu64, t.field, \
+                              f->want.field);
     CHECK(requests, "requests")
     CHECK(headers, "header fields")
     CHECK(body_bytes, "body bytes")
@@ -592,10 +595,10 @@ static uint64_t calibrate(int parser, const corpus_file *f, size_t piece)
 #define MAX_ROUNDS 256
 
 typedef struct file_result {
-    double ns_req[CONFIGS];    /* median ns per request */
-    double mbs[CONFIGS];       /* at the median */
+    double ns_req[CONFIGS]; /* median ns per request */
+    double mbs[CONFIGS];    /* at the median */
     double lo[CONFIGS], hi[CONFIGS];
-    double hp_vs_csh[FEEDS];   /* median over rounds of http_parser / cshttp */
+    double hp_vs_csh[FEEDS]; /* median over rounds of http_parser / cshttp */
     double hp_vs_nosimd[FEEDS];
     double piece_vs_whole[P_COUNT]; /* median over rounds of 64-byte / whole, per parser */
 } file_result;
@@ -638,8 +641,8 @@ static void bench_file(const corpus_file *f, file_result *res)
         for (int c = 0; c < CONFIGS; c++)
             fprintf(g_csv, "corpus,%s,%zu,%" PRIu64 ",%s,%s,%.1f,%.1f,%.1f,%.1f,%" PRIu64 ",%d\n",
                     f->name, f->len, f->want.requests, c / P_COUNT ? "64" : "whole",
-                    parser_names[c % P_COUNT], res->ns_req[c], res->lo[c], res->hi[c],
-                    res->mbs[c], iters[c], g_rounds);
+                    parser_names[c % P_COUNT], res->ns_req[c], res->lo[c], res->hi[c], res->mbs[c],
+                    iters[c], g_rounds);
 }
 
 /* ------------------------------------------ resumption: O(n) or O(n^2) */
@@ -735,8 +738,8 @@ static void verify_resumption(const size_t *sizes, int nsizes)
                 size_t got = resume_once(p, head, sizes[s], fd);
                 if (got != nf)
                     die("%s on the synthetic %zu-byte head fed %s: %zu fields, expected %zu %s",
-                        parser_titles[p], sizes[s], fd == R_WHOLE ? "whole" : "byte by byte",
-                        got, nf, g_err);
+                        parser_titles[p], sizes[s], fd == R_WHOLE ? "whole" : "byte by byte", got,
+                        nf, g_err);
             }
         free(head);
     }
@@ -767,18 +770,18 @@ static void bench_resumption(size_t size, resume_result *res)
     for (int r = 0; r < g_rounds; r++)
         for (int p = 0; p < P_COUNT; p++)
             for (int fd = 0; fd < R_FEEDS; fd++)
-                ns[p][fd][r] = (double)resume_time(p, head, size, fd, iters[p][fd], nf) /
-                               (double)iters[p][fd];
+                ns[p][fd][r] =
+                    (double)resume_time(p, head, size, fd, iters[p][fd], nf) / (double)iters[p][fd];
     for (int p = 0; p < P_COUNT; p++) {
         for (int fd = 0; fd < R_FEEDS; fd++) res->ns[p][fd] = median(ns[p][fd], g_rounds);
         for (int r = 0; r < g_rounds; r++) ratio[r] = ns[p][R_BYTES][r] / ns[p][R_WHOLE][r];
         res->ratio[p] = median(ratio, g_rounds);
         if (g_csv)
             for (int fd = 0; fd < R_FEEDS; fd++)
-                fprintf(g_csv, "resumption,synthetic-%zu,%zu,1,%s,%s,%.1f,%.1f,%.1f,%.1f,%" PRIu64
-                        ",%d\n",
-                        size, size, fd == R_WHOLE ? "whole" : "1", parser_names[p],
-                        res->ns[p][fd], vmin(ns[p][fd], g_rounds), vmax(ns[p][fd], g_rounds),
+                fprintf(g_csv,
+                        "resumption,synthetic-%zu,%zu,1,%s,%s,%.1f,%.1f,%.1f,%.1f,%" PRIu64 ",%d\n",
+                        size, size, fd == R_WHOLE ? "whole" : "1", parser_names[p], res->ns[p][fd],
+                        vmin(ns[p][fd], g_rounds), vmax(ns[p][fd], g_rounds),
                         (double)size / res->ns[p][fd] * 1e3, iters[p][fd], g_rounds);
     }
     free(head);
@@ -804,8 +807,8 @@ static int callgrind_mode(const char *parser_name, const char *file, size_t piec
     int parser = -1;
     for (int p = 0; p < P_COUNT; p++)
         if (strcmp(parser_name, parser_names[p]) == 0) parser = p;
-    if (parser < 0) die("--callgrind: unknown parser '%s' (cshttp, cshttp-nosimd, http_parser)",
-                        parser_name);
+    if (parser < 0)
+        die("--callgrind: unknown parser '%s' (cshttp, cshttp-nosimd, http_parser)", parser_name);
     const corpus_file *f = NULL;
     for (int i = 0; i < g_nfiles; i++)
         if (strcmp(g_files[i].name, file) == 0) f = &g_files[i];
@@ -818,8 +821,7 @@ static int callgrind_mode(const char *parser_name, const char *file, size_t piec
     uint64_t reqs = bench_callgrind_region(parser, f, piece, iters);
     if (reqs != iters * f->want.requests)
         die("--callgrind: %s failed on %s: %s", parser_names[parser], f->name, g_err);
-    printf("parser=%s file=%s piece=%zu iters=%" PRIu64 " requests=%" PRIu64 " bytes=%" PRIu64
-           "\n",
+    printf("parser=%s file=%s piece=%zu iters=%" PRIu64 " requests=%" PRIu64 " bytes=%" PRIu64 "\n",
            parser_names[parser], f->name, piece, iters, reqs, (uint64_t)f->len * iters);
     return 0;
 }
@@ -838,6 +840,7 @@ static void print_report(const file_result *fr, const resume_result *rr, int nre
     for (int i = 0; i < g_nfiles; i++) {
         const corpus_file *f = &g_files[i];
         const file_result *r = &fr[i];
+        if (!g_timed[i]) continue;
         for (int fd = 0; fd < FEEDS; fd++) {
             int b = fd * P_COUNT;
             printf("| %s | %zu | %" PRIu64 " | %s | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f "
@@ -852,9 +855,10 @@ static void print_report(const file_result *fr, const resume_result *rr, int nre
     printf("\n### Resumption cost: 64-byte pieces / whole buffer (median of per-round ratios)\n\n");
     printf("| file | cshttp | cshttp no-SIMD | http_parser |\n|---|--:|--:|--:|\n");
     for (int i = 0; i < g_nfiles; i++)
-        printf("| %s | %.2fx | %.2fx | %.2fx |\n", g_files[i].name,
-               fr[i].piece_vs_whole[P_CSHTTP], fr[i].piece_vs_whole[P_CSHTTP_NOSIMD],
-               fr[i].piece_vs_whole[P_HTTP_PARSER]);
+        if (g_timed[i])
+            printf("| %s | %.2fx | %.2fx | %.2fx |\n", g_files[i].name,
+                   fr[i].piece_vs_whole[P_CSHTTP], fr[i].piece_vs_whole[P_CSHTTP_NOSIMD],
+                   fr[i].piece_vs_whole[P_HTTP_PARSER]);
 
     printf("\n### O(n) resumption: synthetic head, one byte at a time vs whole\n\n");
     printf("cshttp: csh_parser_execute on a buffer growing by one byte per call; http_parser: "
@@ -882,14 +886,14 @@ static void print_report(const file_result *fr, const resume_result *rr, int nre
 
     printf("\n### Goals\n\n");
     for (int i = 0; i < g_nfiles; i++)
-        if (strcmp(g_files[i].name, "b_chrome_get.http") == 0)
+        if (g_timed[i] && strcmp(g_files[i].name, "b_chrome_get.http") == 0)
             printf("- browser GET (b_chrome_get.http), whole: http_parser / cshttp = %.2fx "
                    "(goal >= 7x): %s\n",
                    fr[i].hp_vs_csh[0], fr[i].hp_vs_csh[0] >= 7 ? "met" : "NOT met");
     double worst = 0;
     const char *worst_name = "";
     for (int i = 0; i < g_nfiles; i++)
-        if (fr[i].piece_vs_whole[P_CSHTTP] > worst) {
+        if (g_timed[i] && fr[i].piece_vs_whole[P_CSHTTP] > worst) {
             worst = fr[i].piece_vs_whole[P_CSHTTP];
             worst_name = g_files[i].name;
         }
@@ -903,7 +907,7 @@ static void usage(void)
 {
     fprintf(stderr,
             "usage: bench_parser [--verify-only] [--rounds N] [--round-ms MS] [--csv FILE]\n"
-            "                    [CORPUS_DIR]\n"
+            "                    [--file NAME]... [CORPUS_DIR]\n"
             "       bench_parser --callgrind cshttp|cshttp-nosimd|http_parser --file NAME\n"
             "                    [--piece N] [--iters N] [CORPUS_DIR]\n"
             "CORPUS_DIR defaults to $CSHTTP_PARSER_CORPUS.\n");
@@ -922,26 +926,40 @@ static uint64_t parse_u64(const char *opt, const char *s)
 int main(int argc, char **argv)
 {
     const char *dir = NULL, *csv = NULL, *cg_parser = NULL, *cg_file = NULL;
+    const char *only[MAX_FILES];
+    int nonly = 0;
     int verify_only = 0;
     uint64_t cg_iters = 1000, cg_piece = 0;
 
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
 #define NEXT() (i + 1 < argc ? argv[++i] : (usage(), ""))
-        if (strcmp(a, "--verify-only") == 0) verify_only = 1;
-        else if (strcmp(a, "--rounds") == 0) g_rounds = (int)parse_u64(a, NEXT());
-        else if (strcmp(a, "--round-ms") == 0) g_round_ms = (double)parse_u64(a, NEXT());
-        else if (strcmp(a, "--csv") == 0) csv = NEXT();
-        else if (strcmp(a, "--callgrind") == 0) cg_parser = NEXT();
-        else if (strcmp(a, "--file") == 0) cg_file = NEXT();
-        else if (strcmp(a, "--piece") == 0) cg_piece = parse_u64(a, NEXT());
-        else if (strcmp(a, "--iters") == 0) cg_iters = parse_u64(a, NEXT());
-        else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) usage();
+        if (strcmp(a, "--verify-only") == 0)
+            verify_only = 1;
+        else if (strcmp(a, "--rounds") == 0)
+            g_rounds = (int)parse_u64(a, NEXT());
+        else if (strcmp(a, "--round-ms") == 0)
+            g_round_ms = (double)parse_u64(a, NEXT());
+        else if (strcmp(a, "--csv") == 0)
+            csv = NEXT();
+        else if (strcmp(a, "--callgrind") == 0)
+            cg_parser = NEXT();
+        else if (strcmp(a, "--file") == 0) {
+            if (nonly == MAX_FILES) die("--file: too many");
+            cg_file = only[nonly++] = NEXT();
+        } else if (strcmp(a, "--piece") == 0)
+            cg_piece = parse_u64(a, NEXT());
+        else if (strcmp(a, "--iters") == 0)
+            cg_iters = parse_u64(a, NEXT());
+        else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0)
+            usage();
         else if (a[0] == '-') {
             fprintf(stderr, "bench_parser: unknown option %s\n", a);
             usage();
-        } else if (!dir) dir = a;
-        else usage();
+        } else if (!dir)
+            dir = a;
+        else
+            usage();
 #undef NEXT
     }
     if (!dir) dir = getenv("CSHTTP_PARSER_CORPUS");
@@ -955,8 +973,17 @@ int main(int argc, char **argv)
     hp_settings_setup();
     load_corpus(dir);
 
+    for (int k = 0; k < nonly; k++) {
+        int found = 0;
+        for (int i = 0; i < g_nfiles; i++)
+            if (strcmp(g_files[i].name, only[k]) == 0) found = g_timed[i] = 1;
+        if (!found) die("--file: %s is not in MANIFEST", only[k]);
+    }
+    if (nonly == 0)
+        for (int i = 0; i < g_nfiles; i++) g_timed[i] = 1;
+
     if (cg_parser) {
-        if (!cg_file) die("--callgrind needs --file NAME");
+        if (nonly != 1) die("--callgrind needs exactly one --file NAME");
         return callgrind_mode(cg_parser, cg_file, (size_t)cg_piece, cg_iters ? cg_iters : 1);
     }
 
@@ -967,10 +994,11 @@ int main(int argc, char **argv)
            "whole, in %d-byte pieces and one byte at a time.\n",
            g_nfiles, HTTP_PARSER_VERSION_MAJOR, HTTP_PARSER_VERSION_MINOR,
            HTTP_PARSER_VERSION_PATCH, DEFAULT_PIECE);
+    fflush(stdout);
     if (verify_only) return 0;
 
-    if (g_rounds < 7) fprintf(stderr, "bench_parser: warning: %d rounds (at least 7 advised)\n",
-                              g_rounds);
+    if (g_rounds < 7)
+        fprintf(stderr, "bench_parser: warning: %d rounds (at least 7 advised)\n", g_rounds);
     if (csv) {
         g_csv = fopen(csv, "w");
         if (!g_csv) die("cannot write %s: %s", csv, strerror(errno));
@@ -985,6 +1013,7 @@ int main(int argc, char **argv)
     static file_result fr[MAX_FILES];
     resume_result rr[2];
     for (int i = 0; i < g_nfiles; i++) {
+        if (!g_timed[i]) continue;
         fprintf(stderr, "timing %s ...\n", g_files[i].name);
         bench_file(&g_files[i], &fr[i]);
     }
