@@ -41,20 +41,24 @@ build_type=$(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' "$build/CMakeCache.txt" 2>/
 cc_id=$(sed -n 's/^CMAKE_C_COMPILER:[A-Z]*=//p' "$build/CMakeCache.txt" 2>/dev/null || true)
 cc_version=$("${cc_id:-cc}" --version 2>/dev/null | head -n1 || true)
 rev=$(git -C "$root" rev-parse --short HEAD)
-dirty=$(git -C "$root" status --porcelain -- libcshttp bench | head -n1)
+dirty=$(git -C "$root" status --porcelain -- libcshttp/src libcshttp/include bench/parser | head -n1)
+load() { cut -d' ' -f1-3 /proc/loadavg; }
 
 {
   echo "# Parser benchmark, $(date '+%Y-%m-%d %H:%M')"
   echo
-  echo "- commit: $rev${dirty:+ (with uncommitted changes in libcshttp/ or bench/)}"
+  echo "- commit: $rev${dirty:+ (with uncommitted changes in libcshttp/src, include or bench/parser)}"
   echo "- machine: ${cpu_model:-unknown CPU}, $cpus CPUs, $(uname -sr)"
   echo "- build: $build (${build_type:-?}), ${cc_version:-?}"
   echo "- corpus: $corpus"
+  echo "- load average before the run: $(load) (a shared machine: compare ratios, not absolute times)"
   echo
 } | tee "$report"
 
 # shellcheck disable=SC2086
 "$bin" --csv "$csv" ${BENCH_ARGS:-} "$corpus" | tee -a "$report"
+echo "
+Load average after the timed runs: $(load)" | tee -a "$report"
 
 if [ "${NO_CALLGRIND:-0}" = 1 ]; then
   echo "(instruction counts skipped: NO_CALLGRIND=1)" | tee -a "$report"
