@@ -112,6 +112,7 @@ name_ws:
     goto fail;
 
 ows:
+    if (p < end && *p == ' ') p++; /* the usual single space */
     while (p < end && csh__is_ows(*p)) p++;
     if (p == end) {
         st->sub = CSH__F_OWS;
