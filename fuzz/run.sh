@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# Runs libFuzzer targets for a while and fails if one of them finds a crash.
+#
+#   bash fuzz/run.sh BUILD_DIR TARGET|all SECONDS
+#
+# BUILD_DIR is a CSHTTP_BUILD_FUZZ=ON libFuzzer build (make fuzz-build:
+# build-fuzz). Each target runs SECONDS (-max_total_time) on a work corpus,
+# fuzz/findings/<target>/corpus (git-ignored, kept between runs so coverage
+# accumulates), seeded from fuzz/corpus/<target>/ and fuzz/regressions/<target>/,
+# with the dictionary fuzz/http.dict. Crash reproducers go to
+# fuzz/findings/<target>/ (crash-*, leak-*, timeout-*, oom-*), the log to
+# fuzz/findings/<target>/fuzz.log.
+#
+# Environment:
+#   FUZZ_JOBS=N   run N fuzzing processes per target (libFuzzer -fork=N),
+#                 for long runs on several cores
+#   FUZZ_ARGS=... more libFuzzer flags (e.g. -max_len=16384)
+#
+# Exit status: 0 if no target found anything, 1 if one did (the reproducer's
+# path is printed), 2 on a usage or build problem.
+set -uo pipefail
+
+if [ $# -ne 3 ]; then
+    echo "usage: $0 BUILD_DIR TARGET|all SECONDS" >&2
+    exit 2
+fi
+build=$1
+which=$2
+seconds=$3
+case $seconds in
+'' | *[!0-9]*)
+    echo "run.sh: SECONDS must be a number, not '$seconds'" >&2
+    exit 2
+    ;;
+esac
+
+here=$(cd "$(dirname "$0")" && pwd)
+bindir=$build/fuzz
+[ -d "$bindir" ] || { echo "run.sh: $bindir does not exist (make fuzz-build)" >&2; exit 2; }
+bindir=$(cd "$bindir" && pwd)
+
+if [ "$which" = all ]; then
+    targets=$(cd "$here" && ls fuzz_*.c | sed 's/\.c$//' | grep -v '^fuzz_common$')
+else
+    targets=$which
+fi
+
+failed=0
+summary=""
+for t in $targets; do
+    bin=$bindir/$t
+    if [ ! -x "$bin" ]; then
+        if [ "$which" = all ] && [ "$t" = fuzz_http_parser ]; then
+            # Left out of the build when http_parser is missing (CMake warned).
+            echo "run.sh: $t not built (libhttp-parser-dev missing?), skipped" >&2
+            continue
+        fi
+        echo "run.sh: $bin not found (not a fuzz build, or unknown target '$t')" >&2
+        exit 2
+    fi
+    out=$here/findings/$t
+    work=$out/corpus
+    mkdir -p "$work"
+    for seeds in "$here/corpus/$t" "$here/regressions/$t"; do
+        [ -d "$seeds" ] || continue
+        find "$seeds" -maxdepth 1 -type f ! -name '.*' -exec cp -p {} "$work/" \;
+    done
+    before=$(ls "$out" | grep -E '^(crash|leak|timeout|oom|slow-unit)-' | sort)
+    log=$out/fuzz.log
+    jobs=()
+    if [ -n "${FUZZ_JOBS:-}" ] && [ "${FUZZ_JOBS}" -gt 1 ]; then
+        jobs=(-fork="$FUZZ_JOBS" -ignore_crashes=0)
+    fi
+    echo "== $t: ${seconds}s, work corpus $work ($(ls "$work" | wc -l) inputs)"
+    # shellcheck disable=SC2086
+    ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1:symbolize=1} \
+    UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
+        "$bin" "${jobs[@]}" -max_total_time="$seconds" -dict="$here/http.dict" \
+        -artifact_prefix="$out/" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+        ${FUZZ_ARGS:-} "$work" >"$log" 2>&1
+    rc=$?
+    after=$(ls "$out" | grep -E '^(crash|leak|timeout|oom|slow-unit)-' | sort)
+    new=$(comm -13 <(echo "$before") <(echo "$after") | grep -v '^$' || true)
+    stats=$(grep -E '^#[0-9]+ +(DONE|pulse|NEW|REDUCE)' "$log" | tail -1 | sed 's/^#[0-9]* *//')
+    execs=$(grep -E '^stat::average_exec_per_sec' "$log" | tail -1 | awk '{print $2}')
+    line="$t: rc=$rc ${execs:+exec/s=$execs }$stats"
+    echo "   $line"
+    summary+="$line"$'\n'
+    if [ $rc -ne 0 ] || [ -n "$new" ]; then
+        failed=1
+        echo "!! $t FOUND A PROBLEM (log: $log)" >&2
+        grep -E 'ERROR: |fuzz check failed|==== |SUMMARY: |differ|disagree' "$log" | head -20 >&2
+        for f in $new; do
+            echo "!! reproducer: $out/$f" >&2
+            echo "!!   replay:   $bin $out/$f" >&2
+            echo "!!   keep it:  cp $out/$f $here/regressions/$t/" >&2
+        done
+        if [ -z "$new" ]; then
+            grep -E 'Test unit written to|artifact' "$log" | tail -3 >&2
+        fi
+    fi
+done
+
+echo "== summary"
+printf '%s' "$summary"
+if [ $failed -ne 0 ]; then
+    echo "run.sh: a target found a problem; see above" >&2
+    exit 1
+fi
+exit 0
