@@ -10,8 +10,8 @@
  *
  * Options:
  *   --verify-only        check MANIFEST and the resumption heads, time nothing
- *   --rounds N           interleaved rounds per file (default 9, at least 7 advised)
- *   --round-ms MS        length of one configuration's turn in a round (default 100)
+ *   --rounds N           interleaved rounds per file (default 15, at least 7 advised)
+ *   --round-ms MS        length of one configuration's turn in a round (default 50)
  *   --csv FILE           also write every figure as CSV
  *   --file NAME          time this corpus file only (repeatable; all are still verified)
  *   --callgrind PARSER   parse one file --iters times with one parser only, for
@@ -554,8 +554,8 @@ static void verify_corpus(void)
 
 /* ------------------------------------------------------------ timing */
 
-static int g_rounds = 9;
-static double g_round_ms = 100;
+static int g_rounds = 15;
+static double g_round_ms = 50;
 static FILE *g_csv;
 
 /* Runs `iters` passes and returns the elapsed ns. `expect` is what one pass
@@ -830,8 +830,8 @@ static int callgrind_mode(const char *parser_name, const char *file, size_t piec
 
 static void print_report(const file_result *fr, const resume_result *rr, int nres)
 {
-    printf("\n### Parse time per request (median of %d interleaved rounds of ~%.0f ms)\n\n",
-           g_rounds, g_round_ms);
+    printf("\n### Parse time per request (median of %d interleaved rounds)\n\n", g_rounds);
+    printf("Each round runs every parser and feed of a file in turn, ~%.0f ms each.\n", g_round_ms);
     printf("hp/cshttp = http_parser time / cshttp time, the median of the per-round ratios: "
            "above 1, cshttp is faster.\n\n");
     printf("| file | bytes | req | feed | cshttp ns/req | MB/s | http_parser ns/req | MB/s "
