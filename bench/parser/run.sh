@@ -41,6 +41,7 @@ build_type=$(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' "$build/CMakeCache.txt" 2>/
 cc_id=$(sed -n 's/^CMAKE_C_COMPILER:[A-Z]*=//p' "$build/CMakeCache.txt" 2>/dev/null || true)
 cc_version=$("${cc_id:-cc}" --version 2>/dev/null | head -n1 || true)
 rev=$(git -C "$root" rev-parse --short HEAD)
+lib_rev=$(git -C "$root" log -1 --format='%h %s' -- libcshttp/src libcshttp/include)
 dirty=$(git -C "$root" status --porcelain -- libcshttp/src libcshttp/include bench/parser | head -n1)
 load() { cut -d' ' -f1-3 /proc/loadavg; }
 
@@ -48,6 +49,7 @@ load() { cut -d' ' -f1-3 /proc/loadavg; }
   echo "# Parser benchmark, $(date '+%Y-%m-%d %H:%M')"
   echo
   echo "- commit: $rev${dirty:+ (with uncommitted changes in libcshttp/src, include or bench/parser)}"
+  echo "- libcshttp last changed in: $lib_rev"
   echo "- machine: ${cpu_model:-unknown CPU}, $cpus CPUs, $(uname -sr)"
   echo "- build: $build (${build_type:-?}), ${cc_version:-?}"
   echo "- corpus: $corpus"
