@@ -35,6 +35,9 @@ static inline int csh__field_line_parse(csh_line_state_ *st, const char *buf, si
     const char *p = buf + st->pos;
     const char *end = buf + win;
     const char *line = buf + st->line;
+    /* the line's marks live in registers; st keeps them only when the bytes
+     * run out */
+    size_t name_end = st->mark, value_start = st->mark2, value_end = st->mark3;
     const char *at; /* where an error was found */
     int err;
     char c;
@@ -82,13 +85,13 @@ name:
             err = CSH_E_EMPTY_FIELD_NAME;
             goto fail;
         }
-        st->mark = (size_t)(p - buf);
+        name_end = (size_t)(p - buf);
         p++;
         goto ows;
     }
     at = p;
     if (csh__is_ows(c)) {
-        st->mark = (size_t)(p - buf);
+        name_end = (size_t)(p - buf);
         goto name_ws;
     }
     err = (c == '\r' || c == '\n') ? CSH_E_MISSING_COLON : CSH_E_INVALID_FIELD_NAME;
@@ -103,7 +106,7 @@ name_ws:
         goto incomplete;
     }
     if (*p == ':') {
-        at = buf + st->mark;
+        at = buf + name_end;
         err = CSH_E_WS_BEFORE_COLON;
     } else {
         at = p;
@@ -118,7 +121,7 @@ ows:
         st->sub = CSH__F_OWS;
         goto incomplete;
     }
-    st->mark2 = (size_t)(p - buf);
+    value_start = (size_t)(p - buf);
 
 value:
     p = csh__scan_value(p, end, simd);
@@ -137,9 +140,9 @@ value:
         goto fail;
     }
     {
-        const char *v = buf + st->mark2, *e = p;
+        const char *v = buf + value_start, *e = p;
         while (e > v && csh__is_ows(e[-1])) e--;
-        st->mark3 = (size_t)(e - buf);
+        value_end = (size_t)(e - buf);
     }
     p++;
     if (c == '\n') {
@@ -161,9 +164,9 @@ cr:
 
 field_done:
     out->name.off = st->line;
-    out->name.len = st->mark - st->line;
-    out->value.off = st->mark2;
-    out->value.len = st->mark3 - st->mark2;
+    out->name.len = name_end - st->line;
+    out->value.off = value_start;
+    out->value.len = value_end - value_start;
     *end_of_section = 0;
     st->pos = (size_t)(p - buf);
     st->sub = CSH__F_START;
@@ -189,6 +192,9 @@ section_done:
 
 incomplete:
     st->pos = (size_t)(p - buf);
+    st->mark = name_end;
+    st->mark2 = value_start;
+    st->mark3 = value_end;
     return CSH_INCOMPLETE;
 
 bare_lf:

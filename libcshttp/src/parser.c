@@ -52,6 +52,10 @@ void csh_parser_init(csh_parser *p, csh_parser_type type, csh_header *fields, si
         p->limits_ = *limits;
     else
         csh_limits_init(&p->limits_);
+    /* clamp the limits so that window arithmetic cannot overflow */
+    if (p->limits_.max_head > SIZE_MAX / 4) p->limits_.max_head = SIZE_MAX / 4;
+    if (p->limits_.max_start_line > SIZE_MAX / 4) p->limits_.max_start_line = SIZE_MAX / 4;
+    if (p->limits_.max_field_line > SIZE_MAX / 4) p->limits_.max_field_line = SIZE_MAX / 4;
     p->fields_ = fields;
     p->fields_cap_ = fields ? fields_cap : 0;
     if (p->fields_cap_ > p->limits_.max_fields) p->fields_cap_ = p->limits_.max_fields;
@@ -427,11 +431,20 @@ static inline int is_ows(char c)
 /* RFC 9110 §7.2 / RFC 3986 §3.2.2: uri-host [ ":" port ] — unreserved,
  * pct-encoded, sub-delims, ":" and the brackets of an IP literal. No userinfo
  * ('@'), no whitespace, no controls, nothing above 0x7E. */
-static int host_byte_ok(unsigned char c)
-{
-    if (is_alpha((char)c) || is_digit((char)c)) return 1;
-    return c != 0 && strchr("-._~%!$&'()*+,;=:[]", c) != NULL;
-}
+#define H1 1
+static const unsigned char host_byte[256] = {
+    ['-'] = H1, ['.'] = H1, ['_'] = H1, ['~'] = H1, ['%'] = H1, ['!'] = H1, ['$'] = H1, ['&'] = H1,
+    ['\''] = H1, ['('] = H1, [')'] = H1, ['*'] = H1, ['+'] = H1, [','] = H1, [';'] = H1, ['='] = H1,
+    [':'] = H1, ['['] = H1, [']'] = H1, ['0'] = H1, ['1'] = H1, ['2'] = H1, ['3'] = H1, ['4'] = H1,
+    ['5'] = H1, ['6'] = H1, ['7'] = H1, ['8'] = H1, ['9'] = H1, ['A'] = H1, ['B'] = H1, ['C'] = H1,
+    ['D'] = H1, ['E'] = H1, ['F'] = H1, ['G'] = H1, ['H'] = H1, ['I'] = H1, ['J'] = H1, ['K'] = H1,
+    ['L'] = H1, ['M'] = H1, ['N'] = H1, ['O'] = H1, ['P'] = H1, ['Q'] = H1, ['R'] = H1, ['S'] = H1,
+    ['T'] = H1, ['U'] = H1, ['V'] = H1, ['W'] = H1, ['X'] = H1, ['Y'] = H1, ['Z'] = H1, ['a'] = H1,
+    ['b'] = H1, ['c'] = H1, ['d'] = H1, ['e'] = H1, ['f'] = H1, ['g'] = H1, ['h'] = H1, ['i'] = H1,
+    ['j'] = H1, ['k'] = H1, ['l'] = H1, ['m'] = H1, ['n'] = H1, ['o'] = H1, ['p'] = H1, ['q'] = H1,
+    ['r'] = H1, ['s'] = H1, ['t'] = H1, ['u'] = H1, ['v'] = H1, ['w'] = H1, ['x'] = H1, ['y'] = H1,
+    ['z'] = H1,
+};
 
 static int on_content_length(csh_parser *p, const char *v, size_t n, const char **at)
 {
@@ -535,7 +548,7 @@ static int on_host(csh_parser *p, const char *buf, const csh_header *h, const ch
     const char *v = buf + h->value.off;
     if (p->seen_ & SEEN_HOST) return CSH_E_DUPLICATE_HOST; /* RFC 9112 §3.2 */
     for (size_t i = 0; i < h->value.len; i++) {
-        if (!host_byte_ok((unsigned char)v[i])) {
+        if (!host_byte[(unsigned char)v[i]]) {
             *at = v + i;
             return CSH_E_INVALID_HOST;
         }
@@ -651,11 +664,6 @@ static int finish_head(csh_parser *p)
     return CSH_OK;
 }
 
-static inline size_t add_sat(size_t a, size_t b)
-{
-    return a + b < a ? (size_t)-1 : a + b;
-}
-
 int csh_parser_execute(csh_parser *p, const char *buf, size_t len)
 {
     csh_line_state_ *ls = &p->ls_;
@@ -670,7 +678,7 @@ int csh_parser_execute(csh_parser *p, const char *buf, size_t len)
     for (;;) {
         int start = p->state_ == ST_START_LINE;
         size_t line_limit = start ? p->limits_.max_start_line : p->limits_.max_field_line;
-        size_t line_end = add_sat(add_sat(ls->line, line_limit), 2); /* + CRLF */
+        size_t line_end = ls->line + line_limit + 2; /* + CRLF; limits are clamped */
         size_t win = head_end < line_end ? head_end : line_end;
 
         if (start) {
@@ -683,11 +691,14 @@ int csh_parser_execute(csh_parser *p, const char *buf, size_t len)
                 continue;
             }
         } else {
-            csh_header h;
+            /* parse straight into the caller's array while there is room */
+            csh_header spare;
+            size_t n = p->msg.num_headers;
+            csh_header *h = n < p->fields_cap_ ? &p->fields_[n] : &spare;
             int eos = 0;
             size_t at = 0;
-            r = csh__field_line_parse(ls, buf, win, p->flags_, p->simd_, p->msg.num_headers == 0,
-                                      p->limits_.max_field_line, &h, &eos, &at);
+            r = csh__field_line_parse(ls, buf, win, p->flags_, p->simd_, n == 0,
+                                      p->limits_.max_field_line, h, &eos, &at);
             if (r == CSH_OK) {
                 if (eos) {
                     r = finish_head(p);
@@ -695,13 +706,13 @@ int csh_parser_execute(csh_parser *p, const char *buf, size_t len)
                     p->result_ = r;
                     return r;
                 }
-                if (p->msg.num_headers >= p->fields_cap_) {
+                if (h == &spare) {
                     r = CSH_E_TOO_MANY_FIELDS;
                     at = ls->line;
                 } else {
                     const char *where;
-                    p->fields_[p->msg.num_headers++] = h;
-                    r = interpret_field(p, buf, &h, &where);
+                    p->msg.num_headers = n + 1;
+                    r = interpret_field(p, buf, h, &where);
                     at = (size_t)(where - buf);
                 }
                 if (r == CSH_OK) {

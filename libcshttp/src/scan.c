@@ -170,7 +170,6 @@ __attribute__((target("avx2"))) const char *csh__scan_vchar_avx2(const char *p, 
 
 int csh__simd_available(void)
 {
-    __builtin_cpu_init();
     return __builtin_cpu_supports("avx2") ? 1 : 0;
 }
 #else
