@@ -139,6 +139,10 @@ void fz_check_message(const csh_message *m, const char *head, size_t len, csh_pa
 /* Small limits, to reach every limit with inputs of a few hundred bytes. */
 void fz_limits_tiny(csh_limits *l);
 
+/* 1 if the environment has FUZZ_VERBOSE set: targets then print what they
+ * compared (for reading a reproducer), not only what differed. */
+int fz_verbose(void);
+
 /* 1 if `data` holds an LF not preceded by CR. */
 int fz_has_bare_lf(const uint8_t *data, size_t size);
 

@@ -32,6 +32,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static void compare(const char *what, const fz_buf *a, const fz_buf *b, const uint8_t *in,
                     size_t size, unsigned setup)
 {
+    if (fz_verbose()) {
+        fprintf(stderr, "fuzz_split: %s (setup 0x%02x)\n", what, setup);
+        fprintf(stderr, "---- reference transcript:\n%.*s", (int)a->len, a->data);
+        fprintf(stderr, "---- other transcript:\n%.*s", (int)b->len, b->data);
+    }
     if (a->len == b->len && memcmp(a->data, b->data, a->len) == 0) return;
     size_t i = 0;
     while (i < a->len && i < b->len && a->data[i] == b->data[i]) i++;

@@ -81,7 +81,8 @@ for t in $targets; do
     rc=$?
     after=$(ls "$out" | grep -E '^(crash|leak|timeout|oom|slow-unit)-' | sort)
     new=$(comm -13 <(echo "$before") <(echo "$after") | grep -v '^$' || true)
-    stats=$(grep -E '^#[0-9]+ +(DONE|pulse|NEW|REDUCE)' "$log" | tail -1 | sed 's/^#[0-9]* *//')
+    stats=$(grep -E '^#[0-9]+[[:space:]]+(DONE|pulse|NEW|REDUCE|INITED)' "$log" | tail -1 |
+        sed -E 's/^#([0-9]+)[[:space:]]+[A-Z]+[[:space:]]+/runs=\1 /; s/ (lim|exec\/s|rss|L|MS): .*//')
     execs=$(grep -E '^stat::average_exec_per_sec' "$log" | tail -1 | awk '{print $2}')
     line="$t: rc=$rc ${execs:+exec/s=$execs }$stats"
     echo "   $line"
