@@ -119,9 +119,9 @@ static int is_tchar(unsigned char c)
 static int parse_method(const char *s, csh_method *out)
 {
     static const csh_method known[] = {
-        CSH_METHOD_GET,     CSH_METHOD_HEAD,    CSH_METHOD_POST,
-        CSH_METHOD_PUT,     CSH_METHOD_DELETE,  CSH_METHOD_CONNECT,
-        CSH_METHOD_OPTIONS, CSH_METHOD_TRACE,   CSH_METHOD_PATCH,
+        CSH_METHOD_GET,     CSH_METHOD_HEAD,   CSH_METHOD_POST,
+        CSH_METHOD_PUT,     CSH_METHOD_DELETE, CSH_METHOD_CONNECT,
+        CSH_METHOD_OPTIONS, CSH_METHOD_TRACE,  CSH_METHOD_PATCH,
     };
     if (*s == '\0') return -1;
     for (const char *c = s; *c; c++)
@@ -247,11 +247,21 @@ static void json_bytes(FILE *o, const char *p, size_t n)
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)p[i];
         switch (c) {
-        case '"': fputs("\\\"", o); break;
-        case '\\': fputs("\\\\", o); break;
-        case '\t': fputs("\\t", o); break;
-        case '\n': fputs("\\n", o); break;
-        case '\r': fputs("\\r", o); break;
+        case '"':
+            fputs("\\\"", o);
+            break;
+        case '\\':
+            fputs("\\\\", o);
+            break;
+        case '\t':
+            fputs("\\t", o);
+            break;
+        case '\n':
+            fputs("\\n", o);
+            break;
+        case '\r':
+            fputs("\\r", o);
+            break;
         default:
             if (c < 0x20 || c >= 0x7f)
                 fprintf(o, "\\u%04x", (unsigned)c);
@@ -299,10 +309,14 @@ static void json_fields(FILE *o, const char *base, const csh_header *h, size_t n
 static const char *target_form_name(csh_target_form f)
 {
     switch (f) {
-    case CSH_TARGET_ORIGIN: return "origin";
-    case CSH_TARGET_ABSOLUTE: return "absolute";
-    case CSH_TARGET_AUTHORITY: return "authority";
-    case CSH_TARGET_ASTERISK: return "asterisk";
+    case CSH_TARGET_ORIGIN:
+        return "origin";
+    case CSH_TARGET_ABSOLUTE:
+        return "absolute";
+    case CSH_TARGET_AUTHORITY:
+        return "authority";
+    case CSH_TARGET_ASTERISK:
+        return "asterisk";
     }
     return "unknown";
 }
@@ -310,18 +324,22 @@ static const char *target_form_name(csh_target_form f)
 static const char *body_kind_name(csh_body_kind k)
 {
     switch (k) {
-    case CSH_BODY_NONE: return "none";
-    case CSH_BODY_LENGTH: return "length";
-    case CSH_BODY_CHUNKED: return "chunked";
-    case CSH_BODY_UNTIL_CLOSE: return "until_close";
+    case CSH_BODY_NONE:
+        return "none";
+    case CSH_BODY_LENGTH:
+        return "length";
+    case CSH_BODY_CHUNKED:
+        return "chunked";
+    case CSH_BODY_UNTIL_CLOSE:
+        return "until_close";
     }
     return "unknown";
 }
 
 /* Everything known once the head is parsed, up to the opening quote of the
  * body, which is streamed after it. `base` is the message's first byte. */
-static void print_head(FILE *o, size_t index, size_t offset, csh_parser_type type,
-                       const char *base, const csh_message *m)
+static void print_head(FILE *o, size_t index, size_t offset, csh_parser_type type, const char *base,
+                       const csh_message *m)
 {
     fprintf(o, "    {\"index\":%zu,\"offset\":%zu,\"type\":\"%s\"", index, offset,
             type == CSH_REQUEST ? "request" : "response");

@@ -26,7 +26,6 @@ int main(void)
     }
     const csh_message *m = &p.msg;
     printf("method=%s target=%.*s headers=%zu version=%s\n", csh_method_name(m->method),
-           (int)m->target.len, csh_span_ptr(req, m->target), m->num_headers,
-           csh_version_string());
+           (int)m->target.len, csh_span_ptr(req, m->target), m->num_headers, csh_version_string());
     return 0;
 }
