@@ -96,7 +96,8 @@ def consumer_with_pkg_config(args, prefix, libdir, tmp, version):
         raise Failure("pkg-config --modversion cshttp is %s" % modversion)
     flags = run([args.pkg_config, "--cflags", "--libs", "cshttp"], env=env).split()
     print("pkg-config flags: %s" % " ".join(flags))
-    if "-I" + os.path.join(prefix, "include") not in flags:
+    includes = [os.path.realpath(f[2:]) for f in flags if f.startswith("-I")]
+    if os.path.realpath(os.path.join(prefix, "include")) not in includes:
         raise Failure("pkg-config --cflags does not point into the prefix %s: %s"
                       % (prefix, flags))
     exe = os.path.join(tmp, "consumer-pkg-config")
@@ -159,13 +160,15 @@ def main():
         build = os.path.join(tmp, "build")
         prefix = os.path.join(tmp, "prefix")
         cmd = [args.cmake, "-S", args.source, "-B", build,
-               "-DCMAKE_INSTALL_PREFIX=" + prefix, "-DCMAKE_C_COMPILER=" + args.cc,
+               "-DCMAKE_C_COMPILER=" + args.cc,
                "-DCMAKE_BUILD_TYPE=Release", "-DCSHTTP_BUILD_TESTS=OFF"]
         if args.generator:
             cmd += ["-G", args.generator]
         run(cmd)
         run([args.cmake, "--build", build, "-j", str(os.cpu_count() or 2)])
-        run([args.cmake, "--install", build])
+        # --prefix at install time, not at configure time: the installed
+        # pkg-config file and CMake package must both be relocatable.
+        run([args.cmake, "--install", build, "--prefix", prefix])
         for header in ("cshttp.h", "parser.h", "version.h"):
             if not os.path.exists(os.path.join(prefix, "include", "cshttp", header)):
                 raise Failure("include/cshttp/%s is not installed" % header)
