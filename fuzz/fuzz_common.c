@@ -330,13 +330,6 @@ int fz_verbose(void)
     return verbose;
 }
 
-int fz_has_bare_lf(const uint8_t *data, size_t size)
-{
-    for (size_t i = 0; i < size; i++)
-        if (data[i] == '\n' && (i == 0 || data[i - 1] != '\r')) return 1;
-    return 0;
-}
-
 /* An LF in input[from .. to) whose previous byte is not a CR of the same
  * stretch. */
 static int fz_bare_lf_in(const char *in, size_t from, size_t to)

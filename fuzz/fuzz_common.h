@@ -143,7 +143,5 @@ void fz_limits_tiny(csh_limits *l);
  * compared (for reading a reproducer), not only what differed. */
 int fz_verbose(void);
 
-/* 1 if `data` holds an LF not preceded by CR. */
-int fz_has_bare_lf(const uint8_t *data, size_t size);
 
 #endif

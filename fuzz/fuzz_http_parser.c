@@ -141,7 +141,7 @@ typedef struct hp_ctx {
     dlist *l;
     dmsg *cur;
     int in_message;
-    int both_connection_tokens;
+    int in_trailers;
 } hp_ctx;
 
 static int hp_begin(http_parser *p)
@@ -149,6 +149,20 @@ static int hp_begin(http_parser *p)
     hp_ctx *c = p->data;
     c->cur = dlist_add(c->l);
     c->in_message = 1;
+    c->in_trailers = 0;
+    return 0;
+}
+
+static int hp_field(http_parser *p, const char *at, size_t len)
+{
+    hp_ctx *c = p->data;
+    (void)at;
+    (void)len;
+    /* EXCEPTION: http_parser reads trailer fields like header fields, and a
+     * "Connection: close" trailer ends the connection for it; cshttp never
+     * lets a trailer change the head's meaning (RFC 9110 §6.5.1). Keep-alive
+     * is not compared for a message with trailer fields. */
+    if (c->in_trailers) c->cur->compare_keep_alive = 0;
     return 0;
 }
 
@@ -176,6 +190,7 @@ static int hp_headers_complete(http_parser *p)
      * keep-alive only), cshttp lets close win. Not compared. */
     if ((p->flags & F_CONNECTION_CLOSE) && (p->flags & F_CONNECTION_KEEP_ALIVE))
         c->cur->compare_keep_alive = 0;
+    c->in_trailers = 1;
     return 0;
 }
 
@@ -204,6 +219,7 @@ static void run_http_parser(const char *in, size_t len, dlist *out, hp_run *r)
     http_parser_settings_init(&s);
     s.on_message_begin = hp_begin;
     s.on_url = hp_url;
+    s.on_header_field = hp_field;
     s.on_body = hp_body;
     s.on_headers_complete = hp_headers_complete;
     s.on_message_complete = hp_complete;
