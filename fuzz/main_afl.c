@@ -5,10 +5,13 @@
  * reproduces with `fuzz_request < crash` or `fuzz_request crash`.
  *
  *   afl-fuzz -i fuzz/corpus/fuzz_request -o out -x fuzz/http.dict -- build-afl/fuzz/fuzz_request */
+#define _POSIX_C_SOURCE 200809L
+
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h> /* read(), used by the AFL++ macros */
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
