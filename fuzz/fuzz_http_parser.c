@@ -90,6 +90,28 @@ static int field_line_has_tab(const fz_message *m, const char *name)
     return 0;
 }
 
+/* 1 if a field `name` is a list with an empty element (",close", "a,,b"). */
+static int field_has_empty_element(const fz_message *m, const char *name)
+{
+    const char *head = m->input + m->start;
+    for (size_t i = 0; i < m->msg.num_headers; i++) {
+        const csh_header *h = &m->msg.headers[i];
+        if (!csh_span_ieq(head, h->name, name)) continue;
+        const char *v = head + h->value.off;
+        size_t chars = 0; /* non-OWS bytes in the current element */
+        for (size_t k = 0; k < h->value.len; k++) {
+            if (v[k] == ',') {
+                if (chars == 0) return 1;
+                chars = 0;
+            } else if (v[k] != ' ' && v[k] != '\t') {
+                chars++;
+            }
+        }
+        if (chars == 0) return 1;
+    }
+    return 0;
+}
+
 static int cshttp_message(void *ctx, const fz_message *m)
 {
     dlist *l = ctx;
@@ -123,6 +145,10 @@ static int cshttp_message(void *ctx, const fz_message *m)
      * HTAB (RFC 9110 §5.6.3 OWS is both): to it "close<HTAB>" is an unknown
      * option and the connection stays open. cshttp trims OWS. */
     if (field_line_has_tab(m, "connection")) d->compare_keep_alive = 0;
+    /* EXCEPTION: empty list elements (RFC 9110 §5.6.1: a recipient MUST
+     * accept and ignore them): cshttp ignores them, http_parser does not
+     * recognise an option after one (",close" stays open to it). */
+    if (field_has_empty_element(m, "connection")) d->compare_keep_alive = 0;
     if (m->msg.method == CSH_METHOD_CONNECT) {
         /* EXCEPTION: http_parser hands the connection over right after a
          * CONNECT head (the rest is tunnel data), whatever the head says about
