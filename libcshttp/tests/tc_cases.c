@@ -70,12 +70,18 @@ static const char *bytes_show(const tc_bytes *b, char *out, size_t outlen)
     size_t o = 0;
     for (size_t i = 0; i < b->n && o + 8 < outlen; i++) {
         unsigned char ch = (unsigned char)b->p[i];
-        if (ch == '\r') o += (size_t)snprintf(out + o, outlen - o, "\\r");
-        else if (ch == '\n') o += (size_t)snprintf(out + o, outlen - o, "\\n");
-        else if (ch == '\t') o += (size_t)snprintf(out + o, outlen - o, "\\t");
-        else if (ch == '\\') o += (size_t)snprintf(out + o, outlen - o, "\\\\");
-        else if (ch < 0x20 || ch >= 0x7f) o += (size_t)snprintf(out + o, outlen - o, "\\x%02x", ch);
-        else out[o++] = (char)ch;
+        if (ch == '\r')
+            o += (size_t)snprintf(out + o, outlen - o, "\\r");
+        else if (ch == '\n')
+            o += (size_t)snprintf(out + o, outlen - o, "\\n");
+        else if (ch == '\t')
+            o += (size_t)snprintf(out + o, outlen - o, "\\t");
+        else if (ch == '\\')
+            o += (size_t)snprintf(out + o, outlen - o, "\\\\");
+        else if (ch < 0x20 || ch >= 0x7f)
+            o += (size_t)snprintf(out + o, outlen - o, "\\x%02x", ch);
+        else
+            out[o++] = (char)ch;
         if (i + 1 < b->n && o + 8 >= outlen) {
             snprintf(out + o, outlen - o, "...");
             return out;
@@ -170,8 +176,10 @@ static const char *flags_show(unsigned f, char *out, size_t outlen)
             f &= ~tc_flag_names[i].flag;
         }
     }
-    if (f && o < outlen) snprintf(out + o, outlen - o, "%s0x%x", o ? " " : "", f);
-    else if (o == 0) snprintf(out, outlen, "none");
+    if (f && o < outlen)
+        snprintf(out + o, outlen - o, "%s0x%x", o ? " " : "", f);
+    else if (o == 0)
+        snprintf(out, outlen, "none");
     return out;
 }
 
@@ -214,11 +222,21 @@ static int unescape(loader *L, const char *s, tc_bytes *out)
         }
         q++;
         switch (*q) {
-        case 'r': ch = '\r'; break;
-        case 'n': ch = '\n'; break;
-        case 't': ch = '\t'; break;
-        case '0': ch = '\0'; break;
-        case '\\': ch = '\\'; break;
+        case 'r':
+            ch = '\r';
+            break;
+        case 'n':
+            ch = '\n';
+            break;
+        case 't':
+            ch = '\t';
+            break;
+        case '0':
+            ch = '\0';
+            break;
+        case '\\':
+            ch = '\\';
+            break;
         case 'x': {
             int hi = hexval(q[1]), lo = hi < 0 ? -1 : hexval(q[2]);
             if (hi < 0 || lo < 0) return load_error(L, "bad \\x escape");
@@ -226,7 +244,8 @@ static int unescape(loader *L, const char *s, tc_bytes *out)
             q += 2;
             break;
         }
-        default: return load_error(L, "unknown escape '\\%c'", *q ? *q : '0');
+        default:
+            return load_error(L, "unknown escape '\\%c'", *q ? *q : '0');
         }
         bytes_append(out, &ch, 1);
     }
@@ -257,7 +276,8 @@ static int parse_flag_list(loader *L, const char *s, unsigned *out)
     char buf[512];
     snprintf(buf, sizeof buf, "%s", s);
     *out = 0;
-    for (char *save = NULL, *tok = strtok_r(buf, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
+    for (char *save = NULL, *tok = strtok_r(buf, " ", &save); tok;
+         tok = strtok_r(NULL, " ", &save)) {
         if (strcmp(tok, "none") == 0) continue;
         size_t i;
         for (i = 0; i < sizeof tc_flag_names / sizeof tc_flag_names[0]; i++)
@@ -342,9 +362,12 @@ static int handle_key(loader *L, tc_case *c, case_state *cs, const char *key, co
         free(c->smuggling);
         c->smuggling = tc_strdup(val);
     } else if (strcmp(key, "type") == 0) {
-        if (strcmp(val, "request") == 0) c->type = CSH_REQUEST;
-        else if (strcmp(val, "response") == 0) c->type = CSH_RESPONSE;
-        else return load_error(L, "type: request or response");
+        if (strcmp(val, "request") == 0)
+            c->type = CSH_REQUEST;
+        else if (strcmp(val, "response") == 0)
+            c->type = CSH_RESPONSE;
+        else
+            return load_error(L, "type: request or response");
     } else if (strcmp(key, "request-method") == 0) {
         char buf[512];
         snprintf(buf, sizeof buf, "%s", val);
@@ -361,9 +384,12 @@ static int handle_key(loader *L, tc_case *c, case_state *cs, const char *key, co
         char buf[256];
         snprintf(buf, sizeof buf, "%s", val);
         for (char *save = NULL, *t = strtok_r(buf, " ", &save); t; t = strtok_r(NULL, " ", &save)) {
-            if (strcmp(t, "lenient-bare-lf") == 0) c->parse_flags |= CSH_PARSE_LENIENT_BARE_LF;
-            else if (strcmp(t, "no-simd") == 0) c->parse_flags |= CSH_PARSE_NO_SIMD;
-            else return load_error(L, "unknown parse flag '%s'", t);
+            if (strcmp(t, "lenient-bare-lf") == 0)
+                c->parse_flags |= CSH_PARSE_LENIENT_BARE_LF;
+            else if (strcmp(t, "no-simd") == 0)
+                c->parse_flags |= CSH_PARSE_NO_SIMD;
+            else
+                return load_error(L, "unknown parse flag '%s'", t);
         }
     } else if (strcmp(key, "limits") == 0) {
         char buf[512];
@@ -373,13 +399,20 @@ static int handle_key(loader *L, tc_case *c, case_state *cs, const char *key, co
             size_t v;
             if (eq == NULL || parse_size(eq + 1, &v)) return load_error(L, "limits: name=N ...");
             *eq = '\0';
-            if (strcmp(t, "max_start_line") == 0) c->limits.max_start_line = v;
-            else if (strcmp(t, "max_field_line") == 0) c->limits.max_field_line = v;
-            else if (strcmp(t, "max_head") == 0) c->limits.max_head = v;
-            else if (strcmp(t, "max_fields") == 0) c->limits.max_fields = v;
-            else if (strcmp(t, "max_chunk_ext") == 0) c->limits.max_chunk_ext = v;
-            else if (strcmp(t, "max_trailer") == 0) c->limits.max_trailer = v;
-            else return load_error(L, "unknown limit '%s'", t);
+            if (strcmp(t, "max_start_line") == 0)
+                c->limits.max_start_line = v;
+            else if (strcmp(t, "max_field_line") == 0)
+                c->limits.max_field_line = v;
+            else if (strcmp(t, "max_head") == 0)
+                c->limits.max_head = v;
+            else if (strcmp(t, "max_fields") == 0)
+                c->limits.max_fields = v;
+            else if (strcmp(t, "max_chunk_ext") == 0)
+                c->limits.max_chunk_ext = v;
+            else if (strcmp(t, "max_trailer") == 0)
+                c->limits.max_trailer = v;
+            else
+                return load_error(L, "unknown limit '%s'", t);
         }
     } else if (strcmp(key, "fields-cap") == 0) {
         if (parse_size(val, &c->fields_cap)) return load_error(L, "fields-cap: N");
@@ -387,9 +420,12 @@ static int handle_key(loader *L, tc_case *c, case_state *cs, const char *key, co
         if (parse_size(val, &c->trailers_cap)) return load_error(L, "trailers-cap: N");
     } else if (strcmp(key, "result") == 0) {
         cs->has_result = 1;
-        if (strcmp(val, "ok") == 0) c->result = CSH_OK;
-        else if (strcmp(val, "incomplete") == 0) c->result = CSH_INCOMPLETE;
-        else return load_error(L, "result: ok or incomplete");
+        if (strcmp(val, "ok") == 0)
+            c->result = CSH_OK;
+        else if (strcmp(val, "incomplete") == 0)
+            c->result = CSH_INCOMPLETE;
+        else
+            return load_error(L, "result: ok or incomplete");
     } else if (strcmp(key, "error") == 0) {
         /* "CSH_E_NAME STATUS [| CSH_E_OTHER STATUS ...]" */
         char buf[512];
@@ -405,8 +441,7 @@ static int handle_key(loader *L, tc_case *c, case_state *cs, const char *key, co
             int code = tc_error_code(name, &table_status);
             if (code == -1000) return load_error(L, "unknown error '%s'", name);
             if (st != table_status)
-                return load_error(L, "%s has status %d in error.h, not %d", name, table_status,
-                                  st);
+                return load_error(L, "%s has status %d in error.h, not %d", name, table_status, st);
             if (c->nerrors == TC_MAX_ALTERNATIVES) return load_error(L, "too many alternatives");
             c->errors[c->nerrors] = code;
             c->statuses[c->nerrors] = st;
@@ -559,7 +594,8 @@ static int load_file(tc_corpus *corpus, const char *path, const char *shortname,
                 }
                 s = end + 1;
             }
-            if (*s == ' ') s++;
+            if (*s == ' ')
+                s++;
             else if (*s != '\0') {
                 rc = load_error(&L, "input line: a space after '|' or '>'");
                 break;
@@ -712,8 +748,7 @@ static void copy_span(tc_outcome *o, tc_bytes *dst, const char *base, csh_span s
 {
     bytes_set(dst, "", 0);
     if (!span_ok(s, limit)) {
-        violation(o, "%s span {%zu, %zu} outside the head (%zu bytes)", what, s.off, s.len,
-                  limit);
+        violation(o, "%s span {%zu, %zu} outside the head (%zu bytes)", what, s.off, s.len, limit);
         return;
     }
     bytes_append(dst, base + s.off, s.len);
@@ -789,8 +824,7 @@ static void record_trailers(tc_outcome *o, tc_msg *m, const csh_body *b, const c
     m->trailers = tc_xrealloc(NULL, (n ? n : 1) * sizeof *m->trailers);
     memset(m->trailers, 0, (n ? n : 1) * sizeof *m->trailers);
     for (size_t i = 0; i < n; i++) {
-        copy_span(o, &m->trailers[i].name, base, b->chunked.trailers[i].name, len,
-                  "trailer name");
+        copy_span(o, &m->trailers[i].name, base, b->chunked.trailers[i].name, len, "trailer name");
         copy_span(o, &m->trailers[i].value, base, b->chunked.trailers[i].value, len,
                   "trailer value");
     }
@@ -803,9 +837,12 @@ static void record_trailers(tc_outcome *o, tc_msg *m, const csh_body *b, const c
 static size_t feed_next(tc_feed feed, size_t avail, size_t n)
 {
     switch (feed.kind) {
-    case TC_FEED_WHOLE: return n;
-    case TC_FEED_SPLIT: return avail < feed.arg ? feed.arg : n;
-    case TC_FEED_STEP: return n - avail > feed.arg ? avail + feed.arg : n;
+    case TC_FEED_WHOLE:
+        return n;
+    case TC_FEED_SPLIT:
+        return avail < feed.arg ? feed.arg : n;
+    case TC_FEED_STEP:
+        return n - avail > feed.arg ? avail + feed.arg : n;
     }
     return n;
 }
@@ -815,10 +852,10 @@ void tc_run(const tc_case *c, unsigned extra_flags, tc_feed feed, tc_outcome *o)
     const char *in = c->input.p;
     const size_t n = c->input.n;
     const unsigned flags = c->parse_flags | extra_flags;
-    size_t avail = 0;    /* bytes received so far */
-    size_t start = 0;    /* input offset of the current message */
-    size_t pos = 0;      /* input offset of the body cursor */
-    char *buf = NULL;    /* copy of in[buf_base .. avail), ending at its allocation's end */
+    size_t avail = 0; /* bytes received so far */
+    size_t start = 0; /* input offset of the current message */
+    size_t pos = 0;   /* input offset of the body cursor */
+    char *buf = NULL; /* copy of in[buf_base .. avail), ending at its allocation's end */
     size_t buf_base = 0;
     int in_body = 0;
     size_t method_idx = 0;
@@ -849,7 +886,8 @@ void tc_run(const tc_case *c, unsigned extra_flags, tc_feed feed, tc_outcome *o)
                     need_more = 1;
                 } else if (r < 0) {
                     size_t off = csh_parser_error_offset(&p);
-                    if (off > len) violation(o, "error offset %zu past the %zu bytes given", off, len);
+                    if (off > len)
+                        violation(o, "error offset %zu past the %zu bytes given", off, len);
                     o->result = r;
                     o->error_pos = start + off;
                     break;
@@ -873,8 +911,7 @@ void tc_run(const tc_case *c, unsigned extra_flags, tc_feed feed, tc_outcome *o)
                     }
                     if (pm->body == CSH_BODY_NONE) {
                         o->msgs[o->nmsgs - 1].body_done = 1;
-                        if (c->type == CSH_RESPONSE && !(pm->flags & CSH_MSG_INTERIM))
-                            method_idx++;
+                        if (c->type == CSH_RESPONSE && !(pm->flags & CSH_MSG_INTERIM)) method_idx++;
                         start = pos;
                         csh_parser_reset(&p);
                         if (c->type == CSH_RESPONSE && method_idx < c->n_request_methods)
@@ -899,7 +936,8 @@ void tc_run(const tc_case *c, unsigned extra_flags, tc_feed feed, tc_outcome *o)
             }
         } else {
             tc_msg *m = &o->msgs[o->nmsgs - 1];
-            if (avail > pos) {
+            /* body.h: after CSH_DATA call again, even with no new byte */
+            {
                 const char *bp = buf + (pos - buf_base);
                 size_t len = avail - pos;
                 size_t used = (size_t)-1;
@@ -948,8 +986,6 @@ void tc_run(const tc_case *c, unsigned extra_flags, tc_feed feed, tc_outcome *o)
                     o->result = r;
                     break;
                 }
-            } else {
-                need_more = 1;
             }
             if (need_more && avail == n) {
                 int r = csh_body_finish(&b);
@@ -1045,8 +1081,8 @@ int tc_check(const tc_case *c, const tc_outcome *o, char *w, size_t wl)
         if (!ok) {
             char alts[256] = "";
             for (size_t i = 0; i < c->nerrors; i++)
-                snprintf(alts + strlen(alts), sizeof alts - strlen(alts), "%s%s",
-                         i ? " or " : "", tc_error_name(c->errors[i]));
+                snprintf(alts + strlen(alts), sizeof alts - strlen(alts), "%s%s", i ? " or " : "",
+                         tc_error_name(c->errors[i]));
             return why(w, wl, "expected %s, got %s (at offset %zu, %zu messages)", alts,
                        tc_error_name(o->result), o->error_pos, o->nmsgs);
         }
@@ -1083,11 +1119,11 @@ int tc_check(const tc_case *c, const tc_outcome *o, char *w, size_t wl)
                        tc_form_names[x->form], g->target_form);
         if ((x->set & TC_X_VERSION) &&
             (g->version_major != x->version_major || g->version_minor != x->version_minor))
-            return why(w, wl, "message %zu version: expected %d.%d, got %d.%d", k,
-                       x->version_major, x->version_minor, g->version_major, g->version_minor);
+            return why(w, wl, "message %zu version: expected %d.%d, got %d.%d", k, x->version_major,
+                       x->version_minor, g->version_major, g->version_minor);
         if ((x->set & TC_X_VERSION_MAJOR) && g->version_major != x->version_major)
-            return why(w, wl, "message %zu version major: expected %d, got %d", k,
-                       x->version_major, g->version_major);
+            return why(w, wl, "message %zu version major: expected %d, got %d", k, x->version_major,
+                       g->version_major);
         if ((x->set & TC_X_STATUS) && g->status != x->status)
             return why(w, wl, "message %zu status: expected %d, got %d", k, x->status, g->status);
         if ((x->set & TC_X_REASON) && !check_bytes("reason", k, &x->reason, &g->reason, w, wl))
@@ -1101,8 +1137,8 @@ int tc_check(const tc_case *c, const tc_outcome *o, char *w, size_t wl)
             return why(w, wl, "message %zu body: expected %s, got %s", k, tc_body_names[x->body],
                        g->body >= 0 && g->body < 4 ? tc_body_names[g->body] : "?");
         if ((x->set & TC_X_CL) && g->content_length != x->content_length)
-            return why(w, wl, "message %zu content_length: expected %" PRIu64 ", got %" PRIu64,
-                       k, x->content_length, g->content_length);
+            return why(w, wl, "message %zu content_length: expected %" PRIu64 ", got %" PRIu64, k,
+                       x->content_length, g->content_length);
         if ((x->set & TC_X_FLAGS) && g->flags != x->flags)
             return why(w, wl, "message %zu flags: expected [%s], got [%s]", k,
                        flags_show(x->flags, a, sizeof a), flags_show(g->flags, b, sizeof b));
@@ -1147,37 +1183,47 @@ int tc_same(const tc_outcome *a, const tc_outcome *b, char *w, size_t wl)
 {
     if (b->violation[0]) return why(w, wl, "API contract broken: %s", b->violation);
     if (a->result != b->result)
-        return why(w, wl, "result %s (offset %zu, %zu messages) instead of %s (offset %zu, %zu "
-                          "messages)",
+        return why(w, wl,
+                   "result %s (offset %zu, %zu messages) instead of %s (offset %zu, %zu "
+                   "messages)",
                    tc_error_name(b->result), b->error_pos, b->nmsgs, tc_error_name(a->result),
                    a->error_pos, a->nmsgs);
     if (a->result < 0 && a->error_pos != b->error_pos)
-        return why(w, wl, "%s at offset %zu instead of %zu", tc_error_name(a->result),
-                   b->error_pos, a->error_pos);
-    if (a->nmsgs != b->nmsgs)
-        return why(w, wl, "%zu messages instead of %zu", b->nmsgs, a->nmsgs);
+        return why(w, wl, "%s at offset %zu instead of %zu", tc_error_name(a->result), b->error_pos,
+                   a->error_pos);
+    if (a->nmsgs != b->nmsgs) return why(w, wl, "%zu messages instead of %zu", b->nmsgs, a->nmsgs);
     if (!bytes_eq(&a->tail, &b->tail)) return why(w, wl, "different tail");
     for (size_t i = 0; i < a->nmsgs; i++) {
         const tc_msg *x = &a->msgs[i], *y = &b->msgs[i];
         const char *d = NULL;
-        if (x->method != y->method || !bytes_eq(&x->method_span, &y->method_span)) d = "method";
+        if (x->method != y->method || !bytes_eq(&x->method_span, &y->method_span))
+            d = "method";
         else if (!bytes_eq(&x->target, &y->target) || x->target_form != y->target_form)
             d = "target";
         else if (x->version_major != y->version_major || x->version_minor != y->version_minor)
             d = "version";
-        else if (x->status != y->status || !bytes_eq(&x->reason, &y->reason)) d = "status";
+        else if (x->status != y->status || !bytes_eq(&x->reason, &y->reason))
+            d = "status";
         else if (!same_fields(x->headers, x->num_headers, y->headers, y->num_headers))
             d = "headers";
-        else if (x->body != y->body || x->content_length != y->content_length) d = "body kind";
-        else if (x->flags != y->flags) d = "flags";
-        else if (!bytes_eq(&x->host, &y->host)) d = "host";
-        else if (!bytes_eq(&x->upgrade, &y->upgrade)) d = "upgrade";
-        else if (x->head_length != y->head_length) d = "head_length";
-        else if (!bytes_eq(&x->data, &y->data)) d = "body data";
-        else if (x->body_done != y->body_done) d = "body end";
+        else if (x->body != y->body || x->content_length != y->content_length)
+            d = "body kind";
+        else if (x->flags != y->flags)
+            d = "flags";
+        else if (!bytes_eq(&x->host, &y->host))
+            d = "host";
+        else if (!bytes_eq(&x->upgrade, &y->upgrade))
+            d = "upgrade";
+        else if (x->head_length != y->head_length)
+            d = "head_length";
+        else if (!bytes_eq(&x->data, &y->data))
+            d = "body data";
+        else if (x->body_done != y->body_done)
+            d = "body end";
         else if (!same_fields(x->trailers, x->num_trailers, y->trailers, y->num_trailers))
             d = "trailers";
-        else if (x->chunks != y->chunks) d = "chunk count";
+        else if (x->chunks != y->chunks)
+            d = "chunk count";
         if (d) return why(w, wl, "message %zu: different %s", i + 1, d);
     }
     return 1;
@@ -1204,13 +1250,13 @@ static int verify_one(const tc_case *c, unsigned xf, tc_feed feed, const tc_outc
     return fails;
 }
 
-int tc_verify(const tc_case *c, unsigned xf, const tc_outcome *reference)
+int tc_verify(const tc_case *c, unsigned xf, const tc_outcome *reference, int check_expectations)
 {
     int fails = 0;
     tc_outcome whole;
     char w[1024];
     tc_run(c, xf, (tc_feed){TC_FEED_WHOLE, 0}, &whole);
-    if (!tc_check(c, &whole, w, sizeof w)) {
+    if (check_expectations && !tc_check(c, &whole, w, sizeof w)) {
         fprintf(stderr, "[case %s (%s:%d)%s] whole input: %s\n", c->name, c->file, c->line,
                 xf & CSH_PARSE_NO_SIMD ? " no-simd" : "", w);
         fails++;

@@ -48,8 +48,8 @@ typedef struct tc_msg {
     tc_bytes host;
     tc_bytes upgrade;
     size_t head_length;
-    tc_bytes data;      /* body bytes returned as CSH_DATA spans */
-    int body_done;      /* the body reader returned CSH_OK or finished cleanly */
+    tc_bytes data; /* body bytes returned as CSH_DATA spans */
+    int body_done; /* the body reader returned CSH_OK or finished cleanly */
     size_t num_trailers;
     tc_field *trailers;
     uint64_t chunks;
@@ -62,8 +62,8 @@ typedef struct tc_outcome {
     size_t error_pos; /* errors: offset in the input of the byte where it was detected */
     size_t nmsgs;
     size_t cap;
-    tc_msg *msgs; /* messages whose head was parsed */
-    tc_bytes tail; /* bytes after a tunnel (CONNECT 2xx, 101) head */
+    tc_msg *msgs;        /* messages whose head was parsed */
+    tc_bytes tail;       /* bytes after a tunnel (CONNECT 2xx, 101) head */
     char violation[512]; /* first broken API contract seen, or "" */
 } tc_outcome;
 
@@ -124,8 +124,8 @@ typedef struct tc_case {
     int line;
     char *name;
     char *rfc;
-    char *smuggling; /* the SMUGGLING.md row this case checks, or NULL */
-    int type;        /* CSH_REQUEST or CSH_RESPONSE */
+    char *smuggling;                     /* the SMUGGLING.md row this case checks, or NULL */
+    int type;                            /* CSH_REQUEST or CSH_RESPONSE */
     int request_methods[TC_MAX_METHODS]; /* responses: method of each request answered */
     size_t n_request_methods;
     unsigned parse_flags;
@@ -175,10 +175,12 @@ int tc_check(const tc_case *c, const tc_outcome *o, char *why, size_t whylen);
 int tc_same(const tc_outcome *a, const tc_outcome *b, char *why, size_t whylen);
 
 /* Runs the case whole, split in two at every offset and byte by byte (with
- * `extra_flags`), checks the expectations and that every run gives the same
- * outcome as `reference` (or as the whole run when `reference` is NULL).
- * Returns the number of failures, each printed with the case name. */
-int tc_verify(const tc_case *c, unsigned extra_flags, const tc_outcome *reference);
+ * `extra_flags`), checks that every run gives the same outcome as
+ * `reference` (or as the whole run when `reference` is NULL) and, when
+ * `check_expectations` is set, that the whole run matches the case. Returns
+ * the number of failures, each printed with the case name. */
+int tc_verify(const tc_case *c, unsigned extra_flags, const tc_outcome *reference,
+              int check_expectations);
 
 /* Names of the error codes, from CSH_ERROR_MAP: -1 if `name` is unknown. */
 int tc_error_code(const char *name, int *status);

@@ -108,7 +108,8 @@ static void test_body_head_response(void **state)
 {
     (void)state;
     fixture f;
-    parse_head(&f, CSH_RESPONSE, CSH_METHOD_HEAD, S("HTTP/1.1 200 OK\r\nContent-Length: 99\r\n\r\n"));
+    parse_head(&f, CSH_RESPONSE, CSH_METHOD_HEAD,
+               S("HTTP/1.1 200 OK\r\nContent-Length: 99\r\n\r\n"));
     csh_body b;
     csh_body_init(&b, &f.p.msg, NULL, 0, NULL, 0);
     assert_int_equal(b.kind, CSH_BODY_NONE);
@@ -182,7 +183,8 @@ static void test_body_length_empty_call(void **state)
 static void test_body_chunked(void **state)
 {
     (void)state;
-    static const char rest[] = "4\r\nWiki\r\n5;x=y\r\npedia\r\n0\r\nX-T: ok\r\n\r\nGET / HTTP/1.1\r\n";
+    static const char rest[] =
+        "4\r\nWiki\r\n5;x=y\r\npedia\r\n0\r\nX-T: ok\r\n\r\nGET / HTTP/1.1\r\n";
     const size_t body = sizeof "4\r\nWiki\r\n5;x=y\r\npedia\r\n0\r\nX-T: ok\r\n\r\n" - 1;
     for (size_t step = 0; step <= 9; step++) {
         fixture f;

@@ -234,7 +234,8 @@ static void test_error_offset(void **state)
     assert_in_range(off, 25, 31);
     /* the bare CR is at offset 6 */
     csh_parser_init(&p, CSH_REQUEST, f, 8, NULL, 0);
-    assert_int_equal(csh_parser_execute(&p, S("GET /a\rb HTTP/1.1\r\nHost: a\r\n\r\n")), CSH_E_BARE_CR);
+    assert_int_equal(csh_parser_execute(&p, S("GET /a\rb HTTP/1.1\r\nHost: a\r\n\r\n")),
+                     CSH_E_BARE_CR);
     off = csh_parser_error_offset(&p);
     assert_in_range(off, 6, 7);
     /* the bad version starts at 6 */
@@ -296,8 +297,8 @@ static char *build_head(size_t size, size_t *len, size_t *nfields)
     size_t o = (size_t)sprintf(buf, "POST /upload?id=42 HTTP/1.1\r\nHost: bench.example\r\n");
     size_t k = 1;
     while (o + 64 < size) {
-        o += (size_t)sprintf(buf + o, "X-Field-%03zu: value %03zu with some \t text \xc3\xa9 ok\r\n",
-                             k, k);
+        o += (size_t)sprintf(buf + o,
+                             "X-Field-%03zu: value %03zu with some \t text \xc3\xa9 ok\r\n", k, k);
         k++;
     }
     o += (size_t)sprintf(buf + o, "Content-Length: 3\r\n\r\n");
@@ -404,7 +405,8 @@ static void test_default_max_head(void **state)
     assert_int_equal(p.msg.head_length, 32768);
     csh_parser_init(&p, CSH_REQUEST, f, 128, NULL, 0);
     int r = CSH_INCOMPLETE;
-    for (size_t len = 1; len <= n && r == CSH_INCOMPLETE; len++) r = csh_parser_execute(&p, ok, len);
+    for (size_t len = 1; len <= n && r == CSH_INCOMPLETE; len++)
+        r = csh_parser_execute(&p, ok, len);
     assert_int_equal(r, CSH_OK);
     free(ok);
 
@@ -548,8 +550,8 @@ static void test_set_request_method_connect(void **state)
 
     csh_parser_init(&p, CSH_RESPONSE, f, 8, NULL, 0);
     csh_parser_set_request_method(&p, CSH_METHOD_CONNECT);
-    assert_int_equal(csh_parser_execute(&p, S("HTTP/1.1 403 Forbidden\r\nContent-Length: 2\r\n\r\nno")),
-                     CSH_OK);
+    assert_int_equal(
+        csh_parser_execute(&p, S("HTTP/1.1 403 Forbidden\r\nContent-Length: 2\r\n\r\nno")), CSH_OK);
     assert_false(p.msg.flags & CSH_MSG_TUNNEL);
     assert_int_equal(p.msg.body, CSH_BODY_LENGTH);
 }
@@ -594,10 +596,11 @@ static void test_method_name(void **state)
         csh_method m;
         const char *name;
     } t[] = {
-        {CSH_METHOD_GET, "GET"},         {CSH_METHOD_HEAD, "HEAD"},   {CSH_METHOD_POST, "POST"},
-        {CSH_METHOD_PUT, "PUT"},         {CSH_METHOD_DELETE, "DELETE"},
-        {CSH_METHOD_CONNECT, "CONNECT"}, {CSH_METHOD_OPTIONS, "OPTIONS"},
-        {CSH_METHOD_TRACE, "TRACE"},     {CSH_METHOD_PATCH, "PATCH"}, {CSH_METHOD_OTHER, ""},
+        {CSH_METHOD_GET, "GET"},         {CSH_METHOD_HEAD, "HEAD"},
+        {CSH_METHOD_POST, "POST"},       {CSH_METHOD_PUT, "PUT"},
+        {CSH_METHOD_DELETE, "DELETE"},   {CSH_METHOD_CONNECT, "CONNECT"},
+        {CSH_METHOD_OPTIONS, "OPTIONS"}, {CSH_METHOD_TRACE, "TRACE"},
+        {CSH_METHOD_PATCH, "PATCH"},     {CSH_METHOD_OTHER, ""},
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
         const char *got = csh_method_name(t[i].m);
@@ -613,9 +616,7 @@ static void test_method_round_trip(void **state)
     for (int m = CSH_METHOD_GET; m <= CSH_METHOD_PATCH; m++) {
         char wire[128];
         const char *name = csh_method_name((csh_method)m);
-        const char *target = m == CSH_METHOD_CONNECT   ? "a:1"
-                             : m == CSH_METHOD_OPTIONS ? "*"
-                                                       : "/";
+        const char *target = m == CSH_METHOD_CONNECT ? "a:1" : m == CSH_METHOD_OPTIONS ? "*" : "/";
         int n = snprintf(wire, sizeof wire, "%s %s HTTP/1.1\r\nHost: a\r\n\r\n", name, target);
         csh_header f[4];
         csh_parser p;
@@ -651,10 +652,12 @@ static void test_span_helpers(void **state)
     assert_false(csh_span_ieq(buf, empty, "x"));
 }
 
-/* ---- the case corpus with CSH_PARSE_NO_SIMD ------------------------------------------------------ */
+/* ---- the case corpus with CSH_PARSE_NO_SIMD
+ * ------------------------------------------------------ */
 
 /* The portable scanner gives exactly the default scanner's outcome on every
- * wire case, whole, at every split point and byte by byte. */
+ * wire case, whole, at every split point and byte by byte (whether that
+ * outcome is the expected one is test_cases' business). */
 static void test_no_simd_matches_default_on_corpus(void **state)
 {
     (void)state;
@@ -666,7 +669,7 @@ static void test_no_simd_matches_default_on_corpus(void **state)
     for (size_t i = 0; i < corpus.n; i++) {
         tc_outcome ref;
         tc_run(&corpus.cases[i], 0, (tc_feed){TC_FEED_WHOLE, 0}, &ref);
-        fails += tc_verify(&corpus.cases[i], CSH_PARSE_NO_SIMD, &ref) != 0;
+        fails += tc_verify(&corpus.cases[i], CSH_PARSE_NO_SIMD, &ref, 0) != 0;
         tc_outcome_free(&ref);
     }
     tc_corpus_free(&corpus);
