@@ -18,6 +18,37 @@
 
 #define S(lit) lit, (sizeof(lit) - 1)
 
+/* Allocations of the running test, freed by its teardown even when an
+ * assertion fails half-way (cmocka leaves a failed test with longjmp). */
+static void *live[256];
+static size_t nlive;
+
+static void *tmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    assert_non_null(p);
+    assert_true(nlive < sizeof live / sizeof live[0]);
+    live[nlive++] = p;
+    return p;
+}
+
+static void tfree(void *p)
+{
+    for (size_t i = nlive; i-- > 0;)
+        if (live[i] == p) {
+            live[i] = live[--nlive];
+            break;
+        }
+    free(p);
+}
+
+static int free_live(void **state)
+{
+    (void)state;
+    while (nlive) free(live[--nlive]);
+    return 0;
+}
+
 typedef struct fixture {
     csh_header fields[16];
     csh_parser p;
@@ -53,7 +84,7 @@ static void read_body(csh_body *b, const char *in, size_t n, size_t step, int fi
     size_t pos = 0, avail = step && step < n ? step : n;
     for (;;) {
         size_t len = avail - pos;
-        char *buf = malloc(len ? len : 1);
+        char *buf = tmalloc(len ? len : 1);
         assert_non_null(buf);
         memcpy(buf, in + pos, len);
         size_t used = (size_t)-1;
@@ -68,10 +99,10 @@ static void read_body(csh_body *b, const char *in, size_t n, size_t step, int fi
             res->ndata += data.len;
             assert_int_equal(b->received, res->ndata);
             pos += used;
-            free(buf);
+            tfree(buf);
             continue;
         }
-        free(buf);
+        tfree(buf);
         pos += used;
         if (r != CSH_INCOMPLETE) {
             res->r = r;
@@ -319,17 +350,17 @@ static void test_body_kind_from_message(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_body_none),
-        cmocka_unit_test(test_body_head_response),
-        cmocka_unit_test(test_body_length),
-        cmocka_unit_test(test_body_length_truncated),
-        cmocka_unit_test(test_body_length_empty_call),
-        cmocka_unit_test(test_body_chunked),
-        cmocka_unit_test(test_body_chunked_truncated),
-        cmocka_unit_test(test_body_chunked_error),
-        cmocka_unit_test(test_body_until_close),
-        cmocka_unit_test(test_body_until_close_never_ok),
-        cmocka_unit_test(test_body_kind_from_message),
+        cmocka_unit_test_teardown(test_body_none, free_live),
+        cmocka_unit_test_teardown(test_body_head_response, free_live),
+        cmocka_unit_test_teardown(test_body_length, free_live),
+        cmocka_unit_test_teardown(test_body_length_truncated, free_live),
+        cmocka_unit_test_teardown(test_body_length_empty_call, free_live),
+        cmocka_unit_test_teardown(test_body_chunked, free_live),
+        cmocka_unit_test_teardown(test_body_chunked_truncated, free_live),
+        cmocka_unit_test_teardown(test_body_chunked_error, free_live),
+        cmocka_unit_test_teardown(test_body_until_close, free_live),
+        cmocka_unit_test_teardown(test_body_until_close_never_ok, free_live),
+        cmocka_unit_test_teardown(test_body_kind_from_message, free_live),
     };
     return cmocka_run_group_tests_name("body", tests, NULL, NULL);
 }

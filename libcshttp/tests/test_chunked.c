@@ -18,6 +18,37 @@
 
 #define S(lit) lit, (sizeof(lit) - 1)
 
+/* Allocations of the running test, freed by its teardown even when an
+ * assertion fails half-way (cmocka leaves a failed test with longjmp). */
+static void *live[256];
+static size_t nlive;
+
+static void *tmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    assert_non_null(p);
+    assert_true(nlive < sizeof live / sizeof live[0]);
+    live[nlive++] = p;
+    return p;
+}
+
+static void tfree(void *p)
+{
+    for (size_t i = nlive; i-- > 0;)
+        if (live[i] == p) {
+            live[i] = live[--nlive];
+            break;
+        }
+    free(p);
+}
+
+static int free_live(void **state)
+{
+    (void)state;
+    while (nlive) free(live[--nlive]);
+    return 0;
+}
+
 typedef struct decoded {
     int result;      /* last result: CSH_OK, CSH_INCOMPLETE (input ran out) or an error */
     size_t consumed; /* input bytes consumed in all */
@@ -45,10 +76,9 @@ static void copy_span(char *dst, size_t cap, const char *base, size_t len, csh_s
 static void decode(csh_chunked *c, const char *in, size_t n, size_t step, decoded *d)
 {
     memset(d, 0, sizeof *d);
-    d->data = malloc(n + 1);
-    assert_non_null(d->data);
+    d->data = tmalloc(n + 1);
     size_t pos = 0, base = 0, avail = step ? (step < n ? step : n) : n;
-    char *buf = malloc(avail ? avail : 1);
+    char *buf = tmalloc(avail ? avail : 1);
     assert_non_null(buf);
     memcpy(buf, in, avail);
     for (;;) {
@@ -89,20 +119,20 @@ static void decode(csh_chunked *c, const char *in, size_t n, size_t step, decode
             break;
         }
         avail = step && n - avail > step ? avail + step : n;
-        char *nb = malloc(avail - pos ? avail - pos : 1);
+        char *nb = tmalloc(avail - pos ? avail - pos : 1);
         assert_non_null(nb);
         memcpy(nb, in + pos, avail - pos);
-        free(buf);
+        tfree(buf);
         buf = nb;
         base = pos;
     }
-    free(buf);
+    tfree(buf);
     d->consumed = pos;
 }
 
 static void decoded_free(decoded *d)
 {
-    free(d->data);
+    tfree(d->data);
     d->data = NULL;
 }
 
@@ -178,13 +208,13 @@ static void test_size_line_split_anywhere(void **state)
             size_t used = 99;
             csh_span data;
             /* a fresh, exact copy: reading past `cut` is caught by ASan */
-            char *first = malloc(cut);
+            char *first = tmalloc(cut);
             assert_non_null(first);
             memcpy(first, lines[i], cut);
             assert_int_equal(csh_chunked_decode(&c, first, cut, &used, &data), CSH_INCOMPLETE);
             assert_true(used <= cut);
             memset(first, '?', cut);
-            free(first);
+            tfree(first);
             decoded d;
             decode(&c, lines[i] + used, n - used, 0, &d);
             assert_int_equal(d.result, CSH_OK);
@@ -279,7 +309,7 @@ static void test_million_one_byte_chunks(void **state)
     (void)state;
     const size_t k = 1000000;
     size_t n = k * 6 + 5;
-    char *in = malloc(n + 4);
+    char *in = tmalloc(n + 4);
     assert_non_null(in);
     for (size_t i = 0; i < k; i++) memcpy(in + i * 6, "1\r\nx\r\n", 6);
     memcpy(in + k * 6, "0\r\n\r\nNEXT", 9);
@@ -298,7 +328,7 @@ static void test_million_one_byte_chunks(void **state)
             if (d.data[i] != 'x') fail_msg("byte %zu is 0x%02x", i, (unsigned char)d.data[i]);
         decoded_free(&d);
     }
-    free(in);
+    tfree(in);
 }
 
 /* SMUGGLING.md (uhttpd): 300 chunks, no 8-bit wrap. */
@@ -329,7 +359,7 @@ static void test_large_chunk_streams(void **state)
 {
     (void)state;
     const size_t size = 1 << 20;
-    char *in = malloc(size + 32);
+    char *in = tmalloc(size + 32);
     assert_non_null(in);
     size_t o = (size_t)sprintf(in, "100000\r\n");
     for (size_t i = 0; i < size; i++) in[o + i] = (char)('a' + i % 23);
@@ -345,7 +375,7 @@ static void test_large_chunk_streams(void **state)
     /* one DATA per arrival at least: the data was not held back */
     assert_true(d.calls >= size / 1000);
     decoded_free(&d);
-    free(in);
+    tfree(in);
 }
 
 /* RFC 9112 §7.1.2, chunked.h: trailers are validated and, on CSH_OK,
@@ -385,7 +415,7 @@ static void test_unfinished_trailers_unconsumed(void **state)
     csh_span data;
     assert_int_equal(csh_chunked_decode(&c, S(part), &used, &data), CSH_INCOMPLETE);
     assert_true(used <= 3);
-    char *next = malloc(sizeof part - 1 - used + 2);
+    char *next = tmalloc(sizeof part - 1 - used + 2);
     assert_non_null(next);
     size_t len = sizeof part - 1 - used;
     memcpy(next, part + used, len);
@@ -397,7 +427,7 @@ static void test_unfinished_trailers_unconsumed(void **state)
     assert_int_equal(c.num_trailers, 2);
     assert_true(csh_span_eq(next, tr[0].name, "A"));
     assert_true(csh_span_eq(next, tr[1].value, "2"));
-    free(next);
+    tfree(next);
 }
 
 /* chunked.h: trailers past the capacity are validated, not stored; a NULL
@@ -590,25 +620,25 @@ static void test_chunk_size_63_bits(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_decode_stops_at_body_end),
-        cmocka_unit_test(test_size_line_split_anywhere),
-        cmocka_unit_test(test_resume_with_unconsumed_bytes),
-        cmocka_unit_test(test_ok_is_sticky),
-        cmocka_unit_test(test_error_is_sticky),
-        cmocka_unit_test(test_zero_length_call),
-        cmocka_unit_test(test_million_one_byte_chunks),
-        cmocka_unit_test(test_300_chunks),
-        cmocka_unit_test(test_large_chunk_streams),
-        cmocka_unit_test(test_trailers_filled),
-        cmocka_unit_test(test_unfinished_trailers_unconsumed),
-        cmocka_unit_test(test_trailers_capacity),
-        cmocka_unit_test(test_trailers_max_fields),
-        cmocka_unit_test(test_trailer_field_line_limit),
-        cmocka_unit_test(test_trailer_section_limit),
-        cmocka_unit_test(test_chunk_ext_default_limit),
-        cmocka_unit_test(test_bare_lf_flag),
-        cmocka_unit_test(test_chunk_size_errors),
-        cmocka_unit_test(test_chunk_size_63_bits),
+        cmocka_unit_test_teardown(test_decode_stops_at_body_end, free_live),
+        cmocka_unit_test_teardown(test_size_line_split_anywhere, free_live),
+        cmocka_unit_test_teardown(test_resume_with_unconsumed_bytes, free_live),
+        cmocka_unit_test_teardown(test_ok_is_sticky, free_live),
+        cmocka_unit_test_teardown(test_error_is_sticky, free_live),
+        cmocka_unit_test_teardown(test_zero_length_call, free_live),
+        cmocka_unit_test_teardown(test_million_one_byte_chunks, free_live),
+        cmocka_unit_test_teardown(test_300_chunks, free_live),
+        cmocka_unit_test_teardown(test_large_chunk_streams, free_live),
+        cmocka_unit_test_teardown(test_trailers_filled, free_live),
+        cmocka_unit_test_teardown(test_unfinished_trailers_unconsumed, free_live),
+        cmocka_unit_test_teardown(test_trailers_capacity, free_live),
+        cmocka_unit_test_teardown(test_trailers_max_fields, free_live),
+        cmocka_unit_test_teardown(test_trailer_field_line_limit, free_live),
+        cmocka_unit_test_teardown(test_trailer_section_limit, free_live),
+        cmocka_unit_test_teardown(test_chunk_ext_default_limit, free_live),
+        cmocka_unit_test_teardown(test_bare_lf_flag, free_live),
+        cmocka_unit_test_teardown(test_chunk_size_errors, free_live),
+        cmocka_unit_test_teardown(test_chunk_size_63_bits, free_live),
     };
     return cmocka_run_group_tests_name("chunked", tests, NULL, NULL);
 }
