@@ -652,6 +652,121 @@ static void test_span_helpers(void **state)
     assert_false(csh_span_ieq(buf, empty, "x"));
 }
 
+/* ---- scanner block boundaries ---- */
+
+/* Parses `wire` whole with and without SIMD; both must give `expect` and, on
+ * an error, the same offset within [lo, hi]. */
+static void parse_both(csh_parser_type type, const char *wire, size_t n, int expect, size_t lo,
+                       size_t hi, const char *what, size_t pos)
+{
+    size_t off[2] = {0, 0};
+    for (int s = 0; s < 2; s++) {
+        csh_header f[8];
+        csh_parser p;
+        csh_parser_init(&p, type, f, 8, NULL, s ? CSH_PARSE_NO_SIMD : 0);
+        /* an exact copy: a vector load past the end is caught by ASan */
+        char *copy = malloc(n);
+        assert_non_null(copy);
+        memcpy(copy, wire, n);
+        int r = csh_parser_execute(&p, copy, n);
+        free(copy);
+        if (r != expect)
+            fail_msg("%s at %zu%s: expected %s, got %s", what, pos, s ? " (no simd)" : "",
+                     csh_error_name(expect), csh_error_name(r));
+        if (r < 0) {
+            off[s] = csh_parser_error_offset(&p);
+            if (off[s] < lo || off[s] > hi)
+                fail_msg("%s at %zu%s: %s at offset %zu, not in [%zu, %zu]", what, pos,
+                         s ? " (no simd)" : "", csh_error_name(r), off[s], lo, hi);
+        }
+    }
+    if (off[0] != off[1])
+        fail_msg("%s at %zu: error offset %zu with SIMD, %zu without", what, pos, off[0], off[1]);
+}
+
+/* RFC 9112 §3.2, RFC 9110 §5.1, §5.5: a forbidden byte is found at every
+ * position of a long target, field name, value or reason phrase (so at every
+ * offset within a vector block), by the SIMD and the portable scanners
+ * alike; allowed bytes are accepted at every position. */
+static void test_scanner_every_position(void **state)
+{
+    (void)state;
+    enum { LEN = 100 };
+    char wire[512];
+    static const struct {
+        char bad;
+        int err;
+    } target_bad[] = {{'\0', CSH_E_INVALID_TARGET},   {'\x01', CSH_E_INVALID_TARGET},
+                      {'\x1f', CSH_E_INVALID_TARGET}, {'\x7f', CSH_E_INVALID_TARGET},
+                      {'\x80', CSH_E_INVALID_TARGET}, {'\xff', CSH_E_INVALID_TARGET},
+                      {'\t', CSH_E_INVALID_TARGET},   {'\r', CSH_E_BARE_CR}};
+    static const struct {
+        char bad;
+        int err;
+    } value_bad[] = {{'\0', CSH_E_INVALID_FIELD_VALUE},
+                     {'\x01', CSH_E_INVALID_FIELD_VALUE},
+                     {'\x0b', CSH_E_INVALID_FIELD_VALUE},
+                     {'\x1f', CSH_E_INVALID_FIELD_VALUE},
+                     {'\x7f', CSH_E_INVALID_FIELD_VALUE},
+                     {'\r', CSH_E_BARE_CR},
+                     {'\n', CSH_E_BARE_LF}};
+    static const char name_bad[] = {'\0', '\x01', '\x7f', '\x80', '@', '(', ')', '"', '/',
+                                    '[',  ']',    '{',    '}',    '=', ',', ';', '\\'};
+    static const char value_ok[] = {'\t', ' ', '\x80', '\xff', '~', '"', ':'};
+
+    for (size_t pos = 0; pos < LEN; pos++) {
+        /* the target: "GET /" + LEN bytes, one of them bad */
+        for (size_t k = 0; k < sizeof target_bad / sizeof target_bad[0]; k++) {
+            size_t o = (size_t)sprintf(wire, "GET /");
+            memset(wire + o, 'a', LEN);
+            wire[o + pos] = target_bad[k].bad;
+            o += LEN;
+            o += (size_t)sprintf(wire + o, " HTTP/1.1\r\nHost: a\r\n\r\n");
+            parse_both(CSH_REQUEST, wire, o, target_bad[k].err, 5, 5 + pos + 1, "bad target byte",
+                       pos);
+        }
+        /* a field value: "X: " + LEN bytes, the line starting at 25 */
+        for (size_t k = 0; k < sizeof value_bad / sizeof value_bad[0]; k++) {
+            size_t o = (size_t)sprintf(wire, "GET / HTTP/1.1\r\nHost: a\r\nX: ");
+            memset(wire + o, 'v', LEN);
+            wire[o + pos] = value_bad[k].bad;
+            o += LEN;
+            o += (size_t)sprintf(wire + o, "\r\n\r\n");
+            parse_both(CSH_REQUEST, wire, o, value_bad[k].err, 25, 25 + 3 + pos + 1,
+                       "bad value byte", pos);
+        }
+        for (size_t k = 0; k < sizeof value_ok; k++) {
+            size_t o = (size_t)sprintf(wire, "GET / HTTP/1.1\r\nHost: a\r\nX: ");
+            memset(wire + o, 'v', LEN);
+            wire[o + pos] = value_ok[k];
+            o += LEN;
+            o += (size_t)sprintf(wire + o, "\r\n\r\n");
+            parse_both(CSH_REQUEST, wire, o, CSH_OK, 0, 0, "allowed value byte", pos);
+        }
+        /* a field name: LEN token bytes, one of them bad, then ": v" */
+        for (size_t k = 0; k < sizeof name_bad; k++) {
+            size_t o = (size_t)sprintf(wire, "GET / HTTP/1.1\r\nHost: a\r\n");
+            size_t line = o;
+            memset(wire + o, 'N', LEN);
+            wire[o + pos] = name_bad[k];
+            o += LEN;
+            o += (size_t)sprintf(wire + o, ": v\r\n\r\n");
+            parse_both(CSH_REQUEST, wire, o, CSH_E_INVALID_FIELD_NAME, line, line + pos + 1,
+                       "bad name byte", pos);
+        }
+        /* a reason phrase: "HTTP/1.1 200 " + LEN bytes */
+        {
+            size_t o = (size_t)sprintf(wire, "HTTP/1.1 200 ");
+            memset(wire + o, 'r', LEN);
+            wire[o + pos] = '\x01';
+            o += LEN;
+            o += (size_t)sprintf(wire + o, "\r\nContent-Length: 0\r\n\r\n");
+            parse_both(CSH_RESPONSE, wire, o, CSH_E_INVALID_STATUS_LINE, 0, 13 + pos + 1,
+                       "bad reason byte", pos);
+        }
+    }
+}
+
 /* ---- the case corpus with CSH_PARSE_NO_SIMD
  * ------------------------------------------------------ */
 
@@ -702,6 +817,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_method_name),
         cmocka_unit_test(test_method_round_trip),
         cmocka_unit_test(test_span_helpers),
+        cmocka_unit_test(test_scanner_every_position),
         cmocka_unit_test(test_no_simd_matches_default_on_corpus),
     };
     return cmocka_run_group_tests_name("parser", tests, NULL, NULL);
