@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fuzz_common.h"
+#include "common.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -23,7 +23,7 @@
 
 #include <http_parser.h>
 
-#include "fuzz_common.h"
+#include "common.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

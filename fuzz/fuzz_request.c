@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "fuzz_common.h"
+#include "common.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -25,7 +25,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "fuzz_common.h"
+#include "common.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

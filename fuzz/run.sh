@@ -40,7 +40,7 @@ bindir=$build/fuzz
 bindir=$(cd "$bindir" && pwd)
 
 if [ "$which" = all ]; then
-    targets=$(cd "$here" && ls fuzz_*.c | sed 's/\.c$//' | grep -v '^fuzz_common$')
+    targets=$(cd "$here" && ls fuzz_*.c | sed 's/\.c$//')
 else
     targets=$which
 fi

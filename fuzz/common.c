@@ -1,5 +1,5 @@
-/* Shared machinery of the libcshttp fuzz targets: see fuzz_common.h. */
-#include "fuzz_common.h"
+/* Shared machinery of the libcshttp fuzz targets: see common.h. */
+#include "common.h"
 
 #include <stdarg.h>
 #include <stdio.h>
