@@ -130,6 +130,15 @@ static void decode(csh_chunked *c, const char *in, size_t n, size_t step, decode
     d->consumed = pos;
 }
 
+/* Fails with the names of the codes when `got` is not `want`. */
+#define assert_result(got, want)                                                                   \
+    do {                                                                                           \
+        int got_ = (got), want_ = (want);                                                          \
+        if (got_ != want_)                                                                         \
+            fail_msg("%s: expected %s, got %s", #got, csh_error_name(want_),                       \
+                     csh_error_name(got_));                                                        \
+    } while (0)
+
 static void decoded_free(decoded *d)
 {
     tfree(d->data);
@@ -177,7 +186,7 @@ static void test_decode_stops_at_body_end(void **state)
     const size_t body = sizeof "5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n" - 1;
     decoded d;
     decode_all_ways(NULL, 0, S(in), &d);
-    assert_int_equal(d.result, CSH_OK);
+    assert_result(d.result, CSH_OK);
     assert_int_equal(d.consumed, body);
     assert_int_equal(d.ndata, 11);
     assert_memory_equal(d.data, "hello world", 11);
@@ -217,7 +226,7 @@ static void test_size_line_split_anywhere(void **state)
             tfree(first);
             decoded d;
             decode(&c, lines[i] + used, n - used, 0, &d);
-            assert_int_equal(d.result, CSH_OK);
+            assert_result(d.result, CSH_OK);
             assert_int_equal(d.ndata, 5);
             assert_memory_equal(d.data, "hello", 5);
             assert_int_equal(used + d.consumed, n);
@@ -319,7 +328,7 @@ static void test_million_one_byte_chunks(void **state)
         csh_chunked_init(&c, NULL, 0, NULL, 0);
         decoded d;
         decode(&c, in, n + 4, steps[s], &d);
-        assert_int_equal(d.result, CSH_OK);
+        assert_result(d.result, CSH_OK);
         assert_int_equal(d.consumed, n);
         assert_int_equal(d.ndata, k);
         assert_int_equal(c.body_bytes, k);
@@ -342,7 +351,7 @@ static void test_300_chunks(void **state)
     n += (size_t)sprintf(in + n, "0\r\n\r\n");
     decoded d;
     decode_all_ways(NULL, 0, in, n, &d);
-    assert_int_equal(d.result, CSH_OK);
+    assert_result(d.result, CSH_OK);
     assert_int_equal(d.ndata, 600);
     assert_int_equal(d.data[598], 'a' + 299 % 26);
     assert_int_equal(d.data[599], 'A' + 299 % 26);
@@ -369,7 +378,7 @@ static void test_large_chunk_streams(void **state)
     csh_chunked_init(&c, NULL, 0, NULL, 0);
     decoded d;
     decode(&c, in, o, 1000, &d);
-    assert_int_equal(d.result, CSH_OK);
+    assert_result(d.result, CSH_OK);
     assert_int_equal(d.ndata, size);
     assert_memory_equal(d.data, in + 8, size);
     /* one DATA per arrival at least: the data was not held back */
@@ -386,7 +395,7 @@ static void test_trailers_filled(void **state)
     static const char in[] = "3\r\nabc\r\n0\r\nX-Sum: 42\r\nX-Note:  two words \t\r\n\r\nNEXT";
     decoded d;
     decode_all_ways(NULL, 0, S(in), &d);
-    assert_int_equal(d.result, CSH_OK);
+    assert_result(d.result, CSH_OK);
     assert_int_equal(d.consumed, sizeof in - 1 - 4);
     assert_string_equal(d.names[0], "X-Sum");
     assert_string_equal(d.values[0], "42");
@@ -441,21 +450,21 @@ static void test_trailers_capacity(void **state)
     decoded d;
     csh_chunked_init(&c, NULL, 0, tr, 1);
     decode(&c, S(in), 0, &d);
-    assert_int_equal(d.result, CSH_OK);
+    assert_result(d.result, CSH_OK);
     assert_int_equal(c.num_trailers, 1);
     assert_string_equal(d.names[0], "A");
     decoded_free(&d);
 
     csh_chunked_init(&c, NULL, 0, NULL, 0);
     decode(&c, S(in), 0, &d);
-    assert_int_equal(d.result, CSH_OK);
+    assert_result(d.result, CSH_OK);
     assert_int_equal(c.num_trailers, 0);
     decoded_free(&d);
 
     /* a bad trailer past the capacity is still an error */
     csh_chunked_init(&c, NULL, 0, tr, 1);
     decode(&c, S("0\r\nA: 1\r\nB\0: 2\r\n\r\n"), 0, &d);
-    assert_int_equal(d.result, CSH_E_INVALID_FIELD_NAME);
+    assert_result(d.result, CSH_E_INVALID_FIELD_NAME);
     decoded_free(&d);
 }
 
@@ -468,10 +477,10 @@ static void test_trailers_max_fields(void **state)
     l.max_fields = 2;
     decoded d;
     decode_all_ways(&l, 0, S("0\r\nA: 1\r\nB: 2\r\n\r\n"), &d);
-    assert_int_equal(d.result, CSH_OK);
+    assert_result(d.result, CSH_OK);
     decoded_free(&d);
     decode_all_ways(&l, 0, S("0\r\nA: 1\r\nB: 2\r\nC: 3\r\n\r\n"), &d);
-    assert_int_equal(d.result, CSH_E_TOO_MANY_FIELDS);
+    assert_result(d.result, CSH_E_TOO_MANY_FIELDS);
     decoded_free(&d);
 }
 
@@ -484,14 +493,14 @@ static void test_trailer_field_line_limit(void **state)
     l.max_field_line = 8;
     decoded d;
     decode_all_ways(&l, 0, S("0\r\nX-T: 123\r\n\r\n"), &d);
-    assert_int_equal(d.result, CSH_OK);
+    assert_result(d.result, CSH_OK);
     decoded_free(&d);
     decode_all_ways(&l, 0, S("0\r\nX-T: 1234\r\n\r\n"), &d);
-    assert_int_equal(d.result, CSH_E_FIELD_LINE_TOO_LONG);
+    assert_result(d.result, CSH_E_FIELD_LINE_TOO_LONG);
     decoded_free(&d);
     /* limit + 1 bytes of the line suffice */
     decode_all_ways(&l, 0, S("0\r\nX-T: 1234"), &d);
-    assert_int_equal(d.result, CSH_E_FIELD_LINE_TOO_LONG);
+    assert_result(d.result, CSH_E_FIELD_LINE_TOO_LONG);
     decoded_free(&d);
 }
 
@@ -505,16 +514,16 @@ static void test_trailer_section_limit(void **state)
     decoded d;
     /* "A: 1\r\n" + CRLF: 8 bytes */
     decode_all_ways(&l, 0, S("0\r\nA: 1\r\n\r\n"), &d);
-    assert_int_equal(d.result, CSH_OK);
+    assert_result(d.result, CSH_OK);
     decoded_free(&d);
     /* 3 lines, 18 bytes and the CRLF */
     decode_all_ways(&l, 0, S("0\r\nA: 1\r\nB: 2\r\nC: 3\r\n\r\n"), &d);
-    assert_int_equal(d.result, CSH_E_TRAILER_TOO_LARGE);
+    assert_result(d.result, CSH_E_TRAILER_TOO_LARGE);
     assert_true(d.error_at <= 3 + 16);
     decoded_free(&d);
     /* without the end of the section: the limit holds before it */
     decode_all_ways(&l, 0, S("0\r\nA: 1\r\nB: 2\r\nC: 3\r\nD: 4"), &d);
-    assert_int_equal(d.result, CSH_E_TRAILER_TOO_LARGE);
+    assert_result(d.result, CSH_E_TRAILER_TOO_LARGE);
     decoded_free(&d);
 }
 
@@ -534,10 +543,10 @@ static void test_chunk_ext_default_limit(void **state)
         decoded d;
         decode_all_ways(NULL, 0, in, o, &d);
         if (ext <= 1024) {
-            assert_int_equal(d.result, CSH_OK);
+            assert_result(d.result, CSH_OK);
             assert_int_equal(d.ndata, 1);
         } else {
-            assert_int_equal(d.result, CSH_E_CHUNK_EXT_TOO_LONG);
+            assert_result(d.result, CSH_E_CHUNK_EXT_TOO_LONG);
             assert_true(d.error_at <= 1 + 1024);
         }
         decoded_free(&d);
@@ -554,22 +563,22 @@ static void test_bare_lf_flag(void **state)
     (void)state;
     decoded d;
     decode_all_ways(NULL, 0, S("1;a\nX\r\n0\r\n\r\n"), &d);
-    assert_int_equal(d.result, CSH_E_BARE_LF);
+    assert_result(d.result, CSH_E_BARE_LF);
     assert_true(d.error_at <= 3);
     decoded_free(&d);
     decode_all_ways(NULL, CSH_PARSE_LENIENT_BARE_LF, S("1;a\nX\r\n0\r\n\r\n"), &d);
-    assert_int_equal(d.result, CSH_OK);
+    assert_result(d.result, CSH_OK);
     assert_int_equal(d.ndata, 1);
     assert_int_equal(d.data[0], 'X');
     decoded_free(&d);
     decode_all_ways(NULL, CSH_PARSE_LENIENT_BARE_LF, S("3\nabc\n0\nT: v\n\n"), &d);
-    assert_int_equal(d.result, CSH_OK);
+    assert_result(d.result, CSH_OK);
     assert_string_equal(d.names[0], "T");
     assert_string_equal(d.values[0], "v");
     decoded_free(&d);
     /* lenient is for LF only */
     decode_all_ways(NULL, CSH_PARSE_LENIENT_BARE_LF, S("1\r0\r\nX\r\n0\r\n\r\n"), &d);
-    assert_int_equal(d.result, CSH_E_BARE_CR);
+    assert_result(d.result, CSH_E_BARE_CR);
     decoded_free(&d);
 }
 
@@ -611,7 +620,7 @@ static void test_chunk_size_63_bits(void **state)
     csh_chunked c;
     csh_chunked_init(&c, NULL, 0, NULL, 0);
     decode(&c, S("7fffffffffffffff\r\nabcdef"), 0, &d);
-    assert_int_equal(d.result, CSH_INCOMPLETE);
+    assert_result(d.result, CSH_INCOMPLETE);
     assert_int_equal(d.ndata, 6);
     assert_int_equal(c.body_bytes, 6);
     decoded_free(&d);
