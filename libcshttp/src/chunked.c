@@ -87,8 +87,9 @@ static int decode_trailers(csh_chunked *c, const char *base, size_t len, size_t 
         size_t at = 0;
 
         if (line_end < ls->line) win = section_end; /* limit near SIZE_MAX */
-        r = csh__field_line_parse(ls, base, win, c->flags_, c->simd_, 0,
-                                  c->limits_.max_field_line, &h, &eos, &at);
+        /* trailers are rare and short: the portable scanner does */
+        r = csh__field_line_parse_portable(ls, base, win, c->flags_, 0, c->limits_.max_field_line,
+                                           &h, &eos, &at);
         if (r == CSH_OK && eos) {
             *used = ls->pos;
             return CSH_OK;
@@ -104,12 +105,19 @@ static int decode_trailers(csh_chunked *c, const char *base, size_t len, size_t 
             continue;
         }
         if (r == CSH_INCOMPLETE) {
+            /* as in the head: a line that has read more than its limit (a
+             * final CR aside) is too long, whether or not more bytes come */
+            size_t text = ls->pos - ls->line;
+            if (text > c->limits_.max_field_line + (csh__field_sub_after_cr(ls->sub) ? 1u : 0u)) {
+                *used = ls->line + c->limits_.max_field_line;
+                return CSH_E_FIELD_LINE_TOO_LONG;
+            }
             if (win == len) {
                 *used = 0; /* the section stays unconsumed until complete */
                 return CSH_INCOMPLETE;
             }
             *used = win;
-            return win == line_end ? CSH_E_FIELD_LINE_TOO_LONG : CSH_E_TRAILER_TOO_LARGE;
+            return CSH_E_TRAILER_TOO_LARGE;
         }
         *used = at;
         return r;
@@ -150,6 +158,11 @@ int csh_chunked_decode(csh_chunked *c, const char *buf, size_t len, size_t *cons
                 continue;
             }
             if (c->digits_ == 0) FAIL(CSH_E_INVALID_CHUNK_SIZE); /* sign, 0x, SP, empty */
+            if (ch == ';' || is_ws(ch)) {
+                /* the extension's bytes count from the first after the size */
+                if (c->limits_.max_chunk_ext == 0) FAIL(CSH_E_CHUNK_EXT_TOO_LONG);
+                c->ext_len_ = 1;
+            }
             if (ch == ';') {
                 c->state_ = X_NAME_BWS;
             } else if (is_ws(ch)) {
@@ -167,11 +180,13 @@ int csh_chunked_decode(csh_chunked *c, const char *buf, size_t len, size_t *cons
         }
         case C_SIZE_WS:
             /* BWS may precede ';' only: "5 0" is not a size (pekko-http) */
+            if (ch != ';' && !is_ws(ch)) FAIL(CSH_E_INVALID_CHUNK_SIZE);
+            if (c->ext_len_ >= c->limits_.max_chunk_ext) FAIL(CSH_E_CHUNK_EXT_TOO_LONG);
+            c->ext_len_++;
             if (is_ws(ch)) {
                 i++;
                 continue;
             }
-            if (ch != ';') FAIL(CSH_E_INVALID_CHUNK_SIZE);
             c->state_ = X_NAME_BWS;
             i++;
             continue;

@@ -14,7 +14,7 @@
 enum { ST_START_LINE = 0, ST_FIELDS, ST_DONE };
 
 /* Start-line sub-states (ls_.sub) */
-enum { R_METHOD = 0, R_EMPTY_CR, R_TARGET, R_VERSION, R_EOL, R_CR };
+enum { R_METHOD = 0, R_EMPTY_CR, R_TARGET, R_VERSION, R_EOL, R_CR, R_LINE_CR };
 enum { S_VERSION = 0, S_STATUS, S_REASON, S_CR };
 
 /* Internal result of parse_request_line: an empty line before the request
@@ -173,6 +173,9 @@ static int classify_target(csh_message *m, const char *t, size_t n)
     for (size_t i = 1; i < n; i++) {
         char c = t[i];
         if (c == ':') {
+            /* an HTTP server serves hierarchical URIs with an authority
+             * (http://, https://); "host:80" or "urn:x" are not for it */
+            if (n - i < 3 || t[i + 1] != '/' || t[i + 2] != '/') break;
             m->target_form = CSH_TARGET_ABSOLUTE;
             return CSH_OK;
         }
@@ -197,231 +200,6 @@ static inline int version_byte_ok(size_t i, char c)
         at = (ptr);                                                                                \
         goto fail;                                                                                 \
     } while (0)
-
-/* Request line: method SP request-target SP HTTP-version CRLF (RFC 9112 §3).
- * Returns CSH_OK with ls->pos after the line, CSH_INCOMPLETE, or an error. */
-static int parse_request_line(csh_parser *p, const char *buf, size_t win)
-{
-    csh_line_state_ *ls = &p->ls_;
-    csh_message *m = &p->msg;
-    const char *pos = buf + ls->pos, *end = buf + win, *at;
-    const char *line = buf + ls->line;
-    int err;
-    char c;
-
-    switch (ls->sub) {
-    case R_EMPTY_CR: goto empty_cr;
-    case R_TARGET: goto target;
-    case R_VERSION: goto version;
-    case R_EOL: goto eol;
-    case R_CR: goto cr;
-    default: break;
-    }
-
-    pos = csh__scan_token(pos, end);
-    if (pos == end) goto incomplete;
-    c = *pos;
-    if (pos == line) {
-        /* RFC 9112 §2.2: ignore empty lines before the request line */
-        if (c == '\r') {
-            pos++;
-            goto empty_cr;
-        }
-        if (c == '\n') {
-            if (!(p->flags_ & CSH_PARSE_LENIENT_BARE_LF)) FAIL(CSH_E_BARE_LF, pos);
-            pos++;
-            goto next_line;
-        }
-        FAIL(c == ' ' ? CSH_E_INVALID_REQUEST_LINE : CSH_E_INVALID_METHOD, pos);
-    }
-    if (c != ' ')
-        FAIL((c == '\r' || c == '\n' || c == '\t') ? CSH_E_INVALID_REQUEST_LINE
-                                                  : CSH_E_INVALID_METHOD,
-             pos);
-    m->method_span.off = ls->line;
-    m->method_span.len = (size_t)(pos - line);
-    m->method = method_of(line, m->method_span.len);
-    pos++;
-    ls->mark2 = (size_t)(pos - buf);
-
-target:
-    pos = csh__scan_vchar(pos, end, p->simd_);
-    if (pos == end) {
-        ls->sub = R_TARGET;
-        goto incomplete;
-    }
-    c = *pos;
-    if (c != ' ' || pos == buf + ls->mark2) {
-        if (c == ' ' || c == '\r' || c == '\n' || c == '\t') FAIL(CSH_E_INVALID_REQUEST_LINE, pos);
-        FAIL(CSH_E_INVALID_TARGET, pos);
-    }
-    m->target.off = ls->mark2;
-    m->target.len = (size_t)(pos - buf) - ls->mark2;
-    pos++;
-    ls->mark3 = (size_t)(pos - buf);
-
-version:
-    while (pos < end && (size_t)(pos - buf) - ls->mark3 < 8) {
-        size_t i = (size_t)(pos - buf) - ls->mark3;
-        if (!version_byte_ok(i, *pos))
-            FAIL((i == 0 && *pos == ' ') ? CSH_E_INVALID_REQUEST_LINE : CSH_E_INVALID_VERSION, pos);
-        pos++;
-    }
-    if (pos == end) {
-        ls->sub = R_VERSION;
-        goto incomplete;
-    }
-
-eol:
-    if (pos == end) {
-        ls->sub = R_EOL;
-        goto incomplete;
-    }
-    c = *pos;
-    if ((size_t)(pos - line) > p->limits_.max_start_line) FAIL(CSH_E_URI_TOO_LONG, pos);
-    if (c == '\n') {
-        if (!(p->flags_ & CSH_PARSE_LENIENT_BARE_LF)) FAIL(CSH_E_BARE_LF, pos);
-        pos++;
-        goto line_done;
-    }
-    if (c != '\r') FAIL(c == ' ' ? CSH_E_INVALID_REQUEST_LINE : CSH_E_INVALID_VERSION, pos);
-    pos++;
-
-cr:
-    if (pos == end) {
-        ls->sub = R_CR;
-        goto incomplete;
-    }
-    if (*pos != '\n') FAIL(CSH_E_BARE_CR, pos - 1);
-    pos++;
-
-line_done: {
-    const char *v = buf + ls->mark3;
-    /* RFC 9110 §2.5, §6.2: a major version other than 1 is well-formed but
-     * not ours: 505. */
-    if (v[5] != '1') FAIL(CSH_E_UNSUPPORTED_VERSION, v + 5);
-    m->version_major = 1;
-    m->version_minor = v[7] - '0';
-    err = classify_target(m, buf + m->target.off, m->target.len);
-    if (err) FAIL(err, buf + m->target.off);
-    ls->pos = (size_t)(pos - buf);
-    ls->sub = 0;
-    return CSH_OK;
-}
-
-empty_cr:
-    if (pos == end) {
-        ls->sub = R_EMPTY_CR;
-        goto incomplete;
-    }
-    if (*pos != '\n') FAIL(CSH_E_BARE_CR, pos - 1);
-    pos++;
-next_line:
-    ls->line = (size_t)(pos - buf);
-    ls->sub = R_METHOD;
-    line = pos;
-    /* the new line has a window of its own: let the caller recompute it */
-    ls->pos = ls->line;
-    return LINE_SKIPPED;
-
-incomplete:
-    ls->pos = (size_t)(pos - buf);
-    return CSH_INCOMPLETE;
-fail:
-    p->error_offset_ = (size_t)(at - buf);
-    return err;
-}
-
-/* Status line: HTTP-version SP status-code SP [ reason-phrase ] CRLF
- * (RFC 9112 §4). A missing SP before an empty reason is accepted: it is common
- * and cannot change framing. */
-static int parse_status_line(csh_parser *p, const char *buf, size_t win)
-{
-    csh_line_state_ *ls = &p->ls_;
-    csh_message *m = &p->msg;
-    const char *pos = buf + ls->pos, *end = buf + win, *at;
-    const char *line = buf + ls->line;
-    int err;
-    char c;
-
-    switch (ls->sub) {
-    case S_STATUS: goto status;
-    case S_REASON: goto reason;
-    case S_CR: goto cr;
-    default: break;
-    }
-
-    while (pos < end && pos - line < 8) {
-        if (!version_byte_ok((size_t)(pos - line), *pos)) FAIL(CSH_E_INVALID_VERSION, pos);
-        pos++;
-    }
-    if (pos == end) goto incomplete;
-    if (*pos != ' ') FAIL(is_digit(*pos) ? CSH_E_INVALID_VERSION : CSH_E_INVALID_STATUS_LINE, pos);
-    if (line[5] != '1') FAIL(CSH_E_UNSUPPORTED_VERSION, line + 5);
-    m->version_major = 1;
-    m->version_minor = line[7] - '0';
-    pos++;
-    ls->mark = (size_t)(pos - buf);
-
-status:
-    while (pos < end && (size_t)(pos - buf) - ls->mark < 3) {
-        if (!is_digit(*pos)) FAIL(CSH_E_INVALID_STATUS, pos);
-        pos++;
-    }
-    if (pos == end) {
-        ls->sub = S_STATUS;
-        goto incomplete;
-    }
-    {
-        const char *d = buf + ls->mark;
-        m->status = (d[0] - '0') * 100 + (d[1] - '0') * 10 + (d[2] - '0');
-        if (m->status < 100 || m->status > 599) FAIL(CSH_E_INVALID_STATUS, d);
-    }
-    c = *pos;
-    if (c == ' ') {
-        pos++;
-    } else if (c != '\r' && c != '\n') {
-        FAIL(is_digit(c) ? CSH_E_INVALID_STATUS : CSH_E_INVALID_STATUS_LINE, pos);
-    }
-    ls->mark2 = (size_t)(pos - buf);
-
-reason:
-    pos = csh__scan_value(pos, end, p->simd_);
-    if (pos == end) {
-        ls->sub = S_REASON;
-        goto incomplete;
-    }
-    c = *pos;
-    if (c != '\r' && c != '\n') FAIL(CSH_E_INVALID_STATUS_LINE, pos);
-    if ((size_t)(pos - line) > p->limits_.max_start_line) FAIL(CSH_E_URI_TOO_LONG, pos);
-    m->reason.off = ls->mark2;
-    m->reason.len = (size_t)(pos - buf) - ls->mark2;
-    pos++;
-    if (c == '\n') {
-        if (!(p->flags_ & CSH_PARSE_LENIENT_BARE_LF)) FAIL(CSH_E_BARE_LF, pos - 1);
-        goto line_done;
-    }
-
-cr:
-    if (pos == end) {
-        ls->sub = S_CR;
-        goto incomplete;
-    }
-    if (*pos != '\n') FAIL(CSH_E_BARE_CR, pos - 1);
-    pos++;
-
-line_done:
-    ls->pos = (size_t)(pos - buf);
-    ls->sub = 0;
-    return CSH_OK;
-
-incomplete:
-    ls->pos = (size_t)(pos - buf);
-    return CSH_INCOMPLETE;
-fail:
-    p->error_offset_ = (size_t)(at - buf);
-    return err;
-}
 
 static inline int is_ows(char c)
 {
@@ -473,7 +251,8 @@ static int on_content_length(csh_parser *p, const char *v, size_t n, const char 
 /* Transfer-Encoding = #transfer-coding (RFC 9112 §6.1). One field line only,
  * no empty elements, no parameters: every looseness here has been a
  * smuggling vector somewhere (see SMUGGLING.md). */
-static int on_transfer_encoding(csh_parser *p, const char *v, size_t n, const char **at)
+static int on_transfer_encoding(csh_parser *p, const char *buf, const char *v, size_t n,
+                                const char **at)
 {
     const char *s = v, *end = v + n;
     int other = 0, chunked_last = 0;
@@ -507,10 +286,10 @@ static int on_transfer_encoding(csh_parser *p, const char *v, size_t n, const ch
         while (e < end && is_ows(*e)) e++;
         s = e;
     }
-    if (p->type_ == CSH_REQUEST && !chunked_last) {
-        *at = v;
-        return CSH_E_TE_NOT_CHUNKED; /* RFC 9112 §6.3 (4) */
-    }
+    /* a request whose final coding is not chunked is refused once the head
+     * is whole (finish_head), so that a second Transfer-Encoding line is
+     * reported as what it is */
+    p->te_off_ = (size_t)(v - buf);
     p->seen_ |= SEEN_TE | (chunked_last ? SEEN_TE_CHUNKED_LAST : 0);
     p->msg.flags |= CSH_MSG_HAS_TRANSFER_ENCODING | (other ? CSH_MSG_TE_OTHER_CODINGS : 0);
     return CSH_OK;
@@ -597,11 +376,20 @@ static int interpret_field(csh_parser *p, const char *buf, const csh_header *h, 
         if (lower_eq(name, "content-length", 14)) return on_content_length(p, v, n, at);
         break;
     case 17:
-        if (lower_eq(name, "transfer-encoding", 17)) return on_transfer_encoding(p, v, n, at);
+        if (lower_eq(name, "transfer-encoding", 17)) return on_transfer_encoding(p, buf, v, n, at);
         break;
     default: break;
     }
     return CSH_OK;
+}
+
+/* 1 when a field name of this length may be one interpret_field acts on. */
+static inline int csh__maybe_framing_field(size_t len)
+{
+    /* host 4, expect 6, upgrade 7, connection 10, content-length 14,
+     * transfer-encoding 17 */
+    return len < 32 && ((1u << len) & ((1u << 4) | (1u << 6) | (1u << 7) | (1u << 10) |
+                                       (1u << 14) | (1u << 17))) != 0;
 }
 
 static void decide_connection(csh_parser *p)
@@ -617,17 +405,36 @@ static void decide_connection(csh_parser *p)
         m->flags |= CSH_MSG_UPGRADE;
 }
 
-/* The head ended: decide framing (RFC 9112 §6.3) and keep-alive. */
-static int finish_head(csh_parser *p)
+/* The head ended: interpret the framing fields, decide framing (RFC 9112 §6.3) and keep-alive. */
+static int finish_head(csh_parser *p, const char *buf)
 {
     csh_message *m = &p->msg;
     m->head_length = p->ls_.pos;
+
+    /* The fields that decide framing are read once the head is whole: a
+     * field's meaning can depend on the lines after it (an obs-fold, a second
+     * Transfer-Encoding), and the scan itself stays a tight loop. */
+    for (size_t i = 0; i < m->num_headers; i++) {
+        const csh_header *h = &m->headers[i];
+        if (csh__maybe_framing_field(h->name.len)) {
+            const char *where;
+            int r = interpret_field(p, buf, h, &where);
+            if (r != CSH_OK) {
+                p->error_offset_ = (size_t)(where - buf);
+                return r;
+            }
+        }
+    }
     decide_connection(p);
 
     if (p->type_ == CSH_REQUEST) {
         if (m->version_minor >= 1 && !(p->seen_ & SEEN_HOST)) {
             p->error_offset_ = p->ls_.line;
             return CSH_E_MISSING_HOST; /* RFC 9112 §3.2 */
+        }
+        if ((p->seen_ & SEEN_TE) && !(p->seen_ & SEEN_TE_CHUNKED_LAST)) {
+            p->error_offset_ = p->te_off_;
+            return CSH_E_TE_NOT_CHUNKED; /* RFC 9112 §6.3 (4) */
         }
         if (p->seen_ & SEEN_TE)
             m->body = CSH_BODY_CHUNKED;
@@ -636,7 +443,14 @@ static int finish_head(csh_parser *p)
         return CSH_OK;
     }
 
-    /* responses, RFC 9112 §6.3 rules 1 and 2 */
+    /* responses, RFC 9112 §6.3 rules 1 and 2: any 2xx to CONNECT is a
+     * tunnel, a 204 too */
+    if (p->request_method_ == CSH_METHOD_CONNECT && m->status >= 200 && m->status < 300) {
+        m->body = CSH_BODY_NONE;
+        m->content_length = 0;
+        m->flags = (m->flags & ~(unsigned)CSH_MSG_KEEP_ALIVE) | CSH_MSG_TUNNEL;
+        return CSH_OK;
+    }
     if (m->status < 200 || m->status == 204 || m->status == 304 ||
         p->request_method_ == CSH_METHOD_HEAD) {
         m->body = CSH_BODY_NONE;
@@ -645,12 +459,6 @@ static int finish_head(csh_parser *p)
             m->flags = (m->flags & ~(unsigned)CSH_MSG_KEEP_ALIVE) | CSH_MSG_TUNNEL;
         else if (m->status < 200)
             m->flags |= CSH_MSG_INTERIM;
-        return CSH_OK;
-    }
-    if (p->request_method_ == CSH_METHOD_CONNECT && m->status < 300) {
-        m->body = CSH_BODY_NONE;
-        m->content_length = 0;
-        m->flags = (m->flags & ~(unsigned)CSH_MSG_KEEP_ALIVE) | CSH_MSG_TUNNEL;
         return CSH_OK;
     }
     if (p->seen_ & SEEN_TE) {
@@ -664,75 +472,39 @@ static int finish_head(csh_parser *p)
     return CSH_OK;
 }
 
+#define CSH_V(name) csh__##name##_portable
+#define CSH_V_ATTR
+#define CSH_V_SCAN_NAME(p, e) csh__scan_token(p, e)
+#define CSH_V_SCAN_VALUE(p, e) csh__scan_value_portable(p, e)
+#define CSH_V_SCAN_VCHAR(p, e) csh__scan_vchar_portable(p, e)
+#include "head_impl.h"
+#undef CSH_V
+#undef CSH_V_ATTR
+#undef CSH_V_SCAN_NAME
+#undef CSH_V_SCAN_VALUE
+#undef CSH_V_SCAN_VCHAR
+
+#ifdef CSH_HAVE_AVX2
+#define CSH_V(name) csh__##name##_avx2
+#define CSH_V_ATTR CSH_AVX2
+#define CSH_V_SCAN_NAME(p, e) csh__scan_token_avx2(p, e)
+#define CSH_V_SCAN_VALUE(p, e) csh__scan_value_avx2(p, e)
+#define CSH_V_SCAN_VCHAR(p, e) csh__scan_vchar_avx2(p, e)
+#include "head_impl.h"
+#undef CSH_V
+#undef CSH_V_ATTR
+#undef CSH_V_SCAN_NAME
+#undef CSH_V_SCAN_VALUE
+#undef CSH_V_SCAN_VCHAR
+#endif
+
 int csh_parser_execute(csh_parser *p, const char *buf, size_t len)
 {
-    csh_line_state_ *ls = &p->ls_;
-    size_t head_end;
-    int r;
-
     if (p->result_ != CSH_INCOMPLETE) return p->result_;
     if (len < p->len_ || (buf == NULL && len > 0)) return CSH_E_INVALID_ARGUMENT;
     p->len_ = len;
-    head_end = len < p->limits_.max_head ? len : p->limits_.max_head;
-
-    for (;;) {
-        int start = p->state_ == ST_START_LINE;
-        size_t line_limit = start ? p->limits_.max_start_line : p->limits_.max_field_line;
-        size_t line_end = ls->line + line_limit + 2; /* + CRLF; limits are clamped */
-        size_t win = head_end < line_end ? head_end : line_end;
-
-        if (start) {
-            r = p->type_ == CSH_REQUEST ? parse_request_line(p, buf, win)
-                                        : parse_status_line(p, buf, win);
-            if (r == LINE_SKIPPED) continue;
-            if (r == CSH_OK) {
-                p->state_ = ST_FIELDS;
-                ls->line = ls->pos;
-                continue;
-            }
-        } else {
-            /* parse straight into the caller's array while there is room */
-            csh_header spare;
-            size_t n = p->msg.num_headers;
-            csh_header *h = n < p->fields_cap_ ? &p->fields_[n] : &spare;
-            int eos = 0;
-            size_t at = 0;
-            r = csh__field_line_parse(ls, buf, win, p->flags_, p->simd_, n == 0,
-                                      p->limits_.max_field_line, h, &eos, &at);
-            if (r == CSH_OK) {
-                if (eos) {
-                    r = finish_head(p);
-                    if (r == CSH_OK) p->state_ = ST_DONE;
-                    p->result_ = r;
-                    return r;
-                }
-                if (h == &spare) {
-                    r = CSH_E_TOO_MANY_FIELDS;
-                    at = ls->line;
-                } else {
-                    const char *where;
-                    p->msg.num_headers = n + 1;
-                    r = interpret_field(p, buf, h, &where);
-                    at = (size_t)(where - buf);
-                }
-                if (r == CSH_OK) {
-                    ls->line = ls->pos;
-                    continue;
-                }
-            }
-            if (r < 0) p->error_offset_ = at;
-        }
-
-        if (r == CSH_INCOMPLETE) {
-            if (win == len) return CSH_INCOMPLETE;
-            /* a limit stopped the scan before the bytes ran out */
-            p->error_offset_ = win;
-            if (win == line_end)
-                r = start ? CSH_E_URI_TOO_LONG : CSH_E_FIELD_LINE_TOO_LONG;
-            else
-                r = CSH_E_HEAD_TOO_LARGE;
-        }
-        p->result_ = r;
-        return r;
-    }
+#ifdef CSH_HAVE_AVX2
+    if (p->simd_) return csh__run_avx2(p, buf, len);
+#endif
+    return csh__run_portable(p, buf, len);
 }

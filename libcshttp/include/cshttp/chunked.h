@@ -11,10 +11,12 @@
  *     CSH_OK:         the body ended after `used` bytes (last chunk + trailers)
  *     < 0:            an error, at buf + used
  *
- * Bytes not consumed (buf[used .. len)) must be passed again, first, in the
- * next call: the decoder keeps an unfinished chunk-size line or trailer
- * section unconsumed, and remembers how far it has already scanned, so no byte
- * is examined twice in the search for a line end.
+ * Chunk-size lines (size, extensions, CRLF) are validated and consumed a
+ * byte at a time, so a size line split across calls costs nothing extra.
+ * Only an unfinished trailer section is left unconsumed: bytes not consumed
+ * (buf[used .. len)) must be passed again, first, in the next call, and the
+ * decoder remembers how far it has already parsed them, so no byte is
+ * examined twice.
  *
  * Trailer fields are validated like header fields (RFC 9112 §7.1.2) and, on
  * CSH_OK, described in the array given to csh_chunked_init as spans of the

@@ -152,6 +152,7 @@ typedef struct csh_parser {
     size_t fields_cap_;  /* min(array capacity, limits.max_fields) */
     size_t len_;         /* len of the previous call */
     size_t error_offset_;
+    size_t te_off_;      /* where the Transfer-Encoding value starts */
     csh_line_state_ ls_;
     unsigned flags_;
     unsigned seen_;      /* framing fields seen so far (parser.c) */
