@@ -2,7 +2,8 @@
  * lines. parser.c includes it once per scanner family, with
  *   CSH_V(name)            the variant's name for `name`
  *   CSH_V_ATTR             its function attributes (the AVX2 target)
- *   CSH_V_SCAN_NAME(p,e), CSH_V_SCAN_VALUE(p,e), CSH_V_SCAN_VCHAR(p,e)
+ *   CSH_V_SCAN_NAME(p,e), CSH_V_SCAN_VALUE(p,e), CSH_V_SCAN_VCHAR(p,e),
+ *   CSH_V_SCAN_FIELD(line,lim,&colon,&eol)
  * so that each copy inlines its own scanners. It uses parser.c's helpers
  * (method_of, classify_target, finish_head, ...).
  * No include guard: that is the point. */
@@ -71,6 +72,9 @@ target:
     ls->mark3 = (size_t)(pos - buf);
 
 version:
+    /* the usual versions in one compare; anything else byte by byte */
+    if (end - pos >= 8 && (memcmp(pos, "HTTP/1.1", 8) == 0 || memcmp(pos, "HTTP/1.0", 8) == 0))
+        pos += 8;
     while (pos < end && (size_t)(pos - buf) - ls->mark3 < 8) {
         size_t i = (size_t)(pos - buf) - ls->mark3;
         c = *pos;
@@ -279,12 +283,13 @@ static CSH_V_ATTR int CSH_V(fields_fast)(csh_parser *p, const char *buf, size_t 
 
     while (n < p->fields_cap_) {
         const char *lim = (size_t)(end - line) > max_line + 2 ? line + max_line + 2 : end;
-        const char *ne = CSH_V_SCAN_NAME(line, lim);
-        if (ne == lim || *ne != ':' || ne == line) break;
-        const char *v = ne + 1;
-        while (v < lim && csh__is_ows(*v)) v++;
-        const char *ve = CSH_V_SCAN_VALUE(v, lim);
+        const char *ne, *ve;
+        if (!CSH_V_SCAN_FIELD(line, lim, &ne, &ve)) break;
         if (lim - ve < 2 || ve[0] != '\r' || ve[1] != '\n') break;
+        /* *ve is not whitespace, so these stop by ve at the latest */
+        const char *v = ne + 1;
+        v += *v == ' ';
+        while (csh__is_ows(*v)) v++;
         const char *next = ve + 2;
         while (ve > v && csh__is_ows(ve[-1])) ve--;
 

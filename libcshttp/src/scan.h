@@ -108,6 +108,17 @@ static inline const char *csh__scan_vchar_portable(const char *p, const char *en
     return p;
 }
 
+/* The portable form of csh__scan_field_avx2. */
+static inline int csh__scan_field_portable(const char *line, const char *lim, const char **colon,
+                                           const char **eol)
+{
+    const char *ne = csh__scan_token(line, lim);
+    if (ne == lim || *ne != ':' || ne == line) return 0;
+    *colon = ne;
+    *eol = csh__scan_value_portable(ne + 1, lim);
+    return 1;
+}
+
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 #define CSH_HAVE_AVX2 1
@@ -127,6 +138,26 @@ static inline CSH_AVX2 unsigned csh__value_mask16(__m128i v)
 
 static inline CSH_AVX2 const char *csh__scan_value_avx2(const char *p, const char *end)
 {
+    if (end - p >= 64) {
+        /* long values (user agents, cookies): 32 bytes a step, then
+         * vzeroupper so that no legacy-SSE code pays for dirty halves */
+        const __m256i c1f = _mm256_set1_epi8(0x1f), tab = _mm256_set1_epi8('\t'),
+                      del = _mm256_set1_epi8(0x7f);
+        const char *hit = NULL;
+        while (end - p >= 32) {
+            __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)p);
+            __m256i ctl = _mm256_cmpeq_epi8(_mm256_max_epu8(v, c1f), c1f);
+            ctl = _mm256_andnot_si256(_mm256_cmpeq_epi8(v, tab), ctl);
+            unsigned m = (unsigned)_mm256_movemask_epi8(_mm256_or_si256(ctl, _mm256_cmpeq_epi8(v, del)));
+            if (m) {
+                hit = p + __builtin_ctz(m);
+                break;
+            }
+            p += 32;
+        }
+        _mm256_zeroupper();
+        if (hit) return hit;
+    }
     while (end - p >= 32) {
         unsigned m = csh__value_mask16(_mm_loadu_si128((const __m128i *)(const void *)p)) |
                      csh__value_mask16(_mm_loadu_si128((const __m128i *)(const void *)(p + 16)))
@@ -143,8 +174,9 @@ static inline CSH_AVX2 const char *csh__scan_value_avx2(const char *p, const cha
 }
 
 /* tchar test with two table lookups: the low nibble selects which high
- * nibbles (0..7) make a tchar; bytes >= 0x80 have no bit. */
-static inline CSH_AVX2 const char *csh__scan_token_avx2(const char *p, const char *end)
+ * nibbles (0..7) make a tchar; bytes >= 0x80 have no bit. A bit per byte that
+ * is not a tchar. */
+static inline CSH_AVX2 unsigned csh__nontoken_mask16(__m128i v)
 {
     const __m128i by_low = _mm_setr_epi8((char)0xe8, (char)0xfc, (char)0xf8, (char)0xfc, (char)0xfc,
                                          (char)0xfc, (char)0xfc, (char)0xfc, (char)0xf8, (char)0xf8,
@@ -152,16 +184,47 @@ static inline CSH_AVX2 const char *csh__scan_token_avx2(const char *p, const cha
     const __m128i bit_of_high = _mm_setr_epi8(1, 2, 4, 8, 16, 32, 64, (char)0x80, 0, 0, 0, 0, 0, 0,
                                               0, 0);
     const __m128i nib = _mm_set1_epi8(0x0f);
+    __m128i lo = _mm_shuffle_epi8(by_low, _mm_and_si128(v, nib));
+    __m128i hi = _mm_shuffle_epi8(bit_of_high, _mm_and_si128(_mm_srli_epi16(v, 4), nib));
+    return (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_and_si128(lo, hi), _mm_setzero_si128()));
+}
+
+static inline CSH_AVX2 const char *csh__scan_token_avx2(const char *p, const char *end)
+{
     while (end - p >= 16) {
-        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
-        __m128i lo = _mm_shuffle_epi8(by_low, _mm_and_si128(v, nib));
-        __m128i hi = _mm_shuffle_epi8(bit_of_high, _mm_and_si128(_mm_srli_epi16(v, 4), nib));
-        __m128i bad = _mm_cmpeq_epi8(_mm_and_si128(lo, hi), _mm_setzero_si128());
-        unsigned m = (unsigned)_mm_movemask_epi8(bad);
+        unsigned m = csh__nontoken_mask16(_mm_loadu_si128((const __m128i *)(const void *)p));
         if (m) return p + __builtin_ctz(m);
         p += 16;
     }
     return csh__scan_token(p, end);
+}
+
+/* A field line in one pass where it can: the first 32 bytes are classified
+ * once for both questions, where the name ends (it must end at a ':') and
+ * where the value ends. Returns 0 when the line is not that simple (the
+ * caller then takes the careful way); else *colon and *eol, the first byte
+ * after the colon that cannot be in a value. */
+static inline CSH_AVX2 int csh__scan_field_avx2(const char *line, const char *lim,
+                                                const char **colon, const char **eol)
+{
+    if (lim - line < 32) {
+        const char *ne = csh__scan_token_avx2(line, lim);
+        if (ne == lim || *ne != ':' || ne == line) return 0;
+        *colon = ne;
+        *eol = csh__scan_value_avx2(ne + 1, lim);
+        return 1;
+    }
+    __m128i v0 = _mm_loadu_si128((const __m128i *)(const void *)line);
+    __m128i v1 = _mm_loadu_si128((const __m128i *)(const void *)(line + 16));
+    unsigned nt = csh__nontoken_mask16(v0) | csh__nontoken_mask16(v1) << 16;
+    if (nt == 0) return 0; /* a name of 32 bytes or more */
+    unsigned k = (unsigned)__builtin_ctz(nt);
+    if (k == 0 || line[k] != ':') return 0;
+    /* value bytes after the colon; (2u << 31) is 0, leaving no bit */
+    unsigned bad = (csh__value_mask16(v0) | csh__value_mask16(v1) << 16) & ~((2u << k) - 1u);
+    *colon = line + k;
+    *eol = bad ? line + __builtin_ctz(bad) : csh__scan_value_avx2(line + 32, lim);
+    return 1;
 }
 
 static inline CSH_AVX2 unsigned csh__vchar_mask16(__m128i v)
