@@ -285,7 +285,21 @@ static CSH_V_ATTR int CSH_V(fields_fast)(csh_parser *p, const char *buf, size_t 
         const char *lim = (size_t)(end - line) > max_line + 2 ? line + max_line + 2 : end;
         const char *ne, *ve;
         if (!CSH_V_SCAN_FIELD(line, lim, &ne, &ve)) break;
-        if (lim - ve < 2 || ve[0] != '\r' || ve[1] != '\n') break;
+        if (lim - ve < 2 || ve[0] != '\r' || ve[1] != '\n') {
+            if (ve == end && end - ne > 2 && ne[1] == ' ' && !csh__is_ows(ne[2])) {
+                /* The bytes ran out inside the value (the usual way for a
+                 * head to arrive in pieces): leave the resumable parser
+                 * where this scan stopped, rather than have it read the
+                 * line again. */
+                ls->line = (size_t)(line - buf);
+                ls->mark = (size_t)(ne - buf);
+                ls->mark2 = ls->mark + 2;
+                ls->pos = (size_t)(end - buf);
+                ls->sub = CSH__F_VALUE;
+                return FAST_STOPPED_IN_VALUE;
+            }
+            break;
+        }
         /* *ve is not whitespace, so these stop by ve at the latest */
         const char *v = ne + 1;
         v += *v == ' ';
@@ -337,6 +351,12 @@ static CSH_V_ATTR int CSH_V(run)(csh_parser *p, const char *buf, size_t len)
         } else {
             if (ls->sub == CSH__F_START) {
                 r = CSH_V(fields_fast)(p, buf, head_end);
+                if (r == FAST_STOPPED_IN_VALUE) {
+                    r = CSH_INCOMPLETE; /* the limits are checked below */
+                    line_end = ls->line + line_limit + 2;
+                    win = head_end < line_end ? head_end : line_end;
+                    goto check_incomplete;
+                }
                 if (r != CSH_INCOMPLETE) {
                     if (r == CSH_OK) p->state_ = ST_DONE;
                     p->result_ = r;
@@ -374,6 +394,7 @@ static CSH_V_ATTR int CSH_V(run)(csh_parser *p, const char *buf, size_t len)
             if (r < 0) p->error_offset_ = at;
         }
 
+    check_incomplete:
         if (r == CSH_INCOMPLETE) {
             /* Which limit, if any, stopped the scan? The text of a line may
              * not exceed its limit: a line that has read more bytes than

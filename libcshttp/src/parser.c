@@ -21,6 +21,10 @@ enum { S_VERSION = 0, S_STATUS, S_REASON, S_CR };
  * line was skipped; the next line starts at ls_.line. */
 enum { LINE_SKIPPED = 100 };
 
+/* Internal result of the fields fast path: the bytes ran out inside a value
+ * and the resumable parser's state (ls_) was set where the scan stopped. */
+enum { FAST_STOPPED_IN_VALUE = 101 };
+
 /* p->seen_: framing fields met so far */
 enum {
     SEEN_CL = 1u << 0,
