@@ -11,6 +11,7 @@ packages=(
   libhttp-parser-dev                  # Node's http_parser: differential fuzzing, benchmark peer
   valgrind                            # instruction counts in bench/
   python3                             # test drivers
+  zlib1g-dev                          # libcshttp-web: gzip responses
 )
 
 missing=()
