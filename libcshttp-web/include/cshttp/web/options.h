@@ -1,0 +1,51 @@
+/* cshw_options: every setting of the toolkit, with its default.
+ *
+ * Fill with cshw_options_init, change fields, validate with
+ * cshw_options_check. The toolkit copies the struct; strings must outlive
+ * the contexts that use them. */
+#ifndef CSHTTP_WEB_OPTIONS_H
+#define CSHTTP_WEB_OPTIONS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "export.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct cshw_options {
+    /* Response output buffered before it is sent: a response that ends
+     * within it goes out with Content-Length. Default 16384. */
+    size_t response_buffer;
+    /* gzip the response when the client accepts it, the content type is
+     * compressible and the body is at least gzip_min_bytes. Defaults 1,
+     * 1024, level 6. */
+    int gzip;
+    size_t gzip_min_bytes;
+    int gzip_level;
+    /* Request bodies: the most a form (urlencoded or multipart) may hold,
+     * 413 beyond. Default 16 MiB. */
+    uint64_t max_form_bytes;
+    /* Uploaded files above this size go to a temporary file in temp_dir
+     * (removed when the request ends). Defaults 65536 and "/tmp". */
+    size_t upload_memory_threshold;
+    const char *temp_dir;
+    /* Unread body bytes drained after the handler so that the connection can
+     * be kept; beyond this the connection is closed. Default 65536. */
+    uint64_t max_drain_bytes;
+} cshw_options;
+
+/* Fills `o` with the defaults above. */
+CSHW_EXPORT void cshw_options_init(cshw_options *o);
+
+/* 0 when `o` is usable; otherwise a negative cshw error and *why set to a
+ * static message naming the field ("gzip_level must be 1..9"). */
+CSHW_EXPORT int cshw_options_check(const cshw_options *o, const char **why);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

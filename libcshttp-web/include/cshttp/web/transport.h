@@ -1,0 +1,55 @@
+/* cshw_transport: how the toolkit reaches the connection, without knowing
+ * what it is. The engine gives one for a socket (plain or TLS); tests use the
+ * in-memory transport (memory.h).
+ *
+ * Input is buffered by whoever owns the connection: the toolkit peeks at
+ * what is buffered and says how much it used, so the bytes after a request's
+ * body (a pipelined request) stay where they are, and nothing is copied.
+ *
+ * Ownership: the ops table and `io` belong to the caller and outlive the
+ * request. Threads: used from the thread serving the request only. */
+#ifndef CSHTTP_WEB_TRANSPORT_H
+#define CSHTTP_WEB_TRANSPORT_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "export.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct cshw_transport_ops {
+    /* Makes at least one input byte available, reading from the connection
+     * (and waiting, within the owner's deadlines) when none is buffered, and
+     * points *data/*len at what is buffered. Returns 0; *len == 0 means the
+     * input ended (the peer closed). Negative: -errno (-ETIMEDOUT for a
+     * deadline). The bytes are valid until the next consume or peek. */
+    int (*peek)(void *io, const char **data, size_t *len);
+    /* The first n bytes of what the last peek returned are used. */
+    void (*consume)(void *io, size_t n);
+    /* Writes all of data[0 .. len) (waiting within the send deadline).
+     * 0, or -errno. */
+    int (*write)(void *io, const void *data, size_t len);
+    /* Pushes out anything the transport holds back (TLS records, corked
+     * TCP). 0, or -errno. May be NULL. */
+    int (*flush)(void *io);
+    /* Sends len bytes of the file fd from offset, with sendfile(2) where it
+     * can. 0, or -errno. May be NULL: the toolkit then reads and writes. */
+    int (*send_file)(void *io, int fd, off_t offset, size_t len);
+} cshw_transport_ops;
+
+typedef struct cshw_transport {
+    const cshw_transport_ops *ops;
+    void *io;                /* passed to every op */
+    int is_secure;           /* the connection is HTTPS */
+    const char *remote_addr; /* "203.0.113.5", "2001:db8::1", "unix", or NULL */
+    unsigned remote_port;
+} cshw_transport;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
