@@ -148,8 +148,8 @@ static void fz_check_code(int r, csh_parser_type type, const char *what)
         FZ_CHECK(r == CSH_OK || r == CSH_INCOMPLETE || r == CSH_DATA, "%s returned %d", what, r);
         return;
     }
-    FZ_CHECK(strcmp(csh_error_name(r), "CSH_E_UNKNOWN") != 0, "%s returned unknown error %d",
-             what, r);
+    FZ_CHECK(strcmp(csh_error_name(r), "CSH_E_UNKNOWN") != 0, "%s returned unknown error %d", what,
+             r);
     FZ_CHECK(r != CSH_E_INVALID_ARGUMENT, "%s returned CSH_E_INVALID_ARGUMENT on valid use", what);
     int st = csh_error_status(r);
     FZ_CHECK(fz_status_ok(type, st), "%s returned %s with status %d", what, csh_error_name(r), st);
@@ -233,7 +233,8 @@ void fz_check_message(const csh_message *m, const char *head, size_t len, csh_pa
                  (unsigned long long)m->content_length);
     }
     if (m->body == CSH_BODY_CHUNKED)
-        FZ_CHECK(m->flags & CSH_MSG_HAS_TRANSFER_ENCODING, "chunked body without Transfer-Encoding");
+        FZ_CHECK(m->flags & CSH_MSG_HAS_TRANSFER_ENCODING,
+                 "chunked body without Transfer-Encoding");
     if (m->flags & CSH_MSG_CONNECTION_CLOSE)
         FZ_CHECK(!(m->flags & CSH_MSG_KEEP_ALIVE), "Connection: close and KEEP_ALIVE");
     if (m->flags & CSH_MSG_HAS_HOST) {
@@ -247,8 +248,7 @@ void fz_check_message(const csh_message *m, const char *head, size_t len, csh_pa
     if (m->upgrade.len > 0)
         FZ_CHECK(fz_span_in(m->upgrade, hl), "upgrade span %zu+%zu outside head", m->upgrade.off,
                  m->upgrade.len);
-    if (m->flags & CSH_MSG_UPGRADE)
-        FZ_CHECK(m->version_minor >= 1, "CSH_MSG_UPGRADE in HTTP/1.0");
+    if (m->flags & CSH_MSG_UPGRADE) FZ_CHECK(m->version_minor >= 1, "CSH_MSG_UPGRADE in HTTP/1.0");
 
     if (type == CSH_REQUEST) {
         csh_span ms = m->method_span, t = m->target;
@@ -565,11 +565,12 @@ void fz_run(const fz_config *cfg, const uint8_t *data, size_t size, fz_result *r
             if (p.msg.body == CSH_BODY_NONE)
                 FZ_CHECK(b.received == 0 && pos == off + p.msg.head_length, "body for NONE");
             if (p.msg.body == CSH_BODY_CHUNKED && b.kind == CSH_BODY_CHUNKED) {
-                FZ_CHECK(b.chunked.body_bytes == b.received, "chunked body_bytes %llu, received %llu",
+                FZ_CHECK(b.chunked.body_bytes == b.received,
+                         "chunked body_bytes %llu, received %llu",
                          (unsigned long long)b.chunked.body_bytes, (unsigned long long)b.received);
                 FZ_CHECK(b.chunked.chunks >= 1, "chunked body ended without a last chunk");
-                FZ_CHECK(b.chunked.num_trailers <= trailers_cap, "%zu trailers stored, capacity %zu",
-                         b.chunked.num_trailers, trailers_cap);
+                FZ_CHECK(b.chunked.num_trailers <= trailers_cap,
+                         "%zu trailers stored, capacity %zu", b.chunked.num_trailers, trailers_cap);
                 if (t)
                     fz_buf_printf(t, "  chunks %llu trailers %zu\n",
                                   (unsigned long long)b.chunked.chunks, b.chunked.num_trailers);

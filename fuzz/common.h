@@ -90,27 +90,27 @@ int fz_request_status_ok(int status);
 
 /* One message as fz_run saw it; handed to fz_config.on_message. */
 typedef struct fz_message {
-    size_t index;          /* 0 for the first message of the input */
-    size_t start;          /* offset of its first byte in the input */
-    size_t end;            /* offset after its last byte (valid when complete) */
-    int complete;          /* head and body both ended (CSH_OK) */
-    int head_result;       /* csh_parser_execute's last result */
-    int body_result;       /* csh_body_read's last result, or csh_body_finish's */
-    csh_message msg;       /* the head (spans relative to `start`), when head_result == CSH_OK */
-    const fz_buf *body;    /* the de-chunked body bytes */
-    int framing_bare_lf;   /* a chunked body had an LF without CR outside its data */
-    const char *input;     /* the whole input: message bytes are input + start */
+    size_t index;        /* 0 for the first message of the input */
+    size_t start;        /* offset of its first byte in the input */
+    size_t end;          /* offset after its last byte (valid when complete) */
+    int complete;        /* head and body both ended (CSH_OK) */
+    int head_result;     /* csh_parser_execute's last result */
+    int body_result;     /* csh_body_read's last result, or csh_body_finish's */
+    csh_message msg;     /* the head (spans relative to `start`), when head_result == CSH_OK */
+    const fz_buf *body;  /* the de-chunked body bytes */
+    int framing_bare_lf; /* a chunked body had an LF without CR outside its data */
+    const char *input;   /* the whole input: message bytes are input + start */
 } fz_message;
 
 typedef struct fz_config {
     csh_parser_type type;
-    unsigned flags;           /* CSH_PARSE_* for the parser and the body decoder */
-    const csh_limits *limits; /* NULL for the defaults */
+    unsigned flags;            /* CSH_PARSE_* for the parser and the body decoder */
+    const csh_limits *limits;  /* NULL for the defaults */
     csh_method request_method; /* responses: the method they answer */
-    int split;                /* FZ_SPLIT_* */
-    uint32_t seed;            /* split mode: seeds the piece sizes */
-    size_t trailers_cap;      /* trailer fields to store (<= FZ_MAX_TRAILERS) */
-    fz_buf *transcript;       /* may be NULL */
+    int split;                 /* FZ_SPLIT_* */
+    uint32_t seed;             /* split mode: seeds the piece sizes */
+    size_t trailers_cap;       /* trailer fields to store (<= FZ_MAX_TRAILERS) */
+    fz_buf *transcript;        /* may be NULL */
     /* Called for every message whose head parsed (complete or not), in order;
      * return non-zero to stop the run. May be NULL. */
     int (*on_message)(void *ctx, const fz_message *m);
@@ -122,10 +122,10 @@ typedef struct fz_config {
 
 /* Results of a run. */
 typedef struct fz_result {
-    size_t messages;  /* messages whose head parsed */
-    size_t complete;  /* messages complete, head and body */
-    size_t end;       /* offset after the last complete message */
-    int last;         /* the result that ended the run: an error, CSH_INCOMPLETE, CSH_OK */
+    size_t messages; /* messages whose head parsed */
+    size_t complete; /* messages complete, head and body */
+    size_t end;      /* offset after the last complete message */
+    int last;        /* the result that ended the run: an error, CSH_INCOMPLETE, CSH_OK */
 } fz_result;
 
 /* Plays `data` as a connection; see the top of this file. */
@@ -142,6 +142,5 @@ void fz_limits_tiny(csh_limits *l);
 /* 1 if the environment has FUZZ_VERBOSE set: targets then print what they
  * compared (for reading a reproducer), not only what differed. */
 int fz_verbose(void);
-
 
 #endif

@@ -229,9 +229,9 @@ static int hp_complete(http_parser *p)
 }
 
 typedef struct hp_run {
-    int accepted;    /* no error, and every byte parsed (or handed over on upgrade) */
-    int upgrade;     /* stopped at an upgrade or CONNECT */
-    int in_message;  /* a message had begun and not completed at the end */
+    int accepted;   /* no error, and every byte parsed (or handed over on upgrade) */
+    int upgrade;    /* stopped at an upgrade or CONNECT */
+    int in_message; /* a message had begun and not completed at the end */
     size_t parsed;
     enum http_errno err;
 } hp_run;
@@ -349,7 +349,8 @@ static void compare_mode(const uint8_t *data, size_t size, unsigned flags, dlist
         print_list("cshttp", cs);
         print_list("http_parser", hp);
     }
-    if (hp->n != n) mismatch("number of messages", n < hp->n ? n : hp->n, in, len, flags, cs, hp, &r);
+    if (hp->n != n)
+        mismatch("number of messages", n < hp->n ? n : hp->n, in, len, flags, cs, hp, &r);
     for (size_t i = 0; i < n; i++) {
         const dmsg *a = &cs->m[i], *b = &hp->m[i];
         if (!same(&a->method, &b->method)) mismatch("method", i, in, len, flags, cs, hp, &r);
