@@ -160,13 +160,7 @@ incomplete:
     ls->pos = (size_t)(pos - buf);
     return CSH_INCOMPLETE;
 fail:
-    /* the limit first, as in fields_impl.h */
-    if ((size_t)(at - line) > p->limits_.max_start_line) {
-        at = line + p->limits_.max_start_line;
-        err = CSH_E_URI_TOO_LONG;
-    }
-    p->error_offset_ = (size_t)(at - buf);
-    return err;
+    return start_line_error(p, buf, line, at, err);
 }
 
 /* Status line: HTTP-version SP status-code SP [ reason-phrase ] CRLF
@@ -257,13 +251,7 @@ incomplete:
     ls->pos = (size_t)(pos - buf);
     return CSH_INCOMPLETE;
 fail:
-    /* the limit first, as in fields_impl.h */
-    if ((size_t)(at - line) > p->limits_.max_start_line) {
-        at = line + p->limits_.max_start_line;
-        err = CSH_E_URI_TOO_LONG;
-    }
-    p->error_offset_ = (size_t)(at - buf);
-    return err;
+    return start_line_error(p, buf, line, at, err);
 }
 
 /* The fast path for the usual case: whole field lines, each ending in CRLF,

@@ -206,6 +206,20 @@ static inline int version_byte_ok(size_t i, char c)
     return is_digit(c);
 }
 
+/* Records an error of the start line at `at`. A fault found past the
+ * line's limit comes second to the limit, as in fields_impl.h: the line was
+ * too long before it, and a parser fed in pieces stops there. */
+static int start_line_error(csh_parser *p, const char *buf, const char *line, const char *at,
+                            int err)
+{
+    if ((size_t)(at - line) > p->limits_.max_start_line) {
+        at = line + p->limits_.max_start_line;
+        err = CSH_E_URI_TOO_LONG;
+    }
+    p->error_offset_ = (size_t)(at - buf);
+    return err;
+}
+
 #define FAIL(code, ptr)                                                                            \
     do {                                                                                           \
         err = (code);                                                                              \
