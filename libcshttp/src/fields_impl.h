@@ -210,9 +210,11 @@ incomplete:
 bare_lf:
     err = CSH_E_BARE_LF; /* RFC 9112 §2.2: strict unless asked */
 fail:
-    /* A fault found past the line's limit comes second to the limit: the
-     * line was too long before it, and a parser fed in pieces stops there. */
-    if ((size_t)(at - line) > max_line) {
+    /* A fault decided by a byte past the line's limit comes second to the
+     * limit: the line was too long before it, and a parser fed in pieces
+     * stops there. p is the byte that decided, or the one after the CR or
+     * LF that decided (the byte after a CR may lie past the limit). */
+    if ((size_t)((p > line && (p[-1] == '\r' || p[-1] == '\n') ? p - 1 : p) - line) > max_line) {
         at = line + max_line;
         err = CSH_E_FIELD_LINE_TOO_LONG;
     }

@@ -73,7 +73,8 @@ target:
 
 version:
     /* the usual versions in one compare; anything else byte by byte */
-    if (end - pos >= 8 && (memcmp(pos, "HTTP/1.1", 8) == 0 || memcmp(pos, "HTTP/1.0", 8) == 0))
+    if (pos == buf + ls->mark3 && end - pos >= 8 &&
+        (memcmp(pos, "HTTP/1.1", 8) == 0 || memcmp(pos, "HTTP/1.0", 8) == 0))
         pos += 8;
     while (pos < end && (size_t)(pos - buf) - ls->mark3 < 8) {
         size_t i = (size_t)(pos - buf) - ls->mark3;
@@ -160,7 +161,7 @@ incomplete:
     ls->pos = (size_t)(pos - buf);
     return CSH_INCOMPLETE;
 fail:
-    return start_line_error(p, buf, line, at, err);
+    return start_line_error(p, buf, line, at, pos, err);
 }
 
 /* Status line: HTTP-version SP status-code SP [ reason-phrase ] CRLF
@@ -251,7 +252,7 @@ incomplete:
     ls->pos = (size_t)(pos - buf);
     return CSH_INCOMPLETE;
 fail:
-    return start_line_error(p, buf, line, at, err);
+    return start_line_error(p, buf, line, at, pos, err);
 }
 
 /* The fast path for the usual case: whole field lines, each ending in CRLF,

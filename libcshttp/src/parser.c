@@ -206,13 +206,16 @@ static inline int version_byte_ok(size_t i, char c)
     return is_digit(c);
 }
 
-/* Records an error of the start line at `at`. A fault found past the
- * line's limit comes second to the limit, as in fields_impl.h: the line was
- * too long before it, and a parser fed in pieces stops there. */
+/* Records an error of the start line at `at`, decided on reading `pos`. A
+ * fault decided by a byte past the line's limit comes second to the limit,
+ * as in fields_impl.h: the line was too long before it, and a parser fed in
+ * pieces stops there (pos may be the byte after the CR or LF that decided). */
 static int start_line_error(csh_parser *p, const char *buf, const char *line, const char *at,
-                            int err)
+                            const char *pos, int err)
 {
-    if ((size_t)(at - line) > p->limits_.max_start_line) {
+    const char *seen = pos > line && (pos[-1] == '\r' || pos[-1] == '\n') ? pos - 1 : pos;
+    if (seen < at) seen = at;
+    if ((size_t)(seen - line) > p->limits_.max_start_line) {
         at = line + p->limits_.max_start_line;
         err = CSH_E_URI_TOO_LONG;
     }

@@ -23,7 +23,7 @@ extern "C" {
 typedef struct cshw_transport_ops {
     /* Makes at least one input byte available, reading from the connection
      * (and waiting, within the owner's deadlines) when none is buffered, and
-     * points *data/*len at what is buffered. Returns 0; *len == 0 means the
+     * points *data and *len at what is buffered. Returns 0; *len == 0 means the
      * input ended (the peer closed). Negative: -errno (-ETIMEDOUT for a
      * deadline). The bytes are valid until the next consume or peek. */
     int (*peek)(void *io, const char **data, size_t *len);
