@@ -24,6 +24,42 @@ extern "C" {
 /* XX(NAME, value, status, message) */
 #define CSHW_ERROR_MAP(XX)                                                                         \
     /* parsers and utilities: -10000 .. -10099 */                                                 \
+    XX(PATH_NOT_ABSOLUTE, -10000, 400, "path does not start with '/'")                             \
+    XX(PATH_CONTROL, -10001, 400, "path has a NUL or a control character, raw or percent-encoded") \
+    XX(PATH_SEPARATOR, -10002, 400, "path has a percent-encoded '/' or '\\', or a '\\'")           \
+    XX(PATH_TRAVERSAL, -10003, 400, "path climbs above the root with '..'")                        \
+    XX(FORM_TOO_LARGE, -10004, 413, "form or query string is larger than the limit")               \
+    XX(FORM_TOO_MANY_PAIRS, -10005, 413, "form or query string has more fields than the limit")    \
+    XX(FORM_NAME_TOO_LONG, -10006, 413, "form field name is longer than the limit")                \
+    XX(FORM_VALUE_TOO_LONG, -10007, 413, "form field value is longer than the limit")              \
+    XX(COOKIE_TOO_LARGE, -10008, 431, "Cookie header, or a cookie in it, is larger than the limit") \
+    XX(COOKIE_TOO_MANY, -10009, 431, "Cookie header has more cookies than the limit")              \
+    XX(COOKIE_INVALID_NAME, -10010, 500, "cookie name is not a token")                             \
+    XX(COOKIE_INVALID_VALUE, -10011, 500, "cookie value has a character outside cookie-octet")     \
+    XX(COOKIE_INVALID_PATH, -10012, 500, "cookie Path has a control character, ';' or non-ASCII")  \
+    XX(COOKIE_INVALID_DOMAIN, -10013, 500, "cookie Domain is not letters, digits, '-' and '.'")    \
+    XX(COOKIE_INVALID_EXPIRES, -10014, 500, "cookie Expires is not a year from 1601 to 9999")      \
+    XX(COOKIE_SAMESITE_NONE_INSECURE, -10015, 500, "cookie has SameSite=None without Secure")      \
+    XX(COOKIE_PREFIX, -10016, 500, "__Secure- or __Host- cookie without the attributes required")  \
+    XX(COOKIE_TOO_LONG, -10017, 500, "cookie name and value, or an attribute, too long to set")    \
+    XX(COOKIE_INVALID_SAME_SITE, -10018, 500, "cookie same_site is not a cshw_same_site value")    \
+    XX(JSON_KEY_EXPECTED, -10019, 500, "JSON writer: a value where an object key is needed")       \
+    XX(JSON_VALUE_EXPECTED, -10020, 500, "JSON writer: a key or an end where a value is needed")   \
+    XX(JSON_MISMATCHED_END, -10021, 500, "JSON writer: end of a container that is not the open one") \
+    XX(JSON_TOO_DEEP, -10022, 500, "JSON writer: containers nested deeper than the limit")         \
+    XX(JSON_COMPLETE, -10023, 500, "JSON writer: a value after the complete top-level one")        \
+    XX(JSON_INCOMPLETE, -10024, 500, "JSON writer: finished with no value or containers open")     \
+    XX(MULTIPART_NOT_MULTIPART, -10025, 415, "Content-Type is not multipart/*")                    \
+    XX(MULTIPART_INVALID_CONTENT_TYPE, -10026, 400, "multipart Content-Type parameters are malformed") \
+    XX(MULTIPART_NO_BOUNDARY, -10027, 400, "multipart Content-Type has no boundary parameter")     \
+    XX(MULTIPART_INVALID_BOUNDARY, -10028, 400, "multipart boundary is not 1 to 70 bchars")        \
+    XX(MULTIPART_INVALID_DELIMITER, -10029, 400, "multipart boundary not followed by --, padding or CRLF") \
+    XX(MULTIPART_INVALID_HEADER, -10030, 400, "multipart part header is malformed or repeated")    \
+    XX(MULTIPART_HEADER_TOO_LARGE, -10031, 413, "multipart part headers are larger than the limit") \
+    XX(MULTIPART_TOO_MANY_HEADERS, -10032, 413, "multipart part has more header fields than the limit") \
+    XX(MULTIPART_TOO_MANY_PARTS, -10033, 413, "multipart body has more parts than the limit")      \
+    XX(MULTIPART_INVALID_DISPOSITION, -10034, 400, "part lacks Content-Disposition: form-data; name=") \
+    XX(MULTIPART_TRUNCATED, -10035, 400, "multipart body ended before its close delimiter")        \
     /* context, request, response, transport: -10100 .. -10199 */                                 \
     XX(HEADERS_SENT, -10100, 500, "the response headers were already sent")                       \
     XX(INVALID_HEADER, -10101, 500, "a header name or value has characters not allowed")          \
