@@ -66,6 +66,10 @@ extern "C" {
     XX(INVALID_STATUS, -10102, 500, "status is not from 100 to 599")                              \
     /* static files and MapPath: -10200 .. -10299 */                                              \
     XX(NOT_FOUND, -10200, 404, "no such file")                                                     \
+    XX(STATIC_FORBIDDEN, -10201, 403, "the file may not be read (permission denied)")              \
+    XX(MAP_PATH_INVALID, -10202, 400, "path has a '..' segment, a backslash or a control byte")    \
+    XX(MAP_PATH_OUTSIDE, -10203, 404, "path resolves outside the root through a symbolic link")    \
+    XX(STATIC_NO_ROOT, -10204, 500, "static options have no root, or it is not a folder")          \
     /* routing: -10300 .. -10399 */
 
 typedef enum cshw_error {
