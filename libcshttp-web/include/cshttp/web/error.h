@@ -63,7 +63,19 @@ extern "C" {
     /* context, request, response, transport: -10100 .. -10199 */                                 \
     XX(HEADERS_SENT, -10100, 500, "the response headers were already sent")                       \
     XX(INVALID_HEADER, -10101, 500, "a header name or value has characters not allowed")          \
-    XX(INVALID_STATUS, -10102, 500, "status is not from 100 to 599")                              \
+    XX(INVALID_STATUS, -10102, 500, "status is not from 200 to 599 (400 to 599 for an error page)") \
+    XX(INVALID_OPTION, -10103, 500, "an option is out of range")                                   \
+    XX(NOT_ACTIVE, -10104, 500, "no request is in progress on this context")                      \
+    XX(RESERVED_HEADER, -10105, 500, "Content-Length, Transfer-Encoding, Connection: the toolkit's") \
+    XX(INVALID_REDIRECT, -10106, 500, "redirect status is not 301, 302, 303, 307 or 308")         \
+    XX(BODY_AFTER_FILE, -10107, 500, "output after the response was completed by send_file")      \
+    XX(BODY_CONSUMED, -10108, 500, "the body was already read, as a stream or as a form")         \
+    XX(BODY_TRUNCATED, -10109, 400, "the connection ended before the end of the request body")    \
+    XX(BAD_BODY, -10110, 400, "the request body's chunked framing is malformed")                  \
+    XX(BODY_TOO_LARGE, -10111, 413, "a chunk size of the request body does not fit in 63 bits")   \
+    XX(EXPECTATION_FAILED, -10112, 417, "the request expects something other than 100-continue")  \
+    XX(UPLOAD_FAILED, -10113, 500, "an uploaded file could not be written to temp_dir")           \
+    XX(FILE_READ, -10114, 500, "the file could not be read to the length announced")              \
     /* static files and MapPath: -10200 .. -10299 */                                              \
     XX(NOT_FOUND, -10200, 404, "no such file")                                                     \
     XX(STATIC_FORBIDDEN, -10201, 403, "the file may not be read (permission denied)")              \

@@ -35,13 +35,22 @@ typedef struct cshw_options {
     /* Unread body bytes drained after the handler so that the connection can
      * be kept; beyond this the connection is closed. Default 65536. */
     uint64_t max_drain_bytes;
+    /* multipart/form-data: the most parts (fields and files) and the most
+     * bytes of one part's header section. Defaults 1000 and 16384 (413
+     * beyond). */
+    size_t max_form_parts;
+    size_t max_part_header;
+    /* The Server field of every response, or NULL for none (the default:
+     * naming the software helps nobody but an attacker). */
+    const char *server_header;
 } cshw_options;
 
 /* Fills `o` with the defaults above. */
 CSHW_EXPORT void cshw_options_init(cshw_options *o);
 
-/* 0 when `o` is usable; otherwise a negative cshw error and *why set to a
- * static message naming the field ("gzip_level must be 1..9"). */
+/* 0 when `o` is usable; otherwise CSHW_E_INVALID_OPTION and *why (when not
+ * NULL) set to a static message naming the field ("gzip_level must be
+ * 1..9"). Threads: pure, any thread. */
 CSHW_EXPORT int cshw_options_check(const cshw_options *o, const char **why);
 
 #ifdef __cplusplus

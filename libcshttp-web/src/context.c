@@ -1,0 +1,184 @@
+/* The context: one request at a time, its arena, the thread's current
+ * context, and the end of a request (response completed, body drained or
+ * the connection given up, cleanups run). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "context_impl.h"
+#include "cshttp/web/error.h"
+
+static _Thread_local cshw_context *current;
+
+cshw_context *cshw_context_new(const cshw_options *options)
+{
+    cshw_options o;
+    if (options)
+        o = *options;
+    else
+        cshw_options_init(&o);
+    if (cshw_options_check(&o, NULL) < 0) return NULL;
+
+    cshw_context *ctx = calloc(1, sizeof *ctx);
+    if (!ctx) return NULL;
+    ctx->options = o;
+    ctx->arena = cshw_arena_new(8192);
+    ctx->out = malloc(o.response_buffer);
+    if (!ctx->arena || !ctx->out) {
+        cshw_arena_free(ctx->arena);
+        free(ctx->out);
+        free(ctx);
+        return NULL;
+    }
+    cshw_buf_init(&ctx->wire, NULL);
+    cshw_buf_init(&ctx->pend, NULL);
+    ctx->req.ctx = ctx;
+    ctx->res.ctx = ctx;
+    return ctx;
+}
+
+void cshw_context_free(cshw_context *ctx)
+{
+    if (!ctx) return;
+    if (ctx->active) cshw_context_end(ctx);
+    if (current == ctx) current = NULL;
+    cshw_arena_free(ctx->arena);
+    cshw__gzip_free(ctx->gzip);
+    cshw_buf_free(&ctx->wire);
+    cshw_buf_free(&ctx->pend);
+    free(ctx->out);
+    free(ctx);
+}
+
+int cshw_context_begin(cshw_context *ctx, const char *head, const csh_message *msg,
+                       const cshw_transport *transport)
+{
+    if (!ctx || !head || !msg || !transport || !transport->ops || !transport->ops->peek ||
+        !transport->ops->consume || !transport->ops->write)
+        return -EINVAL;
+    if (ctx->active) cshw_context_end(ctx);
+    ctx->transport = *transport;
+    ctx->user_data = NULL;
+    ctx->params.items = NULL;
+    ctx->params.count = 0;
+    ctx->pend.len = 0;
+    ctx->active = 1;
+    cshw__response_begin(&ctx->res);
+    int r = cshw__request_begin(&ctx->req, head, msg);
+    if (r < 0) {
+        ctx->active = 0;
+        cshw_arena_reset(ctx->arena);
+        return r;
+    }
+    ctx->res.is_head = msg->method == CSH_METHOD_HEAD;
+    return 0;
+}
+
+int cshw_context_run(cshw_context *ctx, cshw_handler handler)
+{
+    if (!ctx || !ctx->active) return CSHW_E_NOT_ACTIVE;
+    cshw_context *saved = current;
+    /* RFC 9110 §10.1.1: an expectation the server does not meet gets 417;
+     * the handler never sees the request. */
+    if (ctx->req.msg.flags & CSH_MSG_EXPECT_OTHER) {
+        cshw__response_auto_error(&ctx->res, CSHW_E_EXPECTATION_FAILED);
+    } else {
+        current = ctx;
+        handler(ctx);
+        current = saved;
+    }
+    return cshw_context_end(ctx);
+}
+
+int cshw_context_end(cshw_context *ctx)
+{
+    if (!ctx || !ctx->active) return CSHW_E_NOT_ACTIVE;
+    cshw_request *req = &ctx->req;
+    cshw_response *res = &ctx->res;
+
+    /* Errors the toolkit found in what the client sent, which the handler
+     * saw (or not) and did not answer itself. */
+    if (!res->answered && !res->headers_sent) {
+        int code = req->form_error ? req->form_error
+                   : req->body_error ? req->body_error
+                   : req->path_error ? req->path_error
+                                     : 0;
+        if (code) cshw__response_auto_error(res, code);
+    }
+    /* RFC 9112 §9.6: a server that will not read the rest of the body says
+     * so with Connection: close before it closes. */
+    if (!req->body_done && cshw__body_forces_close(req)) res->close = 1;
+    if (req->form_error || req->body_error) res->close = 1;
+
+    int r = cshw__response_end(res);
+    int keep = r == 0 && !res->close && !res->abort && (req->msg.flags & CSH_MSG_KEEP_ALIVE);
+    if (keep && !req->body_done) keep = cshw__body_drain(req, ctx->options.max_drain_bytes);
+
+    cshw_arena_reset(ctx->arena);
+    ctx->active = 0;
+    ctx->user_data = NULL;
+    ctx->params.items = NULL;
+    ctx->params.count = 0;
+    if (r < 0) return r;
+    return keep ? 1 : 0;
+}
+
+cshw_context *cshw_context_current(void)
+{
+    return current;
+}
+
+void cshw_context_set_current(cshw_context *ctx)
+{
+    current = ctx;
+}
+
+cshw_request *cshw_context_request(cshw_context *ctx)
+{
+    return &ctx->req;
+}
+
+cshw_response *cshw_context_response(cshw_context *ctx)
+{
+    return &ctx->res;
+}
+
+cshw_arena *cshw_context_arena(cshw_context *ctx)
+{
+    return ctx->arena;
+}
+
+void *cshw_context_user_data(const cshw_context *ctx)
+{
+    return ctx->user_data;
+}
+
+void cshw_context_set_user_data(cshw_context *ctx, void *data)
+{
+    ctx->user_data = data;
+}
+
+const char *cshw_context_param(const cshw_context *ctx, const char *name)
+{
+    return cshw_pairs_get(&ctx->params, name);
+}
+
+const cshw_pairs *cshw_context_params(const cshw_context *ctx)
+{
+    return &ctx->params;
+}
+
+void cshw_context_set_params(cshw_context *ctx, const cshw_pairs *params)
+{
+    if (params) {
+        ctx->params = *params;
+    } else {
+        ctx->params.items = NULL;
+        ctx->params.count = 0;
+    }
+}
+
+const cshw_options *cshw_context_options(const cshw_context *ctx)
+{
+    return &ctx->options;
+}

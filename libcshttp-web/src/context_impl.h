@@ -1,0 +1,168 @@
+/* Private: the structs behind cshw_context, cshw_request and cshw_response,
+ * and the calls between context.c, request.c, request_body.c,
+ * request_form.c, response.c and gzip.c.
+ *
+ * A context embeds its request and response, so a request costs no malloc:
+ * per-request memory comes from the arena (reset at the end), and the
+ * buffers that every request needs (the response buffer, the head being
+ * built, the deflate state) belong to the context and are reused. */
+#ifndef CSHTTP_WEB_CONTEXT_IMPL_H
+#define CSHTTP_WEB_CONTEXT_IMPL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cshttp/body.h>
+#include <cshttp/parser.h>
+
+#include "cshttp/web/buf.h"
+#include "cshttp/web/context.h"
+#include "cshttp/web/request.h"
+#include "cshttp/web/response.h"
+
+/* how the body is being read (request.h: a stream or a form, not both) */
+enum { BODY_UNREAD = 0, BODY_STREAM, BODY_FORM };
+
+struct cshw_request {
+    cshw_context *ctx;
+    const char *head; /* the head bytes: msg's spans refer to them */
+    csh_message msg;  /* msg.headers is a copy in the arena */
+    const char *method;
+    const char *target;
+    const char *query_string; /* in target's copy, "" when none */
+    size_t path_raw_len;      /* the path part of target, before '?' */
+
+    /* made on first use */
+    const char **names, **values; /* NUL-terminated copies per header index */
+    const char *path;
+    int path_done, path_error;
+    cshw_pairs query;
+    int query_done, query_error;
+    cshw_pairs cookies;
+    int cookies_done, cookies_error;
+    cshw_pairs form;
+    cshw_file *files;
+    size_t nfiles;
+    int form_done, form_error;
+
+    /* the body */
+    csh_body body;
+    int body_mode;     /* BODY_* */
+    int body_done;     /* the whole body was read (or there is none) */
+    int body_error;    /* a read failed: the connection cannot be kept */
+    int continue_sent; /* "100 Continue" went out */
+    int expect_pending; /* Expect: 100-continue not yet answered */
+};
+
+/* one response field line, name and value copied in the arena */
+typedef struct cshw_field {
+    const char *name;
+    const char *value;
+} cshw_field;
+
+struct cshw_response {
+    cshw_context *ctx;
+    int status;
+    int answered; /* the handler set a status or produced output */
+
+    cshw_field *fields;
+    size_t nfields, fields_cap;
+
+    /* output not yet sent (before the headers: all of it) */
+    char *buf;
+    size_t len, cap;
+    uint64_t body_bytes; /* bytes the application wrote, before encoding */
+
+    unsigned char headers_sent;
+    unsigned char chunked;     /* streamed as chunks (HTTP/1.1) */
+    unsigned char until_close; /* streamed, delimited by closing (HTTP/1.0) */
+    unsigned char is_head;     /* HEAD: headers as for GET, no body on the wire */
+    unsigned char no_body;     /* 1xx, 204, 205, 304: no content at all */
+    unsigned char finished;    /* complete (end, or send_file) */
+    unsigned char file_sent;
+    unsigned char close;       /* close the connection after it */
+    unsigned char abort;       /* close without completing the framing */
+    unsigned char gzip_off;    /* cshw_response_disable_gzip */
+    unsigned char gzip_on;     /* the body is being gzip-encoded */
+    int error;                 /* the first failed write: nothing more is sent */
+};
+
+typedef struct cshw_gzip cshw_gzip;
+
+struct cshw_context {
+    cshw_options options;
+    cshw_arena *arena;
+    cshw_transport transport;
+    cshw_request req;
+    cshw_response res;
+    void *user_data;
+    cshw_pairs params;
+    int active;
+
+    /* reused from request to request */
+    char *out;       /* the response buffer (options.response_buffer bytes) */
+    cshw_buf wire;   /* a head, or a chunk with its framing, being put together */
+    cshw_buf pend;   /* an unfinished chunked trailer section, copied */
+    cshw_gzip *gzip; /* deflate state, made on first use */
+};
+
+/* ---- request.c ---- */
+int cshw__request_begin(cshw_request *req, const char *head, const csh_message *msg);
+
+/* ---- request_body.c ---- */
+/* Reads up to cap de-chunked body bytes (answering 100-continue first):
+ * the count, 0 at the end, or a negative cshw error. */
+ssize_t cshw__body_read(cshw_request *req, void *buf, size_t cap);
+/* Reads and discards what is left of the body, up to max bytes: 1 when the
+ * body ended, 0 when it did not (the connection must close). */
+int cshw__body_drain(cshw_request *req, uint64_t max);
+/* 1 when the rest of the body cannot be skipped and the connection must
+ * close: the client was told to wait (Expect: 100-continue never answered),
+ * a read failed, or more is left than max_drain_bytes allows. */
+int cshw__body_forces_close(const cshw_request *req);
+
+/* ---- request_form.c ---- */
+void cshw__form_load(cshw_request *req);
+
+/* ---- response.c ---- */
+void cshw__response_begin(cshw_response *res);
+/* Completes the response: the headers if not sent, the rest of the body,
+ * the last chunk. 0 or a negative cshw error. */
+int cshw__response_end(cshw_response *res);
+/* Sends the toolkit's error page for an error it found (a bad path, form,
+ * body) when the handler gave no answer of its own. */
+void cshw__response_auto_error(cshw_response *res, int code);
+/* The toolkit's small HTML error page, for status, into b. */
+int cshw__error_page(cshw_buf *b, int status, const char *detail);
+/* An IMF-fixdate (RFC 9110 §5.6.7) for now: 29 characters and a NUL. */
+void cshw__http_date(char out[30]);
+/* Writes through the transport, remembering a failure (its -errno): after
+ * one, nothing more is written and the connection closes. */
+int cshw__transport_write(cshw_context *ctx, const void *data, size_t len);
+/* A complete error response without a request (a head that failed to
+ * parse), Connection: close. */
+int cshw__write_raw_error(const cshw_transport *t, const cshw_options *o, int status);
+
+/* ---- gzip.c ---- */
+/* 1 when the request's Accept-Encoding prefers gzip to identity. */
+int cshw__accepts_gzip(cshw_request *req);
+/* 1 for media types worth compressing (text/..., JSON, JavaScript, XML, SVG). */
+int cshw__compressible(const char *content_type);
+/* Where compressed bytes go. */
+typedef int (*cshw_gzip_sink)(void *arg, const char *data, size_t len);
+/* Starts a gzip member (deflateReset on a context's second use). */
+int cshw__gzip_start(cshw_context *ctx);
+/* Compresses data; flush: 0 none, 1 sync (push what was written), 2 finish.
+ * Output goes to sink as it fills a buffer. 0 or a negative cshw error. */
+int cshw__gzip_write(cshw_context *ctx, const void *data, size_t len, int flush,
+                     cshw_gzip_sink sink, void *arg);
+void cshw__gzip_free(cshw_gzip *gz);
+
+/* ---- context.c ---- */
+/* The transport's ops, never NULL during a request. */
+static inline const cshw_transport *cshw__transport(const cshw_context *ctx)
+{
+    return &ctx->transport;
+}
+
+#endif

@@ -1,0 +1,839 @@
+/* The response: status, fields, buffered or streamed output, framing
+ * (RFC 9112 §6), gzip, redirects, error pages and files.
+ *
+ * Output goes to ctx->out until it outgrows it or the handler flushes;
+ * a response that ends inside it is sent in one write with Content-Length
+ * (compressed first when gzip applies, so the length is the compressed
+ * one). Otherwise the head goes out with Transfer-Encoding: chunked
+ * (HTTP/1.1) or without framing and Connection: close (HTTP/1.0, RFC 9112
+ * §6.3 rule 8), and the body follows in chunks of at most a buffer.
+ *
+ * HEAD (RFC 9110 §9.3.2) goes through the same steps with the same
+ * decisions, including gzip, so its header section is the one GET would
+ * get: Content-Length of the (compressed) body when it ends in the buffer,
+ * Transfer-Encoding: chunked when it would have been streamed. Only the
+ * body bytes are never written, and a streamed HEAD body is never
+ * compressed, only counted. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "context_impl.h"
+#include "cshttp/web/error.h"
+#include "cshttp/web/html.h"
+#include "util.h"
+
+/* ---- status ---- */
+
+const char *cshw_status_reason(int status)
+{
+    switch (status) {
+    /* RFC 9110 §15 */
+    case 100: return "Continue";
+    case 101: return "Switching Protocols";
+    case 200: return "OK";
+    case 201: return "Created";
+    case 202: return "Accepted";
+    case 203: return "Non-Authoritative Information";
+    case 204: return "No Content";
+    case 205: return "Reset Content";
+    case 206: return "Partial Content";
+    case 300: return "Multiple Choices";
+    case 301: return "Moved Permanently";
+    case 302: return "Found";
+    case 303: return "See Other";
+    case 304: return "Not Modified";
+    case 305: return "Use Proxy";
+    case 307: return "Temporary Redirect";
+    case 308: return "Permanent Redirect";
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 402: return "Payment Required";
+    case 403: return "Forbidden";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 406: return "Not Acceptable";
+    case 407: return "Proxy Authentication Required";
+    case 408: return "Request Timeout";
+    case 409: return "Conflict";
+    case 410: return "Gone";
+    case 411: return "Length Required";
+    case 412: return "Precondition Failed";
+    case 413: return "Content Too Large";
+    case 414: return "URI Too Long";
+    case 415: return "Unsupported Media Type";
+    case 416: return "Range Not Satisfiable";
+    case 417: return "Expectation Failed";
+    case 421: return "Misdirected Request";
+    case 422: return "Unprocessable Content";
+    case 426: return "Upgrade Required";
+    case 500: return "Internal Server Error";
+    case 501: return "Not Implemented";
+    case 502: return "Bad Gateway";
+    case 503: return "Service Unavailable";
+    case 504: return "Gateway Timeout";
+    case 505: return "HTTP Version Not Supported";
+    /* registered elsewhere, and common: RFC 8297, 6585, 7725 */
+    case 103: return "Early Hints";
+    case 428: return "Precondition Required";
+    case 429: return "Too Many Requests";
+    case 431: return "Request Header Fields Too Large";
+    case 451: return "Unavailable For Legal Reasons";
+    default: return "";
+    }
+}
+
+/* RFC 9110 §6.4.1, §15.3.5, §15.4.5: no content, ever */
+static int status_has_no_body(int status)
+{
+    return status < 200 || status == 204 || status == 304;
+}
+
+void cshw__response_begin(cshw_response *res)
+{
+    cshw_context *ctx = res->ctx;
+    memset(res, 0, sizeof *res);
+    res->ctx = ctx;
+    res->status = 200;
+    res->buf = ctx->out;
+    res->cap = ctx->options.response_buffer;
+}
+
+static int check_open(const cshw_response *res)
+{
+    if (!res->ctx->active) return CSHW_E_NOT_ACTIVE;
+    if (res->headers_sent || res->file_sent) return CSHW_E_HEADERS_SENT;
+    return 0;
+}
+
+int cshw_response_set_status(cshw_response *res, int status)
+{
+    int r = check_open(res);
+    if (r < 0) return r;
+    /* 1xx are interim responses (the toolkit sends 100 itself) */
+    if (status < 200 || status > 599) return CSHW_E_INVALID_STATUS;
+    res->status = status;
+    res->answered = 1;
+    return 0;
+}
+
+int cshw_response_status(const cshw_response *res)
+{
+    return res->status;
+}
+
+int cshw_response_headers_sent(const cshw_response *res)
+{
+    return res->headers_sent || res->file_sent;
+}
+
+void cshw_response_disable_gzip(cshw_response *res)
+{
+    res->gzip_off = 1;
+}
+
+void cshw_response_close_connection(cshw_response *res)
+{
+    res->close = 1;
+}
+
+/* ---- fields ---- */
+
+static int valid_name(const char *s)
+{
+    if (!s || !*s) return 0;
+    for (; *s; s++)
+        if (!cshw__tchar((unsigned char)*s)) return 0;
+    return 1;
+}
+
+/* RFC 9110 §5.5: field-content is VCHAR, obs-text, SP and HTAB; CR, LF,
+ * NUL and the other controls can never be sent (they would end the line
+ * or smuggle another field). */
+static int valid_value(const char *s)
+{
+    if (!s) return 0;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+        if ((*p < 0x20 && *p != '\t') || *p == 0x7f) return 0;
+    return 1;
+}
+
+static int name_eq(const char *a, const char *b)
+{
+    return strcasecmp(a, b) == 0;
+}
+
+static int field_add(cshw_response *res, const char *name, const char *value)
+{
+    cshw_arena *a = res->ctx->arena;
+    if (res->nfields == res->fields_cap) {
+        size_t cap = res->fields_cap ? res->fields_cap * 2 : 16;
+        cshw_field *f = cshw_arena_alloc(a, cap * sizeof *f);
+        if (!f) return -ENOMEM;
+        if (res->nfields) memcpy(f, res->fields, res->nfields * sizeof *f);
+        res->fields = f;
+        res->fields_cap = cap;
+    }
+    cshw_field *f = &res->fields[res->nfields];
+    f->name = cshw_arena_strdup(a, name);
+    f->value = cshw_arena_strdup(a, value);
+    if (!f->name || !f->value) return -ENOMEM;
+    res->nfields++;
+    return 0;
+}
+
+static void field_remove(cshw_response *res, const char *name)
+{
+    size_t j = 0;
+    for (size_t i = 0; i < res->nfields; i++)
+        if (!name_eq(res->fields[i].name, name)) res->fields[j++] = res->fields[i];
+    res->nfields = j;
+}
+
+const char *cshw_response_header(const cshw_response *res, const char *name)
+{
+    for (size_t i = 0; i < res->nfields; i++)
+        if (name_eq(res->fields[i].name, name)) return res->fields[i].value;
+    return NULL;
+}
+
+/* Framing is the toolkit's (RFC 9112 §6): a Content-Length or
+ * Transfer-Encoding of the application's could contradict the body sent.
+ * "Connection: close" is honoured as cshw_response_close_connection. */
+static int reserved(cshw_response *res, const char *name, const char *value)
+{
+    if (name_eq(name, "content-length") || name_eq(name, "transfer-encoding"))
+        return CSHW_E_RESERVED_HEADER;
+    if (name_eq(name, "connection")) {
+        if (!name_eq(value, "close")) return CSHW_E_RESERVED_HEADER;
+        res->close = 1;
+        return 1;
+    }
+    return 0;
+}
+
+static int add_checked(cshw_response *res, const char *name, const char *value, int replace)
+{
+    int r = check_open(res);
+    if (r < 0) return r;
+    if (!valid_name(name) || !valid_value(value)) return CSHW_E_INVALID_HEADER;
+    r = reserved(res, name, value);
+    if (r) return r < 0 ? r : 0;
+    if (replace) field_remove(res, name);
+    return field_add(res, name, value);
+}
+
+int cshw_response_set_header(cshw_response *res, const char *name, const char *value)
+{
+    return add_checked(res, name, value, 1);
+}
+
+int cshw_response_append_header(cshw_response *res, const char *name, const char *value)
+{
+    return add_checked(res, name, value, 0);
+}
+
+int cshw_response_remove_header(cshw_response *res, const char *name)
+{
+    int r = check_open(res);
+    if (r < 0) return r;
+    if (!valid_name(name)) return CSHW_E_INVALID_HEADER;
+    field_remove(res, name);
+    return 0;
+}
+
+int cshw_response_set_content_type(cshw_response *res, const char *type, const char *charset)
+{
+    int r = check_open(res);
+    if (r < 0) return r;
+    if (!type || !*type || !valid_value(type)) return CSHW_E_INVALID_HEADER;
+    if (!charset) return cshw_response_set_header(res, "Content-Type", type);
+    if (!valid_name(charset)) return CSHW_E_INVALID_HEADER; /* a token, RFC 9110 §8.3.2 */
+    const char *v = cshw_arena_printf(res->ctx->arena, "%s; charset=%s", type, charset);
+    if (!v) return -ENOMEM;
+    return cshw_response_set_header(res, "Content-Type", v);
+}
+
+int cshw_response_set_cookie(cshw_response *res, const cshw_cookie *cookie)
+{
+    int r = check_open(res);
+    if (r < 0) return r;
+    if (!cookie) return -EINVAL;
+    const char *v;
+    r = cshw_cookie_format(res->ctx->arena, cookie, &v);
+    if (r < 0) return r;
+    return field_add(res, "Set-Cookie", v);
+}
+
+/* Representation fields describe the content an error page or a redirect
+ * replaces (RFC 9110 §8): they go with it. */
+static void drop_representation(cshw_response *res)
+{
+    size_t j = 0;
+    for (size_t i = 0; i < res->nfields; i++) {
+        const char *n = res->fields[i].name;
+        if (strncasecmp(n, "content-", 8) == 0 || name_eq(n, "etag") ||
+            name_eq(n, "last-modified"))
+            continue;
+        res->fields[j++] = res->fields[i];
+    }
+    res->nfields = j;
+}
+
+/* ---- the head ---- */
+
+static void put2(char *p, int v)
+{
+    p[0] = (char)('0' + v / 10 % 10);
+    p[1] = (char)('0' + v % 10);
+}
+
+void cshw__http_date(char out[30])
+{
+    static const char days[7][4] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
+    static const char months[12][4] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                       "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+    static _Thread_local time_t last = (time_t)-1;
+    static _Thread_local char cached[30];
+    time_t now = time(NULL);
+    if (now != last) {
+        struct tm tm;
+        gmtime_r(&now, &tm);
+        /* RFC 9110 §5.6.7, in English whatever the locale:
+         * "Sun, 06 Nov 1994 08:49:37 GMT" */
+        int year = tm.tm_year + 1900;
+        memcpy(cached, "Sun, 00 Jan 0000 00:00:00 GMT", 30);
+        memcpy(cached, days[tm.tm_wday % 7], 3);
+        put2(cached + 5, tm.tm_mday);
+        memcpy(cached + 8, months[tm.tm_mon % 12], 3);
+        put2(cached + 12, year / 100 % 100);
+        put2(cached + 14, year % 100);
+        put2(cached + 17, tm.tm_hour);
+        put2(cached + 20, tm.tm_min);
+        put2(cached + 23, tm.tm_sec);
+        last = now;
+    }
+    memcpy(out, cached, 30);
+}
+
+int cshw__transport_write(cshw_context *ctx, const void *data, size_t len)
+{
+    cshw_response *res = &ctx->res;
+    if (res->error) return res->error;
+    if (len == 0) return 0;
+    int r = ctx->transport.ops->write(ctx->transport.io, data, len);
+    if (r < 0) {
+        res->error = r;
+        res->close = 1;
+    }
+    return r < 0 ? r : 0;
+}
+
+static int has_token(const char *list, const char *token)
+{
+    size_t n = strlen(token);
+    for (const char *p = list; *p;) {
+        while (*p == ' ' || *p == '\t' || *p == ',') p++;
+        const char *e = p;
+        while (*e && *e != ',') e++;
+        const char *t = e;
+        while (t > p && (t[-1] == ' ' || t[-1] == '\t')) t--;
+        if ((size_t)(t - p) == n && strncasecmp(p, token, n) == 0) return 1;
+        p = e;
+    }
+    return 0;
+}
+
+/* Vary: Accept-Encoding whenever the encoding was considered (RFC 9110
+ * §12.5.5), so that caches keep the gzip and identity answers apart. */
+static int needs_vary(const cshw_response *res)
+{
+    for (size_t i = 0; i < res->nfields; i++)
+        if (name_eq(res->fields[i].name, "vary") &&
+            (has_token(res->fields[i].value, "accept-encoding") ||
+             has_token(res->fields[i].value, "*")))
+            return 0;
+    return 1;
+}
+
+/* Decides gzip: the options, the content type, the client, the size. */
+static int gzip_considered(const cshw_response *res)
+{
+    const cshw_context *ctx = res->ctx;
+    if (!ctx->options.gzip || res->gzip_off || res->file_sent) return 0;
+    if (status_has_no_body(res->status) || res->status == 205) return 0;
+    if (cshw_response_header(res, "content-encoding") || cshw_response_header(res, "content-range"))
+        return 0;
+    const char *type = cshw_response_header(res, "content-type");
+    return type && cshw__compressible(type);
+}
+
+/* A strong validator names exact bytes: a gzip-encoded body is other
+ * bytes, so its ETag becomes weak (RFC 9110 §8.8.3). */
+static void weaken_etag(cshw_response *res)
+{
+    for (size_t i = 0; i < res->nfields; i++) {
+        cshw_field *f = &res->fields[i];
+        if (name_eq(f->name, "etag") && f->value[0] == '"') {
+            const char *w = cshw_arena_printf(res->ctx->arena, "W/%s", f->value);
+            if (w) f->value = w;
+        }
+    }
+}
+
+static int wants_close(cshw_response *res)
+{
+    const cshw_request *req = &res->ctx->req;
+    if (!(req->msg.flags & CSH_MSG_KEEP_ALIVE)) res->close = 1;
+    return res->close;
+}
+
+/* The status line and fields into ctx->wire; content_length < 0: none. */
+static int build_head(cshw_response *res, int64_t content_length, int vary)
+{
+    cshw_context *ctx = res->ctx;
+    cshw_buf *b = &ctx->wire;
+    cshw_buf_clear(b);
+    char line[64];
+    /* RFC 9110 §6.2: our version, whatever the client's */
+    int n = snprintf(line, sizeof line, "HTTP/1.1 %d %s\r\n", res->status,
+                     cshw_status_reason(res->status));
+    int r = cshw_buf_append(b, line, (size_t)n);
+    if (!cshw_response_header(res, "date")) {
+        char date[30];
+        cshw__http_date(date);
+        r |= cshw_buf_append(b, "Date: ", 6);
+        r |= cshw_buf_append(b, date, 29);
+        r |= cshw_buf_append(b, "\r\n", 2);
+    }
+    if (ctx->options.server_header && !cshw_response_header(res, "server")) {
+        r |= cshw_buf_append_str(b, "Server: ");
+        r |= cshw_buf_append_str(b, ctx->options.server_header);
+        r |= cshw_buf_append(b, "\r\n", 2);
+    }
+    for (size_t i = 0; i < res->nfields; i++) {
+        r |= cshw_buf_append_str(b, res->fields[i].name);
+        r |= cshw_buf_append(b, ": ", 2);
+        r |= cshw_buf_append_str(b, res->fields[i].value);
+        r |= cshw_buf_append(b, "\r\n", 2);
+    }
+    if (res->gzip_on) r |= cshw_buf_append_str(b, "Content-Encoding: gzip\r\n");
+    if (vary) r |= cshw_buf_append_str(b, "Vary: Accept-Encoding\r\n");
+    if (res->chunked) r |= cshw_buf_append_str(b, "Transfer-Encoding: chunked\r\n");
+    if (content_length >= 0) {
+        n = snprintf(line, sizeof line, "Content-Length: %lld\r\n", (long long)content_length);
+        r |= cshw_buf_append(b, line, (size_t)n);
+    }
+    if (wants_close(res))
+        r |= cshw_buf_append_str(b, "Connection: close\r\n");
+    else if (ctx->req.msg.version_minor == 0) /* RFC 9112 §9.3: 1.0 keeps only when told */
+        r |= cshw_buf_append_str(b, "Connection: keep-alive\r\n");
+    r |= cshw_buf_append(b, "\r\n", 2);
+    return r ? -ENOMEM : 0;
+}
+
+/* ---- the body on the wire ---- */
+
+/* Body bytes after the head, as a chunk (RFC 9112 §7.1) or as they are. */
+static int send_chunk(cshw_response *res, const char *data, size_t len)
+{
+    if (len == 0) return 0;
+    cshw_context *ctx = res->ctx;
+    if (!res->chunked) return cshw__transport_write(ctx, data, len);
+    char size[24];
+    int n = snprintf(size, sizeof size, "%zx\r\n", len);
+    if (len <= ctx->options.response_buffer) {
+        cshw_buf *b = &ctx->wire;
+        cshw_buf_clear(b);
+        if (cshw_buf_append(b, size, (size_t)n) == 0 && cshw_buf_append(b, data, len) == 0 &&
+            cshw_buf_append(b, "\r\n", 2) == 0)
+            return cshw__transport_write(ctx, b->data, b->len);
+    }
+    int r = cshw__transport_write(ctx, size, (size_t)n);
+    if (r == 0) r = cshw__transport_write(ctx, data, len);
+    if (r == 0) r = cshw__transport_write(ctx, "\r\n", 2);
+    return r;
+}
+
+static int chunk_sink(void *arg, const char *data, size_t len)
+{
+    return send_chunk(arg, data, len);
+}
+
+static int wire_silent(const cshw_response *res)
+{
+    return res->is_head || res->no_body || res->status == 205;
+}
+
+/* Application bytes once the head is out: compressed or not, buffered up
+ * to a buffer's worth. flush: 0, 1 (push), 2 (finish). */
+static int stream(cshw_response *res, const char *data, size_t len, int flush)
+{
+    if (wire_silent(res)) return 0;
+    if (res->gzip_on) {
+        int r = cshw__gzip_write(res->ctx, data, len, flush, chunk_sink, res);
+        if (r < 0) res->close = res->abort = 1; /* the encoding is broken: cut it */
+        return r;
+    }
+    if (res->len + len <= res->cap) {
+        if (len) memcpy(res->buf + res->len, data, len);
+        res->len += len;
+        if (!flush && res->len < res->cap) return 0;
+        int r = send_chunk(res, res->buf, res->len);
+        res->len = 0;
+        return r;
+    }
+    int r = send_chunk(res, res->buf, res->len);
+    res->len = 0;
+    if (r == 0) r = send_chunk(res, data, len);
+    return r;
+}
+
+/* The head of a response whose length is unknown: chunked for HTTP/1.1,
+ * until close for HTTP/1.0; then what was buffered. */
+static int start_stream(cshw_response *res)
+{
+    cshw_context *ctx = res->ctx;
+    res->no_body = (unsigned char)status_has_no_body(res->status);
+    int considered = gzip_considered(res);
+    res->gzip_on = (unsigned char)(considered && cshw__accepts_gzip(&ctx->req));
+    if (!res->no_body && res->status != 205) {
+        if (ctx->req.msg.version_minor >= 1) {
+            res->chunked = 1;
+        } else {
+            res->until_close = 1;
+            res->close = 1;
+        }
+    }
+    /* the client was told to wait for 100 and never will be: RFC 9110
+     * §10.1.1 lets it send the body anyway, which nobody will read */
+    if (ctx->req.expect_pending) res->close = 1;
+    if (res->gzip_on) weaken_etag(res);
+    int r = build_head(res, res->status == 205 ? 0 : -1, considered && needs_vary(res));
+    if (r < 0) return r;
+    res->headers_sent = 1;
+    r = cshw__transport_write(ctx, ctx->wire.data, ctx->wire.len);
+    if (r < 0) return r;
+    if (wire_silent(res)) {
+        res->len = 0;
+        return 0;
+    }
+    if (res->gzip_on) {
+        r = cshw__gzip_start(ctx);
+        if (r < 0) {
+            res->close = res->abort = 1;
+            return r;
+        }
+        size_t n = res->len;
+        res->len = 0;
+        return stream(res, res->buf, n, 0);
+    }
+    /* what was buffered stays there and goes out as the first chunk */
+    return 0;
+}
+
+int cshw_response_write(cshw_response *res, const void *data, size_t len)
+{
+    if (!res->ctx->active) return CSHW_E_NOT_ACTIVE;
+    if (res->error) return res->error;
+    if (res->file_sent || res->finished) return CSHW_E_BODY_AFTER_FILE;
+    if (len && !data) return -EINVAL;
+    res->answered = 1;
+    res->body_bytes += len;
+    if (!res->headers_sent) {
+        if (len <= res->cap - res->len) {
+            if (len) memcpy(res->buf + res->len, data, len);
+            res->len += len;
+            return 0;
+        }
+        int r = start_stream(res);
+        if (r < 0) return r;
+    }
+    return stream(res, data, len, 0);
+}
+
+int cshw_response_puts(cshw_response *res, const char *s)
+{
+    return cshw_response_write(res, s, strlen(s));
+}
+
+int cshw_response_vprintf(cshw_response *res, const char *fmt, va_list ap)
+{
+    if (!res->ctx->active) return CSHW_E_NOT_ACTIVE;
+    va_list ap2;
+    va_copy(ap2, ap);
+    /* straight into the buffer when it fits, as it nearly always does */
+    size_t room = res->headers_sent && res->gzip_on ? 0 : res->cap - res->len;
+    if (!res->error && !res->file_sent && !res->finished && room > 0) {
+        int n = vsnprintf(res->buf + res->len, room, fmt, ap2);
+        va_end(ap2);
+        if (n < 0) return -EINVAL;
+        if ((size_t)n < room) {
+            /* the bytes are in place: account for them as a write would */
+            if (!res->headers_sent || !wire_silent(res)) res->len += (size_t)n;
+            res->answered = 1;
+            res->body_bytes += (size_t)n;
+            return 0;
+        }
+    } else {
+        va_end(ap2);
+    }
+    char *s = cshw_arena_vprintf(res->ctx->arena, fmt, ap);
+    if (!s) return -ENOMEM;
+    return cshw_response_write(res, s, strlen(s));
+}
+
+int cshw_response_printf(cshw_response *res, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int r = cshw_response_vprintf(res, fmt, ap);
+    va_end(ap);
+    return r;
+}
+
+int cshw_response_flush(cshw_response *res)
+{
+    cshw_context *ctx = res->ctx;
+    if (!ctx->active) return CSHW_E_NOT_ACTIVE;
+    if (res->error) return res->error;
+    if (res->file_sent || res->finished) return 0;
+    res->answered = 1;
+    int r = res->headers_sent ? 0 : start_stream(res);
+    if (r == 0) r = stream(res, NULL, 0, 1);
+    if (r == 0 && ctx->transport.ops->flush) {
+        r = ctx->transport.ops->flush(ctx->transport.io);
+        if (r < 0) res->error = r;
+    }
+    return r;
+}
+
+static int buf_sink(void *arg, const char *data, size_t len)
+{
+    return cshw_buf_append(arg, data, len);
+}
+
+/* A response that ended inside its buffer: one write, Content-Length. */
+static int send_buffered(cshw_response *res)
+{
+    cshw_context *ctx = res->ctx;
+    res->no_body = (unsigned char)status_has_no_body(res->status);
+    const char *body = res->buf;
+    size_t len = res->no_body || res->status == 205 ? 0 : res->len;
+    int considered = gzip_considered(res);
+    if (considered && len >= ctx->options.gzip_min_bytes && cshw__accepts_gzip(&ctx->req)) {
+        cshw_buf z;
+        cshw_buf_init(&z, ctx->arena);
+        int r = cshw__gzip_start(ctx);
+        if (r == 0) r = cshw__gzip_write(ctx, body, len, 2, buf_sink, &z);
+        /* identity when compression does not pay (or fails: the body is
+         * still good as it is) */
+        if (r == 0 && z.len < len) {
+            res->gzip_on = 1;
+            body = z.data;
+            len = z.len;
+            weaken_etag(res);
+        }
+    }
+    int r = build_head(res, res->no_body ? -1 : (int64_t)len, considered && needs_vary(res));
+    if (r < 0) return r;
+    res->headers_sent = 1;
+    cshw_buf *b = &ctx->wire;
+    if (res->is_head || len == 0) return cshw__transport_write(ctx, b->data, b->len);
+    if (cshw_buf_append(b, body, len) == 0) return cshw__transport_write(ctx, b->data, b->len);
+    r = cshw__transport_write(ctx, b->data, b->len);
+    return r < 0 ? r : cshw__transport_write(ctx, body, len);
+}
+
+int cshw__response_end(cshw_response *res)
+{
+    cshw_context *ctx = res->ctx;
+    int r = 0;
+    if (res->finished || res->abort) {
+        r = res->error;
+    } else if (!res->headers_sent) {
+        r = send_buffered(res);
+    } else {
+        r = stream(res, NULL, 0, 2);
+        /* RFC 9112 §7.1: the last chunk, no trailer */
+        if (r == 0 && res->chunked && !wire_silent(res))
+            r = cshw__transport_write(ctx, "0\r\n\r\n", 5);
+    }
+    res->finished = 1;
+    if (r == 0 && ctx->transport.ops->flush) {
+        r = ctx->transport.ops->flush(ctx->transport.io);
+        if (r < 0) res->error = r;
+    }
+    if (r < 0) res->close = 1;
+    return r < 0 ? r : res->error;
+}
+
+/* ---- redirects, error pages, files ---- */
+
+int cshw__error_page(cshw_buf *b, int status, const char *detail)
+{
+    char title[64];
+    snprintf(title, sizeof title, "%d %s", status, cshw_status_reason(status));
+    int r = cshw_buf_append_str(b, "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>");
+    r |= cshw_html_encode_buf(b, title, strlen(title));
+    r |= cshw_buf_append_str(b, "</title></head>\n<body><h1>");
+    r |= cshw_html_encode_buf(b, title, strlen(title));
+    r |= cshw_buf_append_str(b, "</h1>\n");
+    if (detail && *detail) {
+        r |= cshw_buf_append_str(b, "<p>");
+        r |= cshw_html_encode_buf(b, detail, strlen(detail));
+        r |= cshw_buf_append_str(b, "</p>\n");
+    }
+    r |= cshw_buf_append_str(b, "</body></html>\n");
+    return r ? -ENOMEM : 0;
+}
+
+/* Replaces whatever was buffered with a small HTML page. */
+static int replace_body(cshw_response *res, int status, const cshw_buf *page)
+{
+    res->len = 0;
+    res->body_bytes = 0;
+    drop_representation(res);
+    res->status = status;
+    int r = field_add(res, "Content-Type", "text/html; charset=utf-8");
+    if (r == 0) r = cshw_response_write(res, page->data, page->len);
+    return r;
+}
+
+static int send_error(cshw_response *res, int status, const char *detail)
+{
+    if (!res->ctx->active) return CSHW_E_NOT_ACTIVE;
+    if (res->headers_sent || res->file_sent) {
+        /* too late for a status: cut the response short so that the client
+         * cannot take it for complete (RFC 9112 §8) */
+        res->abort = res->close = 1;
+        return CSHW_E_HEADERS_SENT;
+    }
+    if (status < 400 || status > 599) return CSHW_E_INVALID_STATUS;
+    cshw_buf page;
+    cshw_buf_init(&page, res->ctx->arena);
+    int r = cshw__error_page(&page, status, detail);
+    return r < 0 ? r : replace_body(res, status, &page);
+}
+
+int cshw_response_send_error(cshw_response *res, int status)
+{
+    return send_error(res, status, NULL);
+}
+
+void cshw__response_auto_error(cshw_response *res, int code)
+{
+    int status = cshw_error_status(code);
+    if (status < 400 || status > 599) status = 500;
+    send_error(res, status, cshw_error_message(code));
+}
+
+int cshw_response_redirect(cshw_response *res, int status, const char *location)
+{
+    int r = check_open(res);
+    if (r < 0) return r;
+    if (status != 301 && status != 302 && status != 303 && status != 307 && status != 308)
+        return CSHW_E_INVALID_REDIRECT;
+    if (!location || !*location || !valid_value(location)) return CSHW_E_INVALID_HEADER;
+    cshw_buf page;
+    cshw_buf_init(&page, res->ctx->arena);
+    char title[64];
+    snprintf(title, sizeof title, "%d %s", status, cshw_status_reason(status));
+    r = cshw_buf_append_str(&page, "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>");
+    r |= cshw_buf_append_str(&page, title);
+    r |= cshw_buf_append_str(&page, "</title></head>\n<body><h1>");
+    r |= cshw_buf_append_str(&page, title);
+    r |= cshw_buf_append_str(&page, "</h1>\n<p><a href=\"");
+    r |= cshw_html_encode_buf(&page, location, strlen(location));
+    r |= cshw_buf_append_str(&page, "\">");
+    r |= cshw_html_encode_buf(&page, location, strlen(location));
+    r |= cshw_buf_append_str(&page, "</a></p>\n</body></html>\n");
+    if (r) return -ENOMEM;
+    field_remove(res, "location");
+    r = field_add(res, "Location", location);
+    return r < 0 ? r : replace_body(res, status, &page);
+}
+
+/* Without the transport's send_file: read and write through the buffer. */
+static int copy_file(cshw_response *res, int fd, off_t offset, uint64_t len)
+{
+    while (len > 0) {
+        size_t n = len < res->cap ? (size_t)len : res->cap;
+        ssize_t got = pread(fd, res->buf, n, offset);
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) return CSHW_E_FILE_READ; /* shorter than announced */
+        int r = cshw__transport_write(res->ctx, res->buf, (size_t)got);
+        if (r < 0) return r;
+        offset += got;
+        len -= (uint64_t)got;
+    }
+    return 0;
+}
+
+int cshw_response_send_file(cshw_response *res, int fd, off_t offset, uint64_t len)
+{
+    cshw_context *ctx = res->ctx;
+    int r = check_open(res);
+    if (r < 0) return r;
+    if (res->error) return res->error;
+    if (fd < 0 || offset < 0 || len > INT64_MAX) return -EINVAL;
+    res->answered = 1;
+    res->file_sent = 1;
+    res->len = 0;
+    res->body_bytes = len;
+    res->no_body = (unsigned char)status_has_no_body(res->status);
+    if (ctx->req.expect_pending) res->close = 1;
+    r = build_head(res, res->no_body ? -1 : (int64_t)len, 0);
+    if (r < 0) return r;
+    res->headers_sent = 1;
+    r = cshw__transport_write(ctx, ctx->wire.data, ctx->wire.len);
+    if (r == 0 && !wire_silent(res) && len > 0) {
+        if (ctx->transport.ops->send_file) {
+            r = ctx->transport.ops->send_file(ctx->transport.io, fd, offset, (size_t)len);
+        } else {
+            r = copy_file(res, fd, offset, len);
+        }
+        /* the Content-Length promised cannot be kept: close */
+        if (r < 0) res->abort = res->close = 1;
+        if (r < 0 && !res->error) res->error = r;
+    }
+    res->finished = 1;
+    return r;
+}
+
+/* A whole error response without a context: for a head that did not
+ * parse, so there is no request to answer in the usual way. */
+int cshw__write_raw_error(const cshw_transport *t, const cshw_options *o, int status)
+{
+    cshw_buf page, b;
+    cshw_buf_init(&page, NULL);
+    cshw_buf_init(&b, NULL);
+    char line[128], date[30];
+    cshw__http_date(date);
+    int r = cshw__error_page(&page, status, NULL);
+    int n = snprintf(line, sizeof line, "HTTP/1.1 %d %s\r\nDate: %s\r\n", status,
+                     cshw_status_reason(status), date);
+    r |= cshw_buf_append(&b, line, (size_t)n);
+    if (o && o->server_header) {
+        r |= cshw_buf_append_str(&b, "Server: ");
+        r |= cshw_buf_append_str(&b, o->server_header);
+        r |= cshw_buf_append_str(&b, "\r\n");
+    }
+    n = snprintf(line, sizeof line,
+                 "Content-Type: text/html; charset=utf-8\r\nContent-Length: %zu\r\n"
+                 "Connection: close\r\n\r\n",
+                 page.len);
+    r |= cshw_buf_append(&b, line, (size_t)n);
+    r |= cshw_buf_append(&b, page.data, page.len);
+    if (r == 0)
+        r = t->ops->write(t->io, b.data, b.len);
+    else
+        r = -ENOMEM;
+    if (r == 0 && t->ops->flush) r = t->ops->flush(t->io);
+    cshw_buf_free(&page);
+    cshw_buf_free(&b);
+    return r;
+}
