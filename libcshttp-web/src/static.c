@@ -324,9 +324,9 @@ static int serve_file(serve *s, const char *name, int fd, struct stat *st)
     cshw_response *res = s->res;
     const char *type = cshw_mime_type(name);
     int gzip = 0, vary = 0;
+    struct stat gst; /* the sibling's, when it is served: st points here */
     if (o->precompressed) {
         int gfd;
-        struct stat gst;
         if (open_gz_sibling(s, name, &gfd, &gst) == 0) {
             vary = 1; /* the answer depends on Accept-Encoding either way */
             const char *ae[MAX_LIST_FIELDS];
@@ -379,10 +379,12 @@ static int serve_file(serve *s, const char *name, int fd, struct stat *st)
         cshw__range r[CSHW_STATIC_MAX_RANGES];
         int n = cshw__range_parse(rv[0], size, r, CSHW_STATIC_MAX_RANGES);
         if (n == 0) {
+            /* §15.5.17: the error page, then Content-Range with the size
+             * (the page drops the file's representation fields) */
             const char *cr = cshw_arena_printf(s->arena, "bytes */%" PRIu64, size);
             if (!cr) return -ENOMEM;
-            rc = cshw_response_set_header(res, "Content-Range", cr);
-            return rc ? rc : cshw_response_send_error(res, 416);
+            rc = cshw_response_send_error(res, 416);
+            return rc ? rc : cshw_response_set_header(res, "Content-Range", cr);
         }
         if (n > 1) return send_multipart(s, fd, size, type, r, n);
         if (n == 1) {

@@ -156,13 +156,14 @@ int cshw__date_parse(const char *s, time_t *t)
         return -1;
     /* RFC 9110 §5.6.7: a two-digit year more than 50 years in the future
      * is the most recent past year with those digits. */
-    time_t now = time(NULL);
-    int64_t cy, cyear;
+    int64_t cyear;
     int cm, cd;
-    civil_from_days((int64_t)now / 86400, &cy, &cm, &cd);
-    cyear = cy;
+    civil_from_days((int64_t)time(NULL) / 86400, &cyear, &cm, &cd);
     int64_t full = cyear - cyear % 100 + yy;
-    if (full > cyear + 50) full -= 100;
+    if (full > cyear + 50)
+        full -= 100;
+    else if (full + 100 <= cyear + 50)
+        full += 100;
     return make_time(full, m, d, secs, t);
 }
 
