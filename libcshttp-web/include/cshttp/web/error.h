@@ -82,7 +82,19 @@ extern "C" {
     XX(MAP_PATH_INVALID, -10202, 400, "path has a '..' segment, a backslash or a control byte")    \
     XX(MAP_PATH_OUTSIDE, -10203, 404, "path resolves outside the root through a symbolic link")    \
     XX(STATIC_NO_ROOT, -10204, 500, "static options have no root, or it is not a folder")          \
-    /* routing: -10300 .. -10399 */
+    /* routing: -10300 .. -10399 */                                                               \
+    XX(ROUTE_PATTERN_START, -10300, 500, "route pattern does not start with '/'")                  \
+    XX(ROUTE_PARAM_EMPTY, -10301, 500, "route parameter has an empty name: {}")                    \
+    XX(ROUTE_PARAM_INVALID, -10302, 500,                                                           \
+       "route parameter is not a whole segment {name} of letters, digits, '_' and '-'")            \
+    XX(ROUTE_PARAM_DUPLICATE, -10303, 500, "route pattern names two parameters the same")          \
+    XX(ROUTE_WILDCARD_NOT_LAST, -10304, 500, "route wildcard '*' is not the whole last segment")   \
+    XX(ROUTE_PATTERN_CHAR, -10305, 500,                                                            \
+       "route pattern has a control, space, '%', '?', '#' or '\\' (it matches the decoded path)")  \
+    XX(ROUTE_PATTERN_SEGMENT, -10306, 500, "route pattern has an empty, '.' or '..' segment")      \
+    XX(ROUTE_METHOD_INVALID, -10307, 500, "route method is not a token (such as GET) or '*'")      \
+    XX(ROUTE_DUPLICATE, -10308, 500, "a route with the same method and pattern shape exists")      \
+    XX(ROUTE_TOO_MANY_METHODS, -10309, 500, "router already has 64 different methods")
 
 typedef enum cshw_error {
     CSHW_OK = 0,
