@@ -82,6 +82,11 @@ int cshw_context_run(cshw_context *ctx, cshw_handler handler)
      * the handler never sees the request. */
     if (ctx->req.msg.flags & CSH_MSG_EXPECT_OTHER) {
         cshw__response_auto_error(&ctx->res, CSHW_E_EXPECTATION_FAILED);
+    } else if (ctx->req.msg.flags & CSH_MSG_TE_OTHER_CODINGS) {
+        /* RFC 9112 §6.1: gzip under chunked would reach the handler still
+         * encoded; 501 for a coding the server does not undo */
+        cshw__response_auto_error(&ctx->res, CSHW_E_TRANSFER_CODING);
+        ctx->res.close = 1;
     } else {
         current = ctx;
         handler(ctx);
@@ -98,17 +103,21 @@ int cshw_context_end(cshw_context *ctx)
 
     /* Errors the toolkit found in what the client sent, which the handler
      * saw (or not) and did not answer itself. */
+    /* reading the form after the stream is the application's mistake, not
+     * the client's: the handler got the error, nothing more */
+    int form_error = req->form_error == CSHW_E_BODY_CONSUMED ? 0 : req->form_error;
     if (!res->answered && !res->headers_sent) {
-        int code = req->form_error ? req->form_error
+        int code = form_error       ? form_error
                    : req->body_error ? req->body_error
                    : req->path_error ? req->path_error
                                      : 0;
         if (code) cshw__response_auto_error(res, code);
     }
     /* RFC 9112 §9.6: a server that will not read the rest of the body says
-     * so with Connection: close before it closes. */
+     * so with Connection: close before it closes; after a bad body the
+     * framing of what follows cannot be trusted either. */
     if (!req->body_done && cshw__body_forces_close(req)) res->close = 1;
-    if (req->form_error || req->body_error) res->close = 1;
+    if (form_error || req->body_error) res->close = 1;
 
     int r = cshw__response_end(res);
     int keep = r == 0 && !res->close && !res->abort && (req->msg.flags & CSH_MSG_KEEP_ALIVE);

@@ -283,3 +283,9 @@ const char *cshw_request_cookie(cshw_request *req, const char *name)
 {
     return cshw_pairs_get(cshw_request_cookies(req), name);
 }
+
+int cshw_request_cookie_error(cshw_request *req)
+{
+    cshw_request_cookies(req);
+    return req->cookies_error;
+}

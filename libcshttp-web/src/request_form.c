@@ -270,11 +270,11 @@ void cshw__form_load(cshw_request *req)
     if (req->form_done) return;
     req->form_done = 1;
     req->form = no_pairs;
+    if (req->msg.body == CSH_BODY_NONE) return;
     if (req->body_mode == BODY_STREAM) {
         req->form_error = CSHW_E_BODY_CONSUMED;
         return;
     }
-    if (req->msg.body == CSH_BODY_NONE) return;
     const char *type = cshw_request_header(req, "content-type");
     int urlencoded = type && media_type_is(type, "application/x-www-form-urlencoded");
     int multipart = type && media_type_is(type, "multipart/form-data");

@@ -158,6 +158,34 @@ static inline void tw_serve_str(tw_run *run, const char *in, size_t piece, cshw_
     tw_serve(run, in, strlen(in), piece, NULL, handler);
 }
 
+/* One request with the context API, on a transport of the caller's (whose
+ * input holds the request): parse the head from `head`, begin, run, end.
+ * Returns cshw_context_run's result, or -1000 when the head did not parse. */
+static inline int tw_run_one(cshw_context *ctx, const cshw_transport *t, const char *head,
+                             cshw_handler handler)
+{
+    static csh_header fields[100];
+    csh_parser p;
+    csh_parser_init(&p, CSH_REQUEST, fields, 100, NULL, 0);
+    if (csh_parser_execute(&p, head, strlen(head)) != CSH_OK) return -1000;
+    int r = cshw_context_begin(ctx, head, &p.msg, t);
+    if (r < 0) return r;
+    return cshw_context_run(ctx, handler);
+}
+
+/* Parses the raw output of a memory transport into run (for tw_run_one). */
+static inline void tw_collect(tw_run *run, cshw_memory *m, const char *in)
+{
+    memset(run, 0, sizeof *run);
+    size_t n;
+    const char *out = cshw_memory_output(m, &n);
+    run->out = tw_dup(out, n);
+    run->out_len = n;
+    csh_method methods[TW_MAX_RESPONSES];
+    size_t nm = tw_methods(in, strlen(in), methods, TW_MAX_RESPONSES);
+    tw_parse(run, methods, nm);
+}
+
 static inline void tw_free(tw_run *run)
 {
     for (size_t i = 0; i < run->n; i++) {

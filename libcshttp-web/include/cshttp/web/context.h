@@ -53,25 +53,39 @@ CSHW_EXPORT void cshw_context_free(cshw_context *ctx);
 
 /* Starts a request whose head was parsed by libcshttp: `head` holds the head
  * bytes (msg's spans refer to it) and must stay unchanged until
- * cshw_context_end; `msg` is copied; the body, if any, is read through
- * `transport` (peek/consume: its first bytes are the ones right after the
- * head). Returns 0, or a negative cshw error. */
+ * cshw_context_end; `msg` and its header array are copied; the body, if
+ * any, is read through `transport` (copied; peek/consume: its first bytes
+ * are the ones right after the head). A request still in progress is ended
+ * first. Returns 0, -EINVAL (a NULL argument, a transport without peek,
+ * consume or write) or -ENOMEM. */
 CSHW_EXPORT int cshw_context_begin(cshw_context *ctx, const char *head, const csh_message *msg,
                                    const cshw_transport *transport);
 
-/* Makes ctx the thread's current context, runs handler(ctx), clears it
- * (also if the handler returned early) and ends the request as
- * cshw_context_end does, whose result it returns. */
+/* Makes ctx the thread's current context, runs handler(ctx), restores the
+ * previous current context (normally none: cleared, however the handler
+ * returned) and ends the request as cshw_context_end does, whose result it
+ * returns. The toolkit answers for the handler, without calling it, a
+ * request it cannot serve: an Expect other than 100-continue (417, RFC 9110
+ * §10.1.1) and a transfer coding other than chunked (501, RFC 9112 §6.1).
+ * CSHW_E_NOT_ACTIVE without a request begun. */
 CSHW_EXPORT int cshw_context_run(cshw_context *ctx, cshw_handler handler);
 
-/* Ends the request: completes the response (headers if none were sent,
- * Content-Length or the last chunk), reads and discards what the handler
- * left of the body (up to options.max_drain_bytes), runs the arena's
- * cleanups. Returns 1 when the connection may carry another request, 0 when
- * it must be closed, or a negative cshw error (a write failed: close). */
+/* Ends the request: answers the errors found in the request that the
+ * handler left unanswered (a path that cannot be decoded: 400; a form or
+ * body error: its status), completes the response (headers if none were
+ * sent, Content-Length or the last chunk), reads and discards what the
+ * handler left of the body (up to options.max_drain_bytes; not at all when
+ * Expect: 100-continue was never answered), runs the arena's cleanups
+ * (temporary uploads are removed) and resets it. Returns 1 when the
+ * connection may carry another request, 0 when it must be closed (the
+ * request's keep-alive flag, Connection: close from either side, a
+ * close-delimited response, a body left unread or in error), or a negative
+ * error when the response could not be completed (a write failed: its
+ * -errno; a file for send_file was short: CSHW_E_FILE_READ): close.
+ * CSHW_E_NOT_ACTIVE when no request is in progress. */
 CSHW_EXPORT int cshw_context_end(cshw_context *ctx);
 
-/* The thread's current context, or NULL outside a handler. */
+/* The thread's current context, or NULL outside a handler (thread-local). */
 CSHW_EXPORT cshw_context *cshw_context_current(void);
 
 /* Sets or clears (NULL) the thread's current context; cshw_context_run does
@@ -89,7 +103,9 @@ CSHW_EXPORT cshw_arena *cshw_context_arena(cshw_context *ctx);
 CSHW_EXPORT void *cshw_context_user_data(const cshw_context *ctx);
 CSHW_EXPORT void cshw_context_set_user_data(cshw_context *ctx, void *data);
 
-/* Route parameters ("{id}" in "/users/{id}"), set by the router. */
+/* Route parameters ("{id}" in "/users/{id}"), set by the router. The
+ * pairs are not copied: items and strings must live until the request ends
+ * (allocate them in the request's arena). Cleared at begin and end. */
 CSHW_EXPORT const char *cshw_context_param(const cshw_context *ctx, const char *name);
 CSHW_EXPORT const cshw_pairs *cshw_context_params(const cshw_context *ctx);
 CSHW_EXPORT void cshw_context_set_params(cshw_context *ctx, const cshw_pairs *params);

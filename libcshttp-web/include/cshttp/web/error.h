@@ -76,6 +76,7 @@ extern "C" {
     XX(EXPECTATION_FAILED, -10112, 417, "the request expects something other than 100-continue")  \
     XX(UPLOAD_FAILED, -10113, 500, "an uploaded file could not be written to temp_dir")           \
     XX(FILE_READ, -10114, 500, "the file could not be read to the length announced")              \
+    XX(TRANSFER_CODING, -10115, 501, "the request body has a transfer coding other than chunked") \
     /* static files and MapPath: -10200 .. -10299 */                                              \
     XX(NOT_FOUND, -10200, 404, "no such file")                                                     \
     XX(STATIC_FORBIDDEN, -10201, 403, "the file may not be read (permission denied)")              \

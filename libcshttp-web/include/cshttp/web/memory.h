@@ -24,26 +24,34 @@ extern "C" {
 typedef struct cshw_memory cshw_memory;
 
 /* A transport whose input is a copy of input[0 .. len), handed out at most
- * `piece` bytes per peek (0: all at once), as a slow network would. */
+ * `piece` bytes per peek (0: all at once), as a slow network would. Its
+ * remote address is "192.0.2.1" port 49152 (RFC 5737), not secure; its
+ * send_file copies the file into the output. NULL when out of memory. */
 CSHW_EXPORT cshw_memory *cshw_memory_new(const char *input, size_t len, size_t piece);
 CSHW_EXPORT void cshw_memory_free(cshw_memory *m);
 
 /* The transport to give cshw_context_begin. */
 CSHW_EXPORT const cshw_transport *cshw_memory_transport(cshw_memory *m);
 
-/* Everything written so far. */
+/* Everything written so far (*len bytes; the pointer is valid until the
+ * next write or cshw_memory_free). */
 CSHW_EXPORT const char *cshw_memory_output(const cshw_memory *m, size_t *len);
 
 /* Make writes fail with -EPIPE once `after` bytes have been written (a
- * client that went away); (size_t)-1 turns it off. Reads of the input past
- * its end return end of input. */
+ * client that went away; the write that crosses the mark keeps its bytes
+ * before it); (size_t)-1 turns it off. Reads of the input past its end
+ * return end of input. */
 CSHW_EXPORT void cshw_memory_fail_writes_after(cshw_memory *m, size_t after);
 
 /* Serves every request of the input with `handler`, as the engine would:
- * parse a head (libcshttp), begin, run, end, and the next one while the
- * connection may be kept. A head that fails to parse gets its status and
- * the connection ends. Returns the number of requests served, or a negative
- * cshw error. `options` may be NULL. */
+ * parse a head (libcshttp, default limits, strict), begin, run, end, and
+ * the next one (pipelined, RFC 9112 §9.3.2) while the connection may be
+ * kept. A head that fails to parse gets an error page with its status
+ * (csh_error_status) and Connection: close, and the connection ends; so
+ * does input that ends inside a head (nothing is answered) and a failed
+ * write. Returns the number of requests served (handlers run), or
+ * CSHW_E_INVALID_OPTION, -EINVAL, -ENOMEM before any. `options` may be
+ * NULL. */
 CSHW_EXPORT int cshw_memory_serve(cshw_memory *m, const cshw_options *options,
                                   cshw_handler handler);
 

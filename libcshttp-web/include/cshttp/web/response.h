@@ -1,15 +1,52 @@
 /* cshw_response: the response of a context (System.Web's HttpResponse).
  *
  * Output is buffered (options.response_buffer): a response that ends inside
- * its buffer goes out with Content-Length; one that is flushed early or
- * outgrows the buffer goes out chunked (HTTP/1.1) or delimited by closing
- * the connection (HTTP/1.0). A HEAD request gets the same headers and no
- * body. Status, headers and cookies can change until the headers are sent
- * (the first flush); after that those calls fail with CSHW_E_HEADERS_SENT.
+ * its buffer goes out in one write with Content-Length; one that is flushed
+ * early or outgrows the buffer goes out chunked (HTTP/1.1) or delimited by
+ * closing the connection (HTTP/1.0, with Connection: close). Status,
+ * headers and cookies can change until the headers are sent (the first
+ * flush, or the buffer overflowing); after that those calls fail with
+ * CSHW_E_HEADERS_SENT.
  *
- * Header names and values with CR, LF, NUL or other characters not allowed
- * on the wire are refused (CSHW_E_INVALID_HEADER), never written.
- * Ownership: strings passed in are copied. Threads: the request's thread. */
+ * Every response gets a Date (IMF-fixdate, RFC 9110 §6.6.1) unless the
+ * application set one, and a Server field only when options.server_header
+ * is set. 204 and 304 responses have no body and no Content-Length (RFC
+ * 9110 §8.6); 205 has Content-Length: 0; what is written to them is
+ * discarded.
+ *
+ * gzip (RFC 9110 §8.4.1.3) is considered when options.gzip is on, the
+ * application did not disable it or set a Content-Encoding or
+ * Content-Range, the status has content and the Content-Type is
+ * compressible (text/... except text/event-stream, JSON, JavaScript, XML,
+ * SVG, wasm, fonts, and application/...+json / +xml). Whenever it is
+ * considered, Vary: Accept-Encoding is sent (unless a Vary already covers
+ * it). It is applied when the request's Accept-Encoding gives gzip (or
+ * x-gzip, or "*") a q-value above 0 and not below identity's (RFC 9110
+ * §12.5.3; no Accept-Encoding: no gzip), and the body is at least
+ * options.gzip_min_bytes (a streamed body, whose size is unknown, always
+ * is). A buffered body that does not shrink goes out as it is. A strong
+ * ETag becomes weak (W/) on a gzip-encoded body (RFC 9110 §8.8.3).
+ *
+ * HEAD (RFC 9110 §9.3.2) gets the header section GET would get: the body
+ * the handler writes goes through the same decisions (buffered or
+ * streamed, gzip or not), so Content-Length is the length GET would send,
+ * compressed when GET's would be (a buffered HEAD body is compressed only
+ * to measure it); a streamed HEAD response says Transfer-Encoding: chunked
+ * and is never compressed. No body byte is ever written for HEAD.
+ *
+ * Header names must be tokens (RFC 9110 §5.6.2); values may hold visible
+ * characters, obs-text, spaces and tabs only (§5.5): CR, LF, NUL or any
+ * other control is refused (CSHW_E_INVALID_HEADER), never written.
+ * Content-Length and Transfer-Encoding are the toolkit's (it frames the
+ * body), refused with CSHW_E_RESERVED_HEADER; "Connection: close" is
+ * honoured as cshw_response_close_connection, other Connection values are
+ * refused.
+ *
+ * Errors: functions return 0 or a negative code; -errno for a failed write
+ * (the first one is kept: later writes return it, nothing more is sent and
+ * the connection is closed), -ENOMEM, CSHW_E_NOT_ACTIVE outside a request.
+ * Ownership: strings passed in are copied (into the request's arena).
+ * Threads: the request's thread. */
 #ifndef CSHTTP_WEB_RESPONSE_H
 #define CSHTTP_WEB_RESPONSE_H
 
@@ -26,7 +63,8 @@
 extern "C" {
 #endif
 
-/* The status (100..599; default 200). */
+/* The status (200..599; default 200). 1xx are interim responses, which the
+ * toolkit sends itself (100 Continue): CSHW_E_INVALID_STATUS. */
 CSHW_EXPORT int cshw_response_set_status(cshw_response *res, int status);
 CSHW_EXPORT int cshw_response_status(const cshw_response *res);
 
@@ -40,49 +78,71 @@ CSHW_EXPORT int cshw_response_append_header(cshw_response *res, const char *name
                                             const char *value);
 /* Removes every field `name`; 0 even when there was none. */
 CSHW_EXPORT int cshw_response_remove_header(cshw_response *res, const char *name);
-/* The first value of a response field set so far, or NULL. */
+/* The first value of a response field set so far (not those the toolkit
+ * adds when sending: Date, Content-Length...), or NULL. Valid until the
+ * field is changed or the request ends. */
 CSHW_EXPORT const char *cshw_response_header(const cshw_response *res, const char *name);
 
-/* Content-Type, with "; charset=..." when charset is not NULL. */
+/* Content-Type, with "; charset=..." when charset is not NULL (a token).
+ * No Content-Type is sent unless one is set. */
 CSHW_EXPORT int cshw_response_set_content_type(cshw_response *res, const char *type,
                                                const char *charset);
 
-/* Adds a Set-Cookie field (validated by cshw_cookie_format). */
+/* Adds a Set-Cookie field (validated by cshw_cookie_format: its
+ * CSHW_E_COOKIE_* errors are returned and nothing is added). */
 CSHW_EXPORT int cshw_response_set_cookie(cshw_response *res, const cshw_cookie *cookie);
 
-/* Body output. Each returns 0 or a negative cshw error (a failed write
- * makes the connection close). */
+/* Body output. Each returns 0 or a negative error (a failed write makes
+ * the connection close; CSHW_E_BODY_AFTER_FILE after send_file). */
 CSHW_EXPORT int cshw_response_write(cshw_response *res, const void *data, size_t len);
 CSHW_EXPORT int cshw_response_puts(cshw_response *res, const char *s);
 CSHW_EXPORT int cshw_response_printf(cshw_response *res, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 CSHW_EXPORT int cshw_response_vprintf(cshw_response *res, const char *fmt, va_list ap);
 
-/* Sends the headers (if not yet) and the buffered output now. */
+/* Sends the headers (if not yet: the response is then streamed) and the
+ * buffered output now (a gzip stream is sync-flushed), then the
+ * transport's flush. */
 CSHW_EXPORT int cshw_response_flush(cshw_response *res);
 
 /* 1 once the headers have gone out. */
 CSHW_EXPORT int cshw_response_headers_sent(const cshw_response *res);
 
-/* Redirect: status 301, 302, 303, 307 or 308 with Location (a short HTML
- * body with the link); anything already buffered is discarded. */
+/* Redirect: status 301, 302, 303, 307 or 308 (else
+ * CSHW_E_INVALID_REDIRECT) with Location (a valid field value, else
+ * CSHW_E_INVALID_HEADER; sent as given: make it absolute or
+ * origin-relative yourself) and a short HTML body with the link
+ * (HTML-escaped); anything already buffered is discarded, with the
+ * representation fields (Content-*, ETag, Last-Modified). */
 CSHW_EXPORT int cshw_response_redirect(cshw_response *res, int status, const char *location);
 
-/* An error page for `status` (the toolkit's own, small HTML), replacing
- * whatever was buffered; the connection is closed after a 4xx caused by a
- * bad request body. */
+/* An error page for `status` (400..599, else CSHW_E_INVALID_STATUS; the
+ * toolkit's own small HTML page, text/html; charset=utf-8), replacing
+ * whatever was buffered and the representation fields (Content-*, ETag,
+ * Last-Modified); other fields (Allow, Set-Cookie, ...) are kept. After the
+ * headers were sent it is too late: CSHW_E_HEADERS_SENT, and the response
+ * is cut short (no last chunk, connection closed) so that the client cannot
+ * take it for complete. The toolkit sends the same pages itself for the
+ * errors it finds (a bad path or form, a bad body, an unmet Expect) when
+ * the handler did not answer; after an error in the request body the
+ * connection is closed. */
 CSHW_EXPORT int cshw_response_send_error(cshw_response *res, int status);
 
-/* The body is len bytes of the file fd from offset, sent through the
- * transport's send_file (sendfile(2)) after the headers; sets
- * Content-Length. The fd stays the caller's. Nothing may be written after
- * it. */
+/* The body is len bytes of the file fd from offset, sent at once through
+ * the transport's send_file (sendfile(2)), or read and written when it has
+ * none, after the headers; sets Content-Length (none for 204/304; headers
+ * only for HEAD); never compressed. Anything buffered is discarded. The fd
+ * stays the caller's and may be closed on return. The response is then
+ * complete: later writes return CSHW_E_BODY_AFTER_FILE. If the file turns
+ * out shorter than len, CSHW_E_FILE_READ and the connection is closed. */
 CSHW_EXPORT int cshw_response_send_file(cshw_response *res, int fd, off_t offset, uint64_t len);
 
-/* Leave this response uncompressed (e.g. it is already compressed). */
+/* Leave this response uncompressed (e.g. it is already compressed);
+ * effective until the headers are sent. */
 CSHW_EXPORT void cshw_response_disable_gzip(cshw_response *res);
 
-/* Ask for the connection to be closed after this response. */
+/* Ask for the connection to be closed after this response (Connection:
+ * close is sent when the headers have not gone out yet). */
 CSHW_EXPORT void cshw_response_close_connection(cshw_response *res);
 
 #ifdef __cplusplus
