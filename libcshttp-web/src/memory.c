@@ -53,16 +53,17 @@ static int out_append(cshw_memory *m, const void *data, size_t len)
 {
     size_t room = m->fail_after == SIZE_MAX ? SIZE_MAX : m->fail_after - m->out_len;
     size_t n = len < room ? len : room;
-    if (m->out_len + n > m->out_cap) {
+    if (!m->out || m->out_len + n > m->out_cap) {
         size_t cap = m->out_cap ? m->out_cap : 4096;
         while (cap < m->out_len + n) cap *= 2;
-        char *p = realloc(m->out, cap);
+        char *p = realloc(m->out, cap + 1); /* and a NUL after the bytes */
         if (!p) return -ENOMEM;
         m->out = p;
         m->out_cap = cap;
     }
     if (n) memcpy(m->out + m->out_len, data, n);
     m->out_len += n;
+    m->out[m->out_len] = '\0';
     return n == len ? 0 : -EPIPE; /* the client stopped reading */
 }
 

@@ -33,8 +33,9 @@ CSHW_EXPORT void cshw_memory_free(cshw_memory *m);
 /* The transport to give cshw_context_begin. */
 CSHW_EXPORT const cshw_transport *cshw_memory_transport(cshw_memory *m);
 
-/* Everything written so far (*len bytes; the pointer is valid until the
- * next write or cshw_memory_free). */
+/* Everything written so far: *len bytes, followed by a NUL (not counted);
+ * "" before anything was written. Valid until the next write or
+ * cshw_memory_free. */
 CSHW_EXPORT const char *cshw_memory_output(const cshw_memory *m, size_t *len);
 
 /* Make writes fail with -EPIPE once `after` bytes have been written (a
