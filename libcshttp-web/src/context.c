@@ -107,7 +107,7 @@ int cshw_context_end(cshw_context *ctx)
      * the client's: the handler got the error, nothing more */
     int form_error = req->form_error == CSHW_E_BODY_CONSUMED ? 0 : req->form_error;
     if (!res->answered && !res->headers_sent) {
-        int code = form_error       ? form_error
+        int code = form_error        ? form_error
                    : req->body_error ? req->body_error
                    : req->path_error ? req->path_error
                                      : 0;

@@ -47,10 +47,10 @@ struct cshw_request {
 
     /* the body */
     csh_body body;
-    int body_mode;     /* BODY_* */
-    int body_done;     /* the whole body was read (or there is none) */
-    int body_error;    /* a read failed: the connection cannot be kept */
-    int continue_sent; /* "100 Continue" went out */
+    int body_mode;      /* BODY_* */
+    int body_done;      /* the whole body was read (or there is none) */
+    int body_error;     /* a read failed: the connection cannot be kept */
+    int continue_sent;  /* "100 Continue" went out */
     int expect_pending; /* Expect: 100-continue not yet answered */
 };
 
@@ -80,11 +80,11 @@ struct cshw_response {
     unsigned char no_body;     /* 1xx, 204, 205, 304: no content at all */
     unsigned char finished;    /* complete (end, or send_file) */
     unsigned char file_sent;
-    unsigned char close;       /* close the connection after it */
-    unsigned char abort;       /* close without completing the framing */
-    unsigned char gzip_off;    /* cshw_response_disable_gzip */
-    unsigned char gzip_on;     /* the body is being gzip-encoded */
-    int error;                 /* the first failed write: nothing more is sent */
+    unsigned char close;    /* close the connection after it */
+    unsigned char abort;    /* close without completing the framing */
+    unsigned char gzip_off; /* cshw_response_disable_gzip */
+    unsigned char gzip_on;  /* the body is being gzip-encoded */
+    int error;              /* the first failed write: nothing more is sent */
 };
 
 typedef struct cshw_gzip cshw_gzip;

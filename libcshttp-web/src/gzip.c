@@ -116,10 +116,20 @@ int cshw__compressible(const char *content_type)
     while (s[n] && s[n] != ';' && !cshw__is_ws((unsigned char)s[n])) n++;
     if (n > 5 && cshw__ieq(s, 5, "text/")) return !cshw__ieq(s, n, "text/event-stream");
     static const char *const types[] = {
-        "application/json", "application/javascript", "application/x-javascript",
-        "application/ecmascript", "application/xml", "application/wasm", "image/svg+xml",
-        "image/x-icon", "image/vnd.microsoft.icon", "image/bmp", "font/ttf", "font/otf",
-        "application/vnd.ms-fontobject", "application/x-font-ttf",
+        "application/json",
+        "application/javascript",
+        "application/x-javascript",
+        "application/ecmascript",
+        "application/xml",
+        "application/wasm",
+        "image/svg+xml",
+        "image/x-icon",
+        "image/vnd.microsoft.icon",
+        "image/bmp",
+        "font/ttf",
+        "font/otf",
+        "application/vnd.ms-fontobject",
+        "application/x-font-ttf",
     };
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
         if (cshw__ieq(s, n, types[i])) return 1;

@@ -140,10 +140,10 @@ void cshw_memory_fail_writes_after(cshw_memory *m, size_t after)
 
 typedef struct engine {
     const cshw_transport *under;
-    char *buf;         /* the head buffer */
-    size_t len, cap;   /* bytes in it */
-    size_t pos;        /* bytes of it already handed out (the head, body bytes) */
-    int under_peeked;  /* the last peek came from the underlying transport */
+    char *buf;        /* the head buffer */
+    size_t len, cap;  /* bytes in it */
+    size_t pos;       /* bytes of it already handed out (the head, body bytes) */
+    int under_peeked; /* the last peek came from the underlying transport */
     cshw_transport ops_view;
     cshw_transport_ops ops;
 } engine;

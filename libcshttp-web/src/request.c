@@ -139,9 +139,12 @@ const csh_message *cshw_request_message(const cshw_request *req)
 int64_t cshw_request_content_length(const cshw_request *req)
 {
     switch (req->msg.body) {
-    case CSH_BODY_LENGTH: return (int64_t)req->msg.content_length;
-    case CSH_BODY_NONE: return 0;
-    default: return -1;
+    case CSH_BODY_LENGTH:
+        return (int64_t)req->msg.content_length;
+    case CSH_BODY_NONE:
+        return 0;
+    default:
+        return -1;
     }
 }
 
@@ -185,8 +188,7 @@ const char *cshw_request_header(cshw_request *req, const char *name)
     return NULL;
 }
 
-size_t cshw_request_header_all(cshw_request *req, const char *name, const char **values,
-                               size_t max)
+size_t cshw_request_header_all(cshw_request *req, const char *name, const char **values, size_t max)
 {
     size_t n = 0;
     for (size_t i = 0; i < req->msg.num_headers; i++) {
@@ -218,8 +220,8 @@ const cshw_pairs *cshw_request_query(cshw_request *req)
 {
     if (!req->query_done) {
         req->query_done = 1;
-        int r = cshw_form_parse(req->ctx->arena, req->query_string, strlen(req->query_string),
-                                NULL, &req->query);
+        int r = cshw_form_parse(req->ctx->arena, req->query_string, strlen(req->query_string), NULL,
+                                &req->query);
         if (r < 0) {
             req->query = no_pairs;
             req->query_error = r;

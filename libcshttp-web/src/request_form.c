@@ -238,9 +238,12 @@ static int load_multipart(cshw_request *req, const char *content_type)
             csh_span span;
             r = cshw_multipart_feed(&m, w + off, len - off, &used, &span);
             if (r < 0) return r;
-            if (r == CSHW_MULTIPART_PART) r = on_part(&c, &m.part);
-            else if (r == CSHW_MULTIPART_DATA) r = on_data(&c, w + off + span.off, span.len);
-            else if (r == CSHW_MULTIPART_PART_END) r = on_part_end(&c, &m.part);
+            if (r == CSHW_MULTIPART_PART)
+                r = on_part(&c, &m.part);
+            else if (r == CSHW_MULTIPART_DATA)
+                r = on_data(&c, w + off + span.off, span.len);
+            else if (r == CSHW_MULTIPART_PART_END)
+                r = on_part_end(&c, &m.part);
             else if (r == CSHW_MULTIPART_INCOMPLETE || r == CSHW_MULTIPART_DONE) {
                 off += used;
                 break;
@@ -283,7 +286,8 @@ void cshw__form_load(cshw_request *req)
     /* a declared length past the limit is refused before anything is read,
      * and before 100 Continue could invite it */
     int r;
-    if (req->msg.body == CSH_BODY_LENGTH && req->msg.content_length > req->ctx->options.max_form_bytes)
+    if (req->msg.body == CSH_BODY_LENGTH &&
+        req->msg.content_length > req->ctx->options.max_form_bytes)
         r = CSHW_E_FORM_TOO_LARGE;
     else
         r = urlencoded ? load_urlencoded(req) : load_multipart(req, type);

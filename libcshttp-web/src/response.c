@@ -1,5 +1,6 @@
 /* The response: status, fields, buffered or streamed output, framing
- * (RFC 9112 §6), gzip, redirects, error pages and files.
+ * (RFC 9112 §6), gzip, redirects, error pages and files (the pages
+ * themselves, reason phrases and Date are in status.c).
  *
  * Output goes to ctx->out until it outgrows it or the handler flushes;
  * a response that ends inside it is sent in one write with Content-Length
@@ -18,7 +19,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "context_impl.h"
@@ -27,64 +27,6 @@
 #include "util.h"
 
 /* ---- status ---- */
-
-const char *cshw_status_reason(int status)
-{
-    switch (status) {
-    /* RFC 9110 §15 */
-    case 100: return "Continue";
-    case 101: return "Switching Protocols";
-    case 200: return "OK";
-    case 201: return "Created";
-    case 202: return "Accepted";
-    case 203: return "Non-Authoritative Information";
-    case 204: return "No Content";
-    case 205: return "Reset Content";
-    case 206: return "Partial Content";
-    case 300: return "Multiple Choices";
-    case 301: return "Moved Permanently";
-    case 302: return "Found";
-    case 303: return "See Other";
-    case 304: return "Not Modified";
-    case 305: return "Use Proxy";
-    case 307: return "Temporary Redirect";
-    case 308: return "Permanent Redirect";
-    case 400: return "Bad Request";
-    case 401: return "Unauthorized";
-    case 402: return "Payment Required";
-    case 403: return "Forbidden";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 406: return "Not Acceptable";
-    case 407: return "Proxy Authentication Required";
-    case 408: return "Request Timeout";
-    case 409: return "Conflict";
-    case 410: return "Gone";
-    case 411: return "Length Required";
-    case 412: return "Precondition Failed";
-    case 413: return "Content Too Large";
-    case 414: return "URI Too Long";
-    case 415: return "Unsupported Media Type";
-    case 416: return "Range Not Satisfiable";
-    case 417: return "Expectation Failed";
-    case 421: return "Misdirected Request";
-    case 422: return "Unprocessable Content";
-    case 426: return "Upgrade Required";
-    case 500: return "Internal Server Error";
-    case 501: return "Not Implemented";
-    case 502: return "Bad Gateway";
-    case 503: return "Service Unavailable";
-    case 504: return "Gateway Timeout";
-    case 505: return "HTTP Version Not Supported";
-    /* registered elsewhere, and common: RFC 8297, 6585, 7725 */
-    case 103: return "Early Hints";
-    case 428: return "Precondition Required";
-    case 429: return "Too Many Requests";
-    case 431: return "Request Header Fields Too Large";
-    case 451: return "Unavailable For Legal Reasons";
-    default: return "";
-    }
-}
 
 /* RFC 9110 §6.4.1, §15.3.5, §15.4.5: no content, ever */
 static int status_has_no_body(int status)
@@ -275,8 +217,7 @@ static void drop_representation(cshw_response *res)
     size_t j = 0;
     for (size_t i = 0; i < res->nfields; i++) {
         const char *n = res->fields[i].name;
-        if (strncasecmp(n, "content-", 8) == 0 || name_eq(n, "etag") ||
-            name_eq(n, "last-modified"))
+        if (strncasecmp(n, "content-", 8) == 0 || name_eq(n, "etag") || name_eq(n, "last-modified"))
             continue;
         res->fields[j++] = res->fields[i];
     }
@@ -284,40 +225,6 @@ static void drop_representation(cshw_response *res)
 }
 
 /* ---- the head ---- */
-
-static void put2(char *p, int v)
-{
-    p[0] = (char)('0' + v / 10 % 10);
-    p[1] = (char)('0' + v % 10);
-}
-
-void cshw__http_date(char out[30])
-{
-    static const char days[7][4] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
-    static const char months[12][4] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
-                                       "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
-    static _Thread_local time_t last = (time_t)-1;
-    static _Thread_local char cached[30];
-    time_t now = time(NULL);
-    if (now != last) {
-        struct tm tm;
-        gmtime_r(&now, &tm);
-        /* RFC 9110 §5.6.7, in English whatever the locale:
-         * "Sun, 06 Nov 1994 08:49:37 GMT" */
-        int year = tm.tm_year + 1900;
-        memcpy(cached, "Sun, 00 Jan 0000 00:00:00 GMT", 30);
-        memcpy(cached, days[tm.tm_wday % 7], 3);
-        put2(cached + 5, tm.tm_mday);
-        memcpy(cached + 8, months[tm.tm_mon % 12], 3);
-        put2(cached + 12, year / 100 % 100);
-        put2(cached + 14, year % 100);
-        put2(cached + 17, tm.tm_hour);
-        put2(cached + 20, tm.tm_min);
-        put2(cached + 23, tm.tm_sec);
-        last = now;
-    }
-    memcpy(out, cached, 30);
-}
 
 int cshw__transport_write(cshw_context *ctx, const void *data, size_t len)
 {
@@ -673,24 +580,6 @@ int cshw__response_end(cshw_response *res)
 
 /* ---- redirects, error pages, files ---- */
 
-int cshw__error_page(cshw_buf *b, int status, const char *detail)
-{
-    char title[64];
-    snprintf(title, sizeof title, "%d %s", status, cshw_status_reason(status));
-    int r = cshw_buf_append_str(b, "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>");
-    r |= cshw_html_encode_buf(b, title, strlen(title));
-    r |= cshw_buf_append_str(b, "</title></head>\n<body><h1>");
-    r |= cshw_html_encode_buf(b, title, strlen(title));
-    r |= cshw_buf_append_str(b, "</h1>\n");
-    if (detail && *detail) {
-        r |= cshw_buf_append_str(b, "<p>");
-        r |= cshw_html_encode_buf(b, detail, strlen(detail));
-        r |= cshw_buf_append_str(b, "</p>\n");
-    }
-    r |= cshw_buf_append_str(b, "</body></html>\n");
-    return r ? -ENOMEM : 0;
-}
-
 /* Replaces whatever was buffered with a small HTML page. */
 static int replace_body(cshw_response *res, int status, const cshw_buf *page)
 {
@@ -801,39 +690,5 @@ int cshw_response_send_file(cshw_response *res, int fd, off_t offset, uint64_t l
         if (r < 0 && !res->error) res->error = r;
     }
     res->finished = 1;
-    return r;
-}
-
-/* A whole error response without a context: for a head that did not
- * parse, so there is no request to answer in the usual way. */
-int cshw__write_raw_error(const cshw_transport *t, const cshw_options *o, int status)
-{
-    cshw_buf page, b;
-    cshw_buf_init(&page, NULL);
-    cshw_buf_init(&b, NULL);
-    char line[128], date[30];
-    cshw__http_date(date);
-    int r = cshw__error_page(&page, status, NULL);
-    int n = snprintf(line, sizeof line, "HTTP/1.1 %d %s\r\nDate: %s\r\n", status,
-                     cshw_status_reason(status), date);
-    r |= cshw_buf_append(&b, line, (size_t)n);
-    if (o && o->server_header) {
-        r |= cshw_buf_append_str(&b, "Server: ");
-        r |= cshw_buf_append_str(&b, o->server_header);
-        r |= cshw_buf_append_str(&b, "\r\n");
-    }
-    n = snprintf(line, sizeof line,
-                 "Content-Type: text/html; charset=utf-8\r\nContent-Length: %zu\r\n"
-                 "Connection: close\r\n\r\n",
-                 page.len);
-    r |= cshw_buf_append(&b, line, (size_t)n);
-    r |= cshw_buf_append(&b, page.data, page.len);
-    if (r == 0)
-        r = t->ops->write(t->io, b.data, b.len);
-    else
-        r = -ENOMEM;
-    if (r == 0 && t->ops->flush) r = t->ops->flush(t->io);
-    cshw_buf_free(&page);
-    cshw_buf_free(&b);
     return r;
 }

@@ -39,7 +39,7 @@ static void reset_seen(void)
     memset(&seen, 0, sizeof seen);
 }
 
-#define POST(path, fields, body)                                                                 \
+#define POST(path, fields, body)                                                                   \
     "POST " path " HTTP/1.1\r\nHost: h\r\n" fields "Content-Length: " #body "\r\n\r\n"
 
 /* ---- request line ---- */
@@ -141,16 +141,21 @@ static void test_path_errors(void **state)
         const char *target;
         int error;
     } cases[] = {
-        {"/%00", CSHW_E_PATH_CONTROL},          {"/a%00.txt", CSHW_E_PATH_CONTROL},
-        {"/a%0d%0aX:%20y", CSHW_E_PATH_CONTROL}, {"/..", CSHW_E_PATH_TRAVERSAL},
-        {"/../etc/passwd", CSHW_E_PATH_TRAVERSAL}, {"/a/../../b", CSHW_E_PATH_TRAVERSAL},
-        {"/%2e%2e/x", CSHW_E_PATH_TRAVERSAL},   {"/a%2Fb", CSHW_E_PATH_SEPARATOR},
+        {"/%00", CSHW_E_PATH_CONTROL},
+        {"/a%00.txt", CSHW_E_PATH_CONTROL},
+        {"/a%0d%0aX:%20y", CSHW_E_PATH_CONTROL},
+        {"/..", CSHW_E_PATH_TRAVERSAL},
+        {"/../etc/passwd", CSHW_E_PATH_TRAVERSAL},
+        {"/a/../../b", CSHW_E_PATH_TRAVERSAL},
+        {"/%2e%2e/x", CSHW_E_PATH_TRAVERSAL},
+        {"/a%2Fb", CSHW_E_PATH_SEPARATOR},
         {"/a%5cb", CSHW_E_PATH_SEPARATOR},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         reset_seen();
         char in[256];
-        snprintf(in, sizeof in, "GET %s HTTP/1.1\r\nHost: h\r\n\r\nGET /next HTTP/1.1\r\nHost: h\r\n\r\n",
+        snprintf(in, sizeof in,
+                 "GET %s HTTP/1.1\r\nHost: h\r\n\r\nGET /next HTTP/1.1\r\nHost: h\r\n\r\n",
                  cases[i].target);
         tw_run run;
         tw_serve(&run, in, strlen(in), 0, NULL, path_handler);
@@ -226,7 +231,7 @@ static void query_handler(cshw_context *ctx)
     const cshw_pairs *q = cshw_request_query(req);
     size_t after = cshw_arena_used(a);
     const cshw_pairs *q2 = cshw_request_query(req);
-    seen.v[0] = after > before;                          /* parsed on first access */
+    seen.v[0] = after > before;                         /* parsed on first access */
     seen.v[1] = q == q2 && cshw_arena_used(a) == after; /* and only once */
     seen.v[2] = (long long)q->count;
     keep(0, cshw_request_query_get(req, "a"));
@@ -360,8 +365,8 @@ static void test_form_urlencoded(void **state)
 {
     (void)state;
     static const char *const ins[] = {
-        POST("/f", "Content-Type: application/x-www-form-urlencoded\r\n", 31)
-        "name=J%C3%B6rg&msg=a+b%26c&bin=",
+        POST("/f", "Content-Type: application/x-www-form-urlencoded\r\n",
+             31) "name=J%C3%B6rg&msg=a+b%26c&bin=",
         "POST /f HTTP/1.1\r\nHost: h\r\nContent-Type: Application/X-WWW-Form-URLEncoded; "
         "charset=UTF-8\r\nTransfer-Encoding: chunked\r\n\r\n"
         "5\r\nname=\r\n9;ext=1\r\nJ%C3%B6rg\r\n11\r\n&msg=a+b%26c&bin=\r\n0\r\nX-T: 1\r\n\r\n",
@@ -395,8 +400,9 @@ static void test_form_too_large(void **state)
     cshw_options_init(&o);
     o.max_form_bytes = 16;
     static const char *const ins[] = {
-        POST("/f", "Content-Type: application/x-www-form-urlencoded\r\n", 20)
-        "name=aaaaaaaaaaaaaaa" "GET /next HTTP/1.1\r\nHost: h\r\n\r\n",
+        POST("/f", "Content-Type: application/x-www-form-urlencoded\r\n",
+             20) "name=aaaaaaaaaaaaaaa"
+                 "GET /next HTTP/1.1\r\nHost: h\r\n\r\n",
         "POST /f HTTP/1.1\r\nHost: h\r\nContent-Type: application/x-www-form-urlencoded\r\n"
         "Transfer-Encoding: chunked\r\n\r\n10\r\nname=aaaaaaaaaaa\r\n4\r\naaaa\r\n0\r\n\r\n"
         "GET /next HTTP/1.1\r\nHost: h\r\n\r\n",
@@ -430,8 +436,7 @@ static void test_form_error_answered_by_handler(void **state)
     reset_seen();
     tw_run run;
     tw_serve_str(&run,
-                 POST("/f", "Content-Type: multipart/form-data; boundary=xyz\r\n", 9)
-                 "--xyz\r\nZZ",
+                 POST("/f", "Content-Type: multipart/form-data; boundary=xyz\r\n", 9) "--xyz\r\nZZ",
                  0, answering_form_handler);
     assert_int_equal(seen.v[0], CSHW_E_MULTIPART_TRUNCATED);
     assert_int_equal(run.r[0].status, 422);
@@ -510,7 +515,8 @@ static void upload_handler(cshw_context *ctx)
     keep(3, files[0].filename);
     keep(4, files[0].content_type);
     seen.v[3] = (long long)files[0].size;
-    seen.v[4] = files[0].data && !files[0].path && memcmp(files[0].data, "hello\r\n--y\r\n-x", 15) == 0;
+    seen.v[4] =
+        files[0].data && !files[0].path && memcmp(files[0].data, "hello\r\n--y\r\n-x", 15) == 0;
     /* the large one, in a temporary file that exists during the request */
     const cshw_file *f = cshw_request_file(req, "doc");
     keep(5, f->filename);
@@ -608,8 +614,8 @@ static void test_multipart_malformed(void **state)
         const char *type, *body;
         int error, status;
     } cases[] = {
-        {"multipart/form-data; boundary=x", "--x\r\nContent-Disposition: form-data; name=a\r\n\r\n1",
-         CSHW_E_MULTIPART_TRUNCATED, 400},
+        {"multipart/form-data; boundary=x",
+         "--x\r\nContent-Disposition: form-data; name=a\r\n\r\n1", CSHW_E_MULTIPART_TRUNCATED, 400},
         {"multipart/form-data; boundary=x", "--xjunk\r\n", CSHW_E_MULTIPART_INVALID_DELIMITER, 400},
         {"multipart/form-data; boundary=x", "--x\r\nContent-Type: text/plain\r\n\r\n1\r\n--x--",
          CSHW_E_MULTIPART_INVALID_DISPOSITION, 400},
@@ -825,9 +831,8 @@ static void test_body_error_answered(void **state)
     (void)state;
     reset_seen();
     tw_run run;
-    tw_serve_str(&run,
-                 "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\nq\r\n",
-                 0, silent_reader);
+    tw_serve_str(&run, "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\nq\r\n", 0,
+                 silent_reader);
     assert_int_equal(seen.v[0], CSHW_E_BAD_BODY);
     assert_int_equal(run.r[0].status, 400);
     assert_non_null(strstr(run.r[0].body, "chunked"));
@@ -847,8 +852,9 @@ static void rejecting_handler(cshw_context *ctx)
 static void test_expect_continue(void **state)
 {
     (void)state;
-    static const char in[] = POST("/", "Expect: 100-continue\r\n", 5) "hello"
-                             "GET /next HTTP/1.1\r\nHost: h\r\n\r\n";
+    static const char in[] =
+        POST("/", "Expect: 100-continue\r\n", 5) "hello"
+                                                 "GET /next HTTP/1.1\r\nHost: h\r\n\r\n";
     /* read: 100 first, then the answer; the connection goes on */
     for (size_t piece = 0; piece <= 1; piece++) {
         reset_seen();
@@ -877,8 +883,8 @@ static void test_expect_continue(void **state)
 
     /* reading the form sends it too */
     static const char form[] =
-        POST("/", "Expect: 100-continue\r\nContent-Type: application/x-www-form-urlencoded\r\n", 6)
-        "name=x";
+        POST("/", "Expect: 100-continue\r\nContent-Type: application/x-www-form-urlencoded\r\n",
+             6) "name=x";
     reset_seen();
     tw_serve(&run, form, sizeof form - 1, 1, NULL, form_handler);
     assert_memory_equal(run.out, CONTINUE, strlen(CONTINUE));
@@ -896,7 +902,8 @@ static void test_expect_continue(void **state)
     tw_free(&run);
 
     /* HTTP/1.0: the expectation is ignored (RFC 9110 §10.1.1) */
-    static const char old[] = "POST / HTTP/1.0\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\nhi";
+    static const char old[] =
+        "POST / HTTP/1.0\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\nhi";
     reset_seen();
     tw_serve(&run, old, sizeof old - 1, 0, NULL, echo_handler);
     assert_null(strstr(run.out, "100 Continue"));

@@ -36,13 +36,13 @@ typedef struct tw_response {
 } tw_response;
 
 typedef struct tw_run {
-    int served;       /* cshw_memory_serve's result */
-    char *out;        /* the raw output, NUL-terminated */
+    int served; /* cshw_memory_serve's result */
+    char *out;  /* the raw output, NUL-terminated */
     size_t out_len;
     tw_response r[TW_MAX_RESPONSES];
-    size_t n;         /* responses parsed, 1xx included */
-    int error;        /* the output did not parse: a csh error, or 1 for leftover bytes */
-    size_t leftover;  /* bytes after the last complete response */
+    size_t n;        /* responses parsed, 1xx included */
+    int error;       /* the output did not parse: a csh error, or 1 for leftover bytes */
+    size_t leftover; /* bytes after the last complete response */
 } tw_run;
 
 static inline char *tw_dup(const char *s, size_t n)
