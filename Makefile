@@ -43,7 +43,7 @@ test-asan: deps
 fuzz-build: deps
 	CC=clang cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCSHTTP_BUILD_FUZZ=ON \
 	      -DCSHTTP_BUILD_TESTS=OFF -DCSHTTP_BUILD_APPS=OFF -DCSHTTP_BUILD_BENCH=OFF >/dev/null
-	cmake --build $(FUZZ_BUILD) -j $(JOBS)
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_all
 
 # make fuzz TARGET=fuzz_request SECONDS=600
 fuzz: fuzz-build
@@ -57,7 +57,7 @@ fuzz-smoke: fuzz-build
 afl-build: deps
 	CC=afl-clang-fast cmake -S . -B $(AFL_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCSHTTP_BUILD_FUZZ=ON \
 	      -DCSHTTP_FUZZ_ENGINE=afl -DCSHTTP_BUILD_TESTS=OFF -DCSHTTP_BUILD_APPS=OFF -DCSHTTP_BUILD_BENCH=OFF >/dev/null
-	cmake --build $(AFL_BUILD) -j $(JOBS)
+	cmake --build $(AFL_BUILD) -j $(JOBS) --target fuzz_all
 
 bench: deps
 	cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release -DCSHTTP_BUILD_TESTS=OFF >/dev/null
