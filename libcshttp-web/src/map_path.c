@@ -41,6 +41,7 @@
 #include "static_priv.h"
 
 int cshw__static_no_openat2 = 0;
+void (*cshw__static_open_race)(void) = NULL;
 
 static int bad_byte(unsigned char c)
 {
@@ -206,6 +207,7 @@ static int open_checked(const char *root, const char *rel, int flags, int *fd, s
         rc = CSHW_E_MAP_PATH_OUTSIDE;
         goto out;
     }
+    if (cshw__static_open_race) cshw__static_open_race();
     f = open(r1, flags | O_NOFOLLOW);
     if (f < 0) {
         rc = errno_to_error(errno);

@@ -34,6 +34,10 @@ int cshw__static_open(int rootfd, const char *root, const char *rel, int follow_
  * check (realpath before the open, realpath and inode after it). */
 extern int cshw__static_no_openat2;
 
+/* Tests: called by the portable check between its realpath and its open,
+ * where a race would swap a folder for a link (NULL: nothing). */
+extern void (*cshw__static_open_race)(void);
+
 /* ---- mime.c ---- */
 
 /* Row i of the MIME table: its extension (type in *type), NULL past the end. */

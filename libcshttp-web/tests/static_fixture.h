@@ -2,7 +2,8 @@
  * mkdtemp and removed at the end:
  *
  *   <tmp>/outside.txt            a file outside the root
- *   <tmp>/outdir/secret.txt      a folder outside the root
+ *   <tmp>/outdir/secret.txt f.txt  a folder outside the root
+ *   <tmp>/rootx/secret.txt       another
  *   <tmp>/root/                  the root
  *     index.html hello.txt data.bin (1000 bytes) big.bin (200000 bytes)
  *     empty.txt page.html (4000 bytes) app.js unknown.xyz
@@ -17,7 +18,10 @@
  *     link_in -> hello.txt, link_abs_in -> <root>/hello.txt,
  *     link_out -> ../outside.txt, link_out_abs -> <tmp>/outside.txt,
  *     dir_out -> ../outdir, dangling -> nowhere, devnull -> /dev/null,
- *     loop -> loop
+ *     loop -> loop, link_prefix -> ../rootx/secret.txt (a sibling
+ *     folder whose name starts with the root's)
+ *     swap/f.txt                 a folder a test swaps for a link
+ *     locked/index.html (mode 000)
  *     noread.txt (mode 000), closed/ (mode 000) with closed/x.txt
  *
  * Every file's mtime is FIX_MTIME (Thu, 02 Jan 2020 03:04:05 GMT). */
@@ -123,6 +127,11 @@ static int fix_make(fixture *f)
     char outdir[400];
     snprintf(outdir, sizeof outdir, "%s/outdir", f->tmp);
     r |= fix_str(outdir, "secret.txt", "OUTDIR SECRET\n");
+    r |= fix_str(outdir, "f.txt", "OUTDIR SECRET F\n");
+    /* a sibling whose name starts with the root's */
+    r |= fix_mkdir(f->tmp, "rootx");
+    snprintf(outdir, sizeof outdir, "%s/rootx", f->tmp);
+    r |= fix_str(outdir, "secret.txt", "ROOTX SECRET\n");
 
     const char *R = f->root;
     r |= fix_str(R, "index.html", "<h1>home</h1>\n");
@@ -181,6 +190,17 @@ static int fix_make(fixture *f)
     snprintf(p, sizeof p, "%s/outside.txt", f->tmp);
     r |= fix_link(R, p, "link_out_abs");
     r |= fix_link(R, "../outdir", "dir_out");
+    r |= fix_link(R, "../rootx/secret.txt", "link_prefix");
+    r |= fix_mkdir(R, "swap");
+    char swap[400];
+    snprintf(swap, sizeof swap, "%s/swap", R);
+    r |= fix_str(swap, "f.txt", "inside f\n");
+    r |= fix_mkdir(R, "locked");
+    char locked[400];
+    snprintf(locked, sizeof locked, "%s/locked", R);
+    r |= fix_str(locked, "index.html", "locked\n");
+    snprintf(p, sizeof p, "%s/index.html", locked);
+    r |= chmod(p, 0);
     r |= fix_link(R, "nowhere", "dangling");
     r |= fix_link(R, "/dev/null", "devnull");
     r |= fix_link(R, "loop", "loop");

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <sys/inotify.h>
 
 #include "cshttp/web/error.h"
 #include "cshttp/web/static.h"
@@ -140,6 +141,8 @@ static void test_map_symlinks(void **state)
     check_map(&o, "/dangling", CSHW_E_MAP_PATH_OUTSIDE, NULL);
     check_map(&o, "/dangling/x", CSHW_E_MAP_PATH_OUTSIDE, NULL);
     check_map(&o, "/loop", CSHW_E_MAP_PATH_OUTSIDE, NULL);
+    /* <tmp>/rootx starts with <tmp>/root: a prefix is not a folder */
+    check_map(&o, "/link_prefix", CSHW_E_MAP_PATH_OUTSIDE, NULL);
     /* allowed by the option */
     cshw_static_options f = opts(fx.root, 1);
     check_map(&f, "/link_out", 0, "/link_out");
@@ -230,16 +233,49 @@ static const open_case open_cases[] = {
     {"dir_out/secret.txt", CSHW_E_MAP_PATH_OUTSIDE, 0, S_IFREG},
     {"dir_out", CSHW_E_MAP_PATH_OUTSIDE, 0, S_IFDIR},
     {"devnull", CSHW_E_MAP_PATH_OUTSIDE, 0, S_IFCHR},
+    {"link_prefix", CSHW_E_MAP_PATH_OUTSIDE, 0, S_IFREG},
 };
+
+/* An inotify descriptor that reports every open in the folders outside
+ * the root: refusing a link out of the root must not open its target
+ * first (a device can act on open alone). */
+static int watch_outside(void)
+{
+    int in = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+    assert_true(in >= 0);
+    const char *dirs[] = {"", "/outdir", "/rootx"};
+    for (size_t i = 0; i < 3; i++) {
+        char p[400];
+        snprintf(p, sizeof p, "%s%s", fx.tmp, dirs[i]);
+        assert_true(inotify_add_watch(in, p, IN_OPEN) >= 0);
+    }
+    return in;
+}
+
+/* Fails on an open of anything but the root folder itself. */
+static void expect_no_outside_open(int in)
+{
+    char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+    ssize_t n;
+    while ((n = read(in, buf, sizeof buf)) > 0) {
+        for (char *p = buf; p < buf + n;) {
+            const struct inotify_event *e = (const struct inotify_event *)p;
+            if (!(e->len && strcmp(e->name, "root") == 0))
+                fail_msg("opened outside the root: %s", e->len ? e->name : "(a watched folder)");
+            p += sizeof *e + e->len;
+        }
+    }
+}
 
 static void run_open_cases(void)
 {
     int rootfd = open(fx.root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     assert_true(rootfd >= 0);
     int before = fix_fd_count();
-    for (size_t i = 0; i < sizeof open_cases / sizeof open_cases[0]; i++) {
-        const open_case *c = &open_cases[i];
-        for (int follow = 0; follow < 2; follow++) {
+    for (int follow = 0; follow < 2; follow++) {
+        int in = follow ? -1 : watch_outside();
+        for (size_t i = 0; i < sizeof open_cases / sizeof open_cases[0]; i++) {
+            const open_case *c = &open_cases[i];
             int fd = -2;
             struct stat st;
             int want = follow ? c->rc_fol : c->rc;
@@ -257,6 +293,10 @@ static void run_open_cases(void)
             } else {
                 assert_int_equal(fd, -1);
             }
+        }
+        if (in >= 0) {
+            expect_no_outside_open(in);
+            close(in);
         }
     }
     assert_int_equal(fix_fd_count(), before);
@@ -276,6 +316,54 @@ static void test_open_portable(void **state)
     cshw__static_no_openat2 = 1;
     run_open_cases();
     cshw__static_no_openat2 = 0;
+}
+
+static char swap_dir[400], swap_bak[400];
+
+/* What an attacker with write access to the root would do between a check
+ * and an open: the folder checked becomes a link out of the root. */
+static void swap_for_link(void)
+{
+    cshw__static_open_race = NULL;
+    if (rename(swap_dir, swap_bak) != 0 || symlink("../outdir", swap_dir) != 0) abort();
+}
+
+static void unswap(void)
+{
+    unlink(swap_dir);
+    assert_int_equal(rename(swap_bak, swap_dir), 0);
+}
+
+/* TOCTOU: the portable check opens what it checked or refuses */
+static void test_open_race(void **state)
+{
+    (void)state;
+    snprintf(swap_dir, sizeof swap_dir, "%s/swap", fx.root);
+    snprintf(swap_bak, sizeof swap_bak, "%s/swap.bak", fx.root);
+    int rootfd = open(fx.root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    assert_true(rootfd >= 0);
+    int fd;
+    struct stat st;
+    /* no swap: served */
+    cshw__static_no_openat2 = 1;
+    assert_int_equal(cshw__static_open(rootfd, fx.root, "swap/f.txt", 0, &fd, &st), 0);
+    close(fd);
+    /* swapped between the check and the open: refused */
+    cshw__static_open_race = swap_for_link;
+    int r = cshw__static_open(rootfd, fx.root, "swap/f.txt", 0, &fd, &st);
+    assert_null(cshw__static_open_race); /* the swap happened */
+    unswap();
+    assert_int_equal(r, CSHW_E_MAP_PATH_OUTSIDE);
+    /* swapped before: both ways refuse */
+    for (int mode = 0; mode < 2; mode++) {
+        cshw__static_no_openat2 = mode;
+        swap_for_link();
+        r = cshw__static_open(rootfd, fx.root, "swap/f.txt", 0, &fd, &st);
+        unswap();
+        assert_int_equal(r, CSHW_E_MAP_PATH_OUTSIDE);
+    }
+    cshw__static_no_openat2 = 0;
+    close(rootfd);
 }
 
 static int open_denied(void *arg)
@@ -314,10 +402,15 @@ static void test_open_permission_denied(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_clean_path),    cmocka_unit_test(test_map_lexical),
-        cmocka_unit_test(test_map_symlinks),  cmocka_unit_test(test_map_root_forms),
-        cmocka_unit_test(test_map_arguments), cmocka_unit_test(test_open_openat2),
-        cmocka_unit_test(test_open_portable), cmocka_unit_test(test_open_permission_denied),
+        cmocka_unit_test(test_clean_path),
+        cmocka_unit_test(test_map_lexical),
+        cmocka_unit_test(test_map_symlinks),
+        cmocka_unit_test(test_map_root_forms),
+        cmocka_unit_test(test_map_arguments),
+        cmocka_unit_test(test_open_openat2),
+        cmocka_unit_test(test_open_portable),
+        cmocka_unit_test(test_open_race),
+        cmocka_unit_test(test_open_permission_denied),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -529,6 +529,7 @@ static void test_permission_denied(void **state)
         {"/noread.txt", 403},
         {"/closed/x.txt", 403},
         {"/closed/", 403},
+        {"/locked/", 403}, /* an index that may not be read: 403, not a listing */
         {"/hello.txt", 200},
         {NULL, 0},
     };
@@ -568,6 +569,7 @@ static const trav_case trav_cases[] = {
     {"/dangling", 404},
     {"/loop", 404},
     {"/devnull", 404},
+    {"/link_prefix", 404},
 };
 
 static void run_traversal(void)
@@ -706,8 +708,8 @@ static void test_listing(void **state)
     assert_non_null(strstr(b, "<a href=\"hello.txt\">hello.txt</a></td><td>13</td>"));
     assert_non_null(strstr(b, "<a href=\"sp%20ace/\">sp ace/</a>"));
     assert_non_null(strstr(b, "<a href=\"link_abs_in\">"));
-    const char *absent[] = {"fifo",     "sock",    "secret", "link_out",
-                            "dangling", "devnull", "loop",   "dir_out"};
+    const char *absent[] = {"fifo",    "sock", "secret",  "link_out",   "dangling",
+                            "devnull", "loop", "dir_out", "link_prefix"};
     /* .well-known is served, so it is listed */
     assert_non_null(strstr(b, "<a href=\".well-known/\">.well-known/</a>"));
     for (size_t i = 0; i < sizeof absent / sizeof absent[0]; i++)
