@@ -545,7 +545,10 @@ static int send_buffered(cshw_response *res)
             weaken_etag(res);
         }
     }
-    int r = build_head(res, res->no_body ? -1 : (int64_t)len, considered && needs_vary(res));
+    /* a HEAD handler that wrote nothing does not know the length: say
+     * nothing rather than 0 (RFC 9110 §9.3.2 lets HEAD omit it) */
+    int64_t length = res->no_body || (res->is_head && res->body_bytes == 0) ? -1 : (int64_t)len;
+    int r = build_head(res, length, considered && needs_vary(res));
     if (r < 0) return r;
     res->headers_sent = 1;
     cshw_buf *b = &ctx->wire;
@@ -615,7 +618,7 @@ int cshw_response_send_error(cshw_response *res, int status)
 
 void cshw__response_auto_error(cshw_response *res, int code)
 {
-    int status = cshw_error_status(code);
+    int status = code == -ETIMEDOUT ? 408 : cshw_error_status(code);
     if (status < 400 || status > 599) status = 500;
     send_error(res, status, cshw_error_message(code));
 }

@@ -984,6 +984,51 @@ static void test_transfer_coding_refused(void **state)
     tw_free(&run);
 }
 
+/* A transport whose reads time out, as the engine's do past its deadline */
+static cshw_memory *timeout_out;
+
+static int timeout_peek(void *io, const char **data, size_t *len)
+{
+    (void)io;
+    *data = NULL;
+    *len = 0;
+    return -ETIMEDOUT;
+}
+
+static void timeout_consume(void *io, size_t n)
+{
+    (void)io;
+    (void)n;
+}
+
+static int timeout_write(void *io, const void *data, size_t len)
+{
+    (void)io;
+    const cshw_transport *t = cshw_memory_transport(timeout_out);
+    return t->ops->write(t->io, data, len);
+}
+
+static void test_read_timeout(void **state)
+{
+    (void)state;
+    static const cshw_transport_ops ops = {timeout_peek, timeout_consume, timeout_write, NULL,
+                                           NULL};
+    cshw_transport t = {&ops, NULL, 0, NULL, 0};
+    timeout_out = cshw_memory_new("", 0, 0);
+    cshw_context *ctx = cshw_context_new(NULL);
+    static const char head[] = POST("/", "", 5);
+    reset_seen();
+    assert_int_equal(tw_run_one(ctx, &t, head, silent_reader), 0);
+    assert_int_equal(seen.v[0], -ETIMEDOUT);
+    tw_run run;
+    tw_collect(&run, timeout_out, head);
+    assert_int_equal(run.r[0].status, 408); /* RFC 9110 §15.5.9 */
+    assert_string_equal(tw_field(&run.r[0], "connection"), "close");
+    tw_free(&run);
+    cshw_context_free(ctx);
+    cshw_memory_free(timeout_out);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -1021,6 +1066,7 @@ int main(void)
         cmocka_unit_test(test_expect_continue),
         cmocka_unit_test(test_unread_body),
         cmocka_unit_test(test_transfer_coding_refused),
+        cmocka_unit_test(test_read_timeout),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -479,6 +479,14 @@ static void test_head_same_headers_as_get(void **state)
             char get[2048], head[2048];
             fields_but_date(&run.r[0], get, sizeof get);
             fields_but_date(&run.r[1], head, sizeof head);
+            if (sizes[i] == 0) {
+                /* nothing written: HEAD cannot know, and omits the length */
+                assert_string_equal(tw_field(&run.r[0], "content-length"), "0");
+                assert_null(tw_field(&run.r[1], "content-length"));
+                char *cl = strstr(get, "Content-Length: 0\n");
+                assert_non_null(cl);
+                memmove(cl, cl + 18, strlen(cl + 18) + 1);
+            }
             assert_string_equal(get, head);
             assert_int_equal(run.r[1].body_len, 0);
             if (a == 1 && sizes[i] >= 1024)

@@ -32,7 +32,10 @@
  * streamed, gzip or not), so Content-Length is the length GET would send,
  * compressed when GET's would be (a buffered HEAD body is compressed only
  * to measure it); a streamed HEAD response says Transfer-Encoding: chunked
- * and is never compressed. No body byte is ever written for HEAD.
+ * and is never compressed. No body byte is ever written for HEAD. A HEAD
+ * handler that writes nothing gets no Content-Length (rather than a false
+ * 0): write the body as for GET, or use cshw_response_send_file, to have
+ * it.
  *
  * Header names must be tokens (RFC 9110 §5.6.2); values may hold visible
  * characters, obs-text, spaces and tabs only (§5.5): CR, LF, NUL or any
