@@ -504,29 +504,38 @@ static int listing(serve *s, int fd, const char *rel)
     return rc;
 }
 
+enum { NO_INDEX = 1 };
+
+/* The folder's index file: 0 when it answered, NO_INDEX when there is none
+ * to serve (missing, not a regular file, a link out of the root, an index
+ * option that is not a file name), or an error (403 when it may not be
+ * read: not a reason to show the listing instead). */
+static int serve_index(serve *s, const char *rel)
+{
+    if (!s->o->index || !s->o->index[0]) return NO_INDEX;
+    const char *joined = cshw_arena_printf(s->arena, "%s/%s", rel, s->o->index), *name;
+    if (!joined) return -ENOMEM;
+    int rc = cshw__static_clean_path(s->arena, joined, &name, NULL);
+    if (rc) return rc == -ENOMEM ? rc : NO_INDEX;
+    int fd;
+    struct stat st;
+    rc = cshw__static_open(s->rootfd, s->o->root, name, s->o->follow_symlinks, &fd, &st);
+    if (rc == CSHW_E_NOT_FOUND || rc == CSHW_E_MAP_PATH_OUTSIDE) return NO_INDEX;
+    if (rc) return rc;
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return NO_INDEX;
+    }
+    rc = keep_fd(s->arena, fd);
+    return rc ? rc : serve_file(s, name, fd, &st);
+}
+
 static int serve_folder(serve *s, const char *rel, int trailing_slash, int fd)
 {
     if (!s->get && !s->head) return method_not_allowed(s);
     if (!trailing_slash) return add_slash(s);
-    if (s->o->index && s->o->index[0]) {
-        const char *iname;
-        const char *joined = cshw_arena_printf(s->arena, "%s/%s", rel, s->o->index);
-        if (!joined) return -ENOMEM;
-        int rc = cshw__static_clean_path(s->arena, joined, &iname, NULL);
-        if (rc) return rc;
-        int ifd;
-        struct stat ist;
-        rc = cshw__static_open(s->rootfd, s->o->root, iname, s->o->follow_symlinks, &ifd, &ist);
-        if (rc == 0) {
-            if (S_ISREG(ist.st_mode)) {
-                rc = keep_fd(s->arena, ifd);
-                return rc ? rc : serve_file(s, iname, ifd, &ist);
-            }
-            close(ifd);
-        } else if (rc != CSHW_E_NOT_FOUND && rc != CSHW_E_MAP_PATH_OUTSIDE) {
-            return rc; /* an index that may not be read: 403, not a listing */
-        }
-    }
+    int rc = serve_index(s, rel);
+    if (rc != NO_INDEX) return rc;
     if (s->o->directory_listing) return listing(s, fd, rel);
     return CSHW_E_NOT_FOUND;
 }

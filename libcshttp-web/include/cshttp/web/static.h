@@ -35,11 +35,15 @@
  *     If-Range holds for an equal strong ETag, or for a date equal to
  *     Last-Modified when that is at least a second old (§13.1.5).
  *   - Folders: "/dir" is redirected (301) to "/dir/" (query kept); "/dir/"
- *     serves the index file, else the listing when enabled, else 404.
- *     A file asked for with a trailing slash ("/a.txt/") is 404.
+ *     serves the index file (403 when it may not be read), else the
+ *     listing when enabled, else 404. A file asked for with a trailing
+ *     slash ("/a.txt/") is 404. The listing is HTML: names sorted bytewise
+ *     and HTML-escaped, relative links percent-encoded, sizes in bytes;
+ *     it shows what a request would serve (regular files, folders, links
+ *     that stay inside the root), without validators.
  *   - Hidden files: a path with a segment starting with '.' is 404 unless
- *     hidden_files, except "/.well-known/" (RFC 8615); the listing leaves
- *     such names out too.
+ *     hidden_files, except ".well-known" (RFC 8615), which is served and
+ *     listed; the listing leaves the other dotfiles out too.
  *   - Precompressed: "x.gz" is served for "x" when "x" exists, "x.gz" is a
  *     regular file under the same rules, and the client's Accept-Encoding
  *     gives gzip (or "x-gzip", or "*" when gzip is not listed) a weight
@@ -47,9 +51,12 @@
  *     "Vary: Accept-Encoding" goes with every answer for x while x.gz
  *     exists. Asked for by name, "x.gz" is application/gzip.
  *   - What is not served (404): a file that is not regular (FIFO, socket,
- *     device) — opened with O_NONBLOCK, so a FIFO never blocks; a symlink
- *     whose target leaves the root (unless follow_symlinks); a dangling
- *     symlink. Permission denied is 403.
+ *     device), opened with O_NONBLOCK so that a FIFO never blocks; a
+ *     symlink whose target leaves the root (unless follow_symlinks), never
+ *     opened: openat2(RESOLVE_BENEATH) refuses it, or a realpath check
+ *     before the open, with the opened file's inode checked after it
+ *     against a second realpath (no TOCTOU window); a dangling symlink.
+ *     Permission denied is 403.
  *   - Methods: GET and HEAD; for any other, 405 with "Allow: GET, HEAD"
  *     when the path names a file or folder, CSHW_E_NOT_FOUND otherwise (so
  *     a router can go on).
