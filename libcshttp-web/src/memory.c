@@ -252,7 +252,7 @@ int cshw_memory_serve(cshw_memory *m, const cshw_options *options, cshw_handler 
     int served = 0;
     for (;;) {
         /* what the last request left (a pipelined head) moves to the front */
-        if (e.pos) memmove(e.buf, e.buf + e.pos, e.len - e.pos);
+        if (e.buf && e.pos) memmove(e.buf, e.buf + e.pos, e.len - e.pos);
         e.len -= e.pos;
         e.pos = 0;
         csh_parser_reset(&p);

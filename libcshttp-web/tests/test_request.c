@@ -264,6 +264,17 @@ static void test_query(void **state)
     assert_string_equal(seen.s[4], "");
     tw_free(&run);
 
+    /* malformed escapes stay as they are (WHATWG percent-decode); an
+     * encoded NUL is a byte of the value, which value_len shows */
+    reset_seen();
+    tw_serve_str(&run, "GET /p?a=%zz%4&b=%00x&a=%%41 HTTP/1.1\r\nHost: h\r\n\r\n", 1,
+                 query_handler);
+    assert_string_equal(seen.s[0], "%zz%4");
+    assert_string_equal(seen.s[3], "%A");
+    assert_string_equal(seen.s[1], ""); /* "\0x" as a C string */
+    assert_int_equal(seen.v[4], 0);
+    tw_free(&run);
+
     /* past the parser's limits: empty, an error for the handler, and the
      * toolkit does not answer for it */
     char in[8192];
