@@ -36,9 +36,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cshttp/web/buf.h"
 #include "cshttp/web/error.h"
+#include "cshttp/web/html.h"
 #include "cshttp/web/request.h"
 #include "cshttp/web/response.h"
+#include "cshttp/web/url.h"
 #include "static_priv.h"
 
 void cshw_static_options_init(cshw_static_options *o)
@@ -83,69 +86,37 @@ static int keep_fd(cshw_arena *a, int fd)
 
 /* ---- small encoders ---- */
 
-static int unreserved(unsigned char c)
+/* A decoded path percent-encoded segment by segment for a Location
+ * (RFC 3986 §2.1, cshw_url_encode), its slashes kept. */
+static const char *encode_path(cshw_arena *a, const char *path)
 {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
-           c == '.' || c == '_' || c == '~';
+    cshw_buf b;
+    cshw_buf_init(&b, a);
+    int rc = 0;
+    for (const char *p = path; *p && rc == 0;) {
+        const char *seg = p, *enc;
+        size_t n;
+        while (*p && *p != '/') p++;
+        if (p > seg) {
+            rc = cshw_url_encode(a, seg, (size_t)(p - seg), &enc, &n);
+            if (rc == 0) rc = cshw_buf_append(&b, enc, n);
+        }
+        if (*p == '/' && rc == 0) rc = cshw_buf_append_byte(&b, *p++);
+    }
+    if (rc) return NULL;
+    return b.data ? b.data : "";
 }
 
-/* Percent-encodes s (RFC 3986 §2.1), keeping unreserved bytes and, when
- * keep_slash, '/'. */
-static char *pct_encode(cshw_arena *a, const char *s, int keep_slash)
+static const char *html(cshw_arena *a, const char *s)
 {
-    static const char hex[] = "0123456789ABCDEF";
-    size_t n = strlen(s);
-    char *out = cshw_arena_alloc(a, n * 3 + 1);
-    if (!out) return NULL;
-    char *w = out;
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (unreserved(*p) || (keep_slash && *p == '/')) {
-            *w++ = (char)*p;
-        } else {
-            *w++ = '%';
-            *w++ = hex[*p >> 4];
-            *w++ = hex[*p & 15];
-        }
-    }
-    *w = '\0';
-    return out;
+    const char *out;
+    return cshw_html_encode(a, s, strlen(s), &out, NULL) == 0 ? out : NULL;
 }
 
-static char *html_escape(cshw_arena *a, const char *s)
+static const char *url_segment(cshw_arena *a, const char *s)
 {
-    size_t n = 0;
-    for (const char *p = s; *p; p++)
-        n += (*p == '&' || *p == '<' || *p == '>' || *p == '"' || *p == '\'') ? 6 : 1;
-    char *out = cshw_arena_alloc(a, n + 1), *w = out;
-    if (!out) return NULL;
-    for (const char *p = s; *p; p++) {
-        const char *r = NULL;
-        switch (*p) {
-        case '&':
-            r = "&amp;";
-            break;
-        case '<':
-            r = "&lt;";
-            break;
-        case '>':
-            r = "&gt;";
-            break;
-        case '"':
-            r = "&quot;";
-            break;
-        case '\'':
-            r = "&#39;";
-            break;
-        default:
-            *w++ = *p;
-            continue;
-        }
-        size_t rl = strlen(r);
-        memcpy(w, r, rl);
-        w += rl;
-    }
-    *w = '\0';
-    return out;
+    const char *out;
+    return cshw_url_encode(a, s, strlen(s), &out, NULL) == 0 ? out : NULL;
 }
 
 /* ---- answers without a file body ---- */
@@ -159,7 +130,7 @@ static int method_not_allowed(serve *s)
 /* §15.4.2: a folder asked for without its trailing slash. */
 static int add_slash(serve *s)
 {
-    char *loc = pct_encode(s->arena, s->path, 1);
+    const char *loc = encode_path(s->arena, s->path);
     const char *q = cshw_request_query_string(s->req);
     if (loc) loc = cshw_arena_printf(s->arena, "%s/%s%s", loc, q[0] ? "?" : "", q);
     if (!loc) return -ENOMEM;
@@ -475,7 +446,7 @@ static int listing(serve *s, int fd, const char *rel)
     if (n) qsort(list, n, sizeof *list, entry_cmp);
 
     cshw_response *res = s->res;
-    const char *title = html_escape(s->arena, s->path);
+    const char *title = html(s->arena, s->path);
     if (!title) return -ENOMEM;
     rc = cshw_response_set_content_type(res, "text/html", "utf-8");
     if (!rc && s->o->cache_control)
@@ -489,8 +460,8 @@ static int listing(serve *s, int fd, const char *rel)
     if (!rc && rel[0])
         rc = cshw_response_puts(res, "<tr><td><a href=\"../\">../</a></td><td></td></tr>\n");
     for (size_t i = 0; i < n && !rc; i++) {
-        const char *href = pct_encode(s->arena, list[i].name, 0);
-        const char *text = html_escape(s->arena, list[i].name);
+        const char *href = url_segment(s->arena, list[i].name);
+        const char *text = html(s->arena, list[i].name);
         if (!href || !text) return -ENOMEM;
         if (list[i].dir)
             rc = cshw_response_printf(res, "<tr><td><a href=\"%s/\">%s/</a></td><td>-</td></tr>\n",
