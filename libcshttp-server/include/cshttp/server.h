@@ -1,0 +1,10 @@
+/* libcshttp-server, the engine: everything in one include. */
+#ifndef CSHTTP_SERVER_H
+#define CSHTTP_SERVER_H
+
+#include "server/export.h"
+#include "server/options.h"
+#include "server/server.h"
+#include "server/version.h"
+
+#endif

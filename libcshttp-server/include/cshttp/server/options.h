@@ -1,0 +1,134 @@
+/* cshs_options: every setting of the engine, with its default.
+ *
+ *   cshs_options o;
+ *   cshs_options_init(&o);            // the defaults below
+ *   o.port = 8080;
+ *   const char *why;
+ *   if (cshs_options_check(&o, &why) < 0) die(why);  // "port must be 0..65535"
+ *
+ * Options can also be read from argv (cshs_options_parse_args) and from a
+ * config file of "name = value" lines (cshs_options_load_file); the names
+ * are the field names below, and the command-line form is --name-with-dashes
+ * ("--keepalive-timeout-ms 5000"). cshs_options_help prints them all with
+ * their defaults.
+ *
+ * Ownership: the struct is the caller's; strings it points to must outlive
+ * the server made with it (the loaders keep their strings in `o->strings_`,
+ * freed by cshs_options_release). Threads: pure functions, any thread. */
+#ifndef CSHTTP_SERVER_OPTIONS_H
+#define CSHTTP_SERVER_OPTIONS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <cshttp/parser.h>
+#include <cshttp/web/options.h>
+
+#include "export.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct cshs_options {
+    /* Listeners. address: an IPv4 or IPv6 literal for TCP (default
+     * "127.0.0.1"; NULL or "" for none); address6: a second TCP listener,
+     * normally an IPv6 literal such as "::1" or "::" (default NULL: none);
+     * both on `port` (default 8080; 0: an ephemeral port each, see
+     * cshs_server_port). unix_path: a Unix stream socket (default NULL),
+     * replaced if it exists and removed at stop. */
+    const char *address;
+    const char *address6;
+    unsigned port;
+    const char *unix_path;
+    int reuseport; /* SO_REUSEPORT on the TCP listeners (default 0) */
+    int backlog;   /* listen(2) backlog (default 511) */
+
+    /* Workers: min_threads wait in epoll from the start (default 2); the
+     * supervisor adds one, up to max_threads (default 256), when every
+     * worker has been busy for grow_after_us (default 1000) and events are
+     * waiting. A worker idle for park_after_ms (default 2000) beyond
+     * min_threads parks. */
+    unsigned min_threads;
+    unsigned max_threads;
+    unsigned grow_after_us;
+    unsigned park_after_ms;
+
+    /* Beyond max_connections open connections (default 10000) a new
+     * connection is answered 503 with Connection: close. */
+    unsigned max_connections;
+
+    /* Deadlines, in milliseconds; 0 turns one off.
+     * header_timeout_ms: a request head must arrive within it from its
+     *   first byte, and a new connection must send one (default 10000).
+     * keepalive_timeout_ms: an idle keep-alive connection is closed after
+     *   it (default 60000).
+     * min_body_rate: bytes per second a request body must keep on average
+     *   once body_grace_ms has passed since the head (defaults 240 and
+     *   5000, as Kestrel); 0: off.
+     * read_timeout_ms: the longest wait for body bytes (default 30000).
+     * send_timeout_ms: the longest wait for the client to take response
+     *   bytes (default 30000).
+     * stop_timeout_ms: how long a graceful stop waits for requests in
+     *   flight before closing them (default 5000).
+     * sweep_interval_ms: how often deadlines are checked (default 200). */
+    unsigned header_timeout_ms;
+    unsigned keepalive_timeout_ms;
+    unsigned min_body_rate;
+    unsigned body_grace_ms;
+    unsigned read_timeout_ms;
+    unsigned send_timeout_ms;
+    unsigned stop_timeout_ms;
+    unsigned sweep_interval_ms;
+
+    /* The read buffer of a busy connection (default 8192; it grows up to
+     * the head limit plus itself); idle connections hold none. */
+    size_t read_buffer;
+
+    /* The parser's limits (csh_limits_init) and the toolkit's options
+     * (cshw_options_init). */
+    csh_limits limits;
+    cshw_options web;
+
+    /* Private: strings owned by the loaders. */
+    char **strings_;
+    size_t nstrings_;
+} cshs_options;
+
+/* Fills `o` with the defaults above. */
+CSHS_EXPORT void cshs_options_init(cshs_options *o);
+
+/* Frees the strings the loaders copied (not the struct). */
+CSHS_EXPORT void cshs_options_release(cshs_options *o);
+
+/* 0 when `o` is usable, else -EINVAL and *why (when not NULL) set to a
+ * static message naming the field ("max_threads must be >= min_threads"). */
+CSHS_EXPORT int cshs_options_check(const cshs_options *o, const char **why);
+
+/* Sets one option by name ("port", "keepalive_timeout_ms"; dashes and
+ * underscores are the same) from its text value. 0, or -EINVAL with a
+ * message in err[0 .. errlen) naming the option. */
+CSHS_EXPORT int cshs_options_set(cshs_options *o, const char *name, const char *value, char *err,
+                                 size_t errlen);
+
+/* Reads a config file: one "name = value" per line, '#' starts a comment,
+ * blank lines ignored, names as cshs_options_set takes them. 0, -errno when
+ * it cannot be read, or -EINVAL with "file:line: message" in err. */
+CSHS_EXPORT int cshs_options_load_file(cshs_options *o, const char *path, char *err,
+                                       size_t errlen);
+
+/* Takes the engine's options out of argv ("--name value" or
+ * "--name=value"), leaving the other arguments in argv (compacted, *argc
+ * updated) for the application. 0, or -EINVAL with a message in err. */
+CSHS_EXPORT int cshs_options_parse_args(cshs_options *o, int *argc, char **argv, char *err,
+                                        size_t errlen);
+
+/* Prints every option as "--name VALUE  description (default: ...)". */
+CSHS_EXPORT void cshs_options_help(FILE *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,125 @@
+/* cshs_server: the engine. It listens, accepts, reads and parses requests
+ * and runs the application's handler (one synchronous function, which may
+ * block) for each, on a small pool of worker threads that grows when every
+ * worker is busy.
+ *
+ *   cshs_options o;
+ *   cshs_options_init(&o);
+ *   cshs_server *s = cshs_server_new(&o, handler, NULL);
+ *   cshs_server_start(s);
+ *   ...                                  // serve until told to stop
+ *   cshs_server_stop(s, -1);             // graceful, within stop_timeout_ms
+ *   cshs_server_free(s);
+ *
+ * A connection is idle, holding no thread and no read buffer, while it
+ * waits in epoll (one-shot); when bytes arrive a worker takes it, serves
+ * every request that is buffered (pipelining, answered in order) and gives
+ * it back. A sweep closes connections past their deadlines (cshs_options).
+ *
+ * Ownership: the server copies the options struct (its strings must outlive
+ * it); the router, when one is given, is the caller's and must outlive it.
+ * Threads: new/start/stop/wait/free from one controlling thread;
+ * cshs_server_counters and cshs_server_port from any thread. */
+#ifndef CSHTTP_SERVER_SERVER_H
+#define CSHTTP_SERVER_SERVER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cshttp/web/context.h>
+#include <cshttp/web/router.h>
+
+#include "export.h"
+#include "options.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct cshs_server cshs_server;
+
+/* One request as the access log sees it, after its response ended. The
+ * strings live for the call only. */
+typedef struct cshs_request_log {
+    const char *remote_addr;
+    const char *method;
+    const char *target;
+    int version_minor;
+    int status;           /* 0 when unknown */
+    uint64_t bytes_out;   /* bytes written for this request, head included */
+    const char *referer;  /* NULL when absent */
+    const char *user_agent;
+    int64_t time_unix_ms; /* when the head was parsed */
+} cshs_request_log;
+
+/* Called on the worker thread after each request; must be thread-safe. */
+typedef void (*cshs_log_fn)(void *user, const cshs_request_log *entry);
+
+/* Counters, read at one moment (each is exact; they are not read under one
+ * lock, so sums may be off by the requests in flight). */
+typedef struct cshs_counters {
+    uint64_t connections_open;   /* accepted and not yet closed */
+    uint64_t connections_idle;   /* waiting in epoll, no thread */
+    uint64_t connections_active; /* on a worker */
+    uint64_t connections_total;  /* accepted since start */
+    uint64_t requests;           /* handlers run (responses begun) */
+    uint64_t bytes_in, bytes_out;
+    uint64_t idle_memory;        /* bytes the engine holds for idle connections */
+    uint64_t workers_busy, workers_total, workers_parked;
+    /* errors by kind */
+    uint64_t err_parse;          /* heads refused with 4xx/5xx */
+    uint64_t err_rejected;       /* 503: beyond max_connections */
+    uint64_t err_head_timeout;   /* request head deadline */
+    uint64_t err_idle_timeout;   /* keep-alive idle closed */
+    uint64_t err_body_timeout;   /* body rate or read timeout */
+    uint64_t err_send_timeout;
+    uint64_t err_io;             /* resets, writes to closed sockets */
+} cshs_counters;
+
+/* A server with a copy of `options` (NULL: defaults) that runs `handler`
+ * for each request, or, when handler is NULL, dispatches through `router`
+ * (cshw_router_dispatch). NULL when out of memory, when both or neither are
+ * given, or when the options do not pass cshs_options_check. */
+CSHS_EXPORT cshs_server *cshs_server_new(const cshs_options *options, cshw_handler handler,
+                                         cshw_router *router);
+
+/* An access-log callback (NULL: none). Call before start. */
+CSHS_EXPORT void cshs_server_set_log(cshs_server *s, cshs_log_fn fn, void *user);
+
+/* Binds the listeners and starts the workers and the supervisor. 0, or
+ * -errno (bind: -EADDRINUSE...), nothing left running on failure. */
+CSHS_EXPORT int cshs_server_start(cshs_server *s);
+
+/* Graceful stop: stops accepting (the ports are released at once), closes
+ * idle connections, lets requests in flight finish, then closes what is
+ * left once deadline_ms (negative: options.stop_timeout_ms) has passed and
+ * joins every thread. Returns the number of connections that had to be cut
+ * at the deadline (0 for a clean stop). A second call does nothing. A
+ * handler that blocks without end delays the return: handlers must end. */
+CSHS_EXPORT int cshs_server_stop(cshs_server *s, int deadline_ms);
+
+/* Blocks until the server has been stopped (by another thread). */
+CSHS_EXPORT void cshs_server_wait(cshs_server *s);
+
+/* Stops the server if running (as cshs_server_stop(s, -1)) and frees it.
+ * NULL does nothing. */
+CSHS_EXPORT void cshs_server_free(cshs_server *s);
+
+CSHS_EXPORT void cshs_server_counters(const cshs_server *s, cshs_counters *out);
+
+/* The port a TCP listener is bound to (index 0: address, 1: address6), or
+ * 0 when there is none; useful with port 0. */
+CSHS_EXPORT unsigned cshs_server_port(const cshs_server *s, int index);
+
+/* The memory one idle connection costs the engine (its bookkeeping; the
+ * read buffer is released when idle). */
+CSHS_EXPORT size_t cshs_idle_connection_bytes(void);
+
+/* The runtime version as CSHS_VERSION_HEX. */
+CSHS_EXPORT unsigned cshs_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,350 @@
+/* cshs_options: defaults, validation, and loading from argv and from a
+ * config file, all driven by one table of the options. */
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cshttp/server/options.h>
+#include <cshttp/web/error.h>
+
+void cshs_options_init(cshs_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->address = "127.0.0.1";
+    o->address6 = NULL;
+    o->port = 8080;
+    o->unix_path = NULL;
+    o->reuseport = 0;
+    o->backlog = 511;
+    o->min_threads = 2;
+    o->max_threads = 256;
+    o->grow_after_us = 1000;
+    o->park_after_ms = 2000;
+    o->max_connections = 10000;
+    o->header_timeout_ms = 10000;
+    o->keepalive_timeout_ms = 60000;
+    o->min_body_rate = 240;
+    o->body_grace_ms = 5000;
+    o->read_timeout_ms = 30000;
+    o->send_timeout_ms = 30000;
+    o->stop_timeout_ms = 5000;
+    o->sweep_interval_ms = 200;
+    o->read_buffer = 8192;
+    csh_limits_init(&o->limits);
+    cshw_options_init(&o->web);
+}
+
+void cshs_options_release(cshs_options *o)
+{
+    for (size_t i = 0; i < o->nstrings_; i++) free(o->strings_[i]);
+    free(o->strings_);
+    o->strings_ = NULL;
+    o->nstrings_ = 0;
+}
+
+int cshs_options_check(const cshs_options *o, const char **why)
+{
+    const char *w = NULL;
+    if (!o)
+        w = "options must not be NULL";
+    else if (o->port > 65535)
+        w = "port must be 0..65535";
+    else if ((!o->address || !*o->address) && (!o->address6 || !*o->address6) &&
+             (!o->unix_path || !*o->unix_path))
+        w = "address, address6 or unix_path must be set";
+    else if (o->backlog < 1)
+        w = "backlog must be >= 1";
+    else if (o->min_threads < 1 || o->min_threads > 4096)
+        w = "min_threads must be 1..4096";
+    else if (o->max_threads < o->min_threads || o->max_threads > 4096)
+        w = "max_threads must be min_threads..4096";
+    else if (o->park_after_ms < 1)
+        w = "park_after_ms must be >= 1";
+    else if (o->max_connections < 1)
+        w = "max_connections must be >= 1";
+    else if (o->sweep_interval_ms < 1 || o->sweep_interval_ms > 60000)
+        w = "sweep_interval_ms must be 1..60000";
+    else if (o->read_buffer < 1024 || o->read_buffer > (1u << 24))
+        w = "read_buffer must be 1024..16777216";
+    else if (o->limits.max_head < 64 || o->limits.max_fields < 1)
+        w = "max_head must be >= 64 and max_fields >= 1";
+    if (!w && cshw_options_check(&o->web, &w) < 0 && !w) w = "web options are not valid";
+    if (why) *why = w;
+    return w ? -EINVAL : 0;
+}
+
+/* ---- the table ---- */
+
+typedef enum { T_UINT, T_INT, T_BOOL, T_SIZE, T_U64, T_STR } opt_type;
+
+typedef struct opt_def {
+    const char *name;
+    opt_type type;
+    size_t off;
+    const char *help;
+} opt_def;
+
+#define O(f) offsetof(cshs_options, f)
+static const opt_def defs[] = {
+    {"address", T_STR, O(address), "IPv4 or IPv6 address to listen on (\"\": none)"},
+    {"address6", T_STR, O(address6), "a second address, normally IPv6 (\"::1\", \"::\")"},
+    {"port", T_UINT, O(port), "TCP port of both addresses (0: any free port)"},
+    {"unix_path", T_STR, O(unix_path), "also listen on this Unix socket"},
+    {"reuseport", T_BOOL, O(reuseport), "SO_REUSEPORT on the TCP listeners"},
+    {"backlog", T_INT, O(backlog), "listen(2) backlog"},
+    {"min_threads", T_UINT, O(min_threads), "workers waiting from the start"},
+    {"max_threads", T_UINT, O(max_threads), "most workers (blocked handlers each hold one)"},
+    {"grow_after_us", T_UINT, O(grow_after_us),
+     "add a worker when all were busy this long and events wait"},
+    {"park_after_ms", T_UINT, O(park_after_ms), "park a surplus worker idle this long"},
+    {"max_connections", T_UINT, O(max_connections), "beyond it: 503 and close"},
+    {"header_timeout_ms", T_UINT, O(header_timeout_ms), "request head deadline (0: off)"},
+    {"keepalive_timeout_ms", T_UINT, O(keepalive_timeout_ms),
+     "idle keep-alive connections close after it (0: off)"},
+    {"min_body_rate", T_UINT, O(min_body_rate), "request body bytes/s after the grace (0: off)"},
+    {"body_grace_ms", T_UINT, O(body_grace_ms), "grace before min_body_rate applies"},
+    {"read_timeout_ms", T_UINT, O(read_timeout_ms), "longest wait for body bytes (0: off)"},
+    {"send_timeout_ms", T_UINT, O(send_timeout_ms),
+     "longest wait for the client to take bytes (0: off)"},
+    {"stop_timeout_ms", T_UINT, O(stop_timeout_ms), "graceful stop deadline"},
+    {"sweep_interval_ms", T_UINT, O(sweep_interval_ms), "how often deadlines are checked"},
+    {"read_buffer", T_SIZE, O(read_buffer), "read buffer of a busy connection, bytes"},
+    {"max_start_line", T_SIZE, O(limits.max_start_line), "request line limit (414)"},
+    {"max_field_line", T_SIZE, O(limits.max_field_line), "header line limit (431)"},
+    {"max_head", T_SIZE, O(limits.max_head), "whole head limit (431)"},
+    {"max_fields", T_SIZE, O(limits.max_fields), "header fields limit (431)"},
+    {"response_buffer", T_SIZE, O(web.response_buffer), "response bytes buffered"},
+    {"gzip", T_BOOL, O(web.gzip), "gzip responses when accepted"},
+    {"max_form_bytes", T_U64, O(web.max_form_bytes), "form body limit (413)"},
+    {"max_drain_bytes", T_U64, O(web.max_drain_bytes), "unread body drained to keep alive"},
+    {"temp_dir", T_STR, O(web.temp_dir), "folder of large uploads"},
+    {"server_header", T_STR, O(web.server_header), "Server field value (empty: none)"},
+};
+#undef O
+
+static int same_name(const char *a, const char *b, size_t blen)
+{
+    size_t i = 0;
+    for (; i < blen && a[i]; i++) {
+        char x = a[i] == '-' ? '_' : a[i], y = b[i] == '-' ? '_' : b[i];
+        if (x != y) return 0;
+    }
+    return i == blen && a[i] == '\0';
+}
+
+static const opt_def *find_def(const char *name, size_t len)
+{
+    for (size_t i = 0; i < sizeof defs / sizeof defs[0]; i++)
+        if (same_name(defs[i].name, name, len)) return &defs[i];
+    return NULL;
+}
+
+static int keep_string(cshs_options *o, const char *v, const char **out)
+{
+    char **n = realloc(o->strings_, (o->nstrings_ + 1) * sizeof *n);
+    if (!n) return -ENOMEM;
+    o->strings_ = n;
+    char *c = strdup(v);
+    if (!c) return -ENOMEM;
+    o->strings_[o->nstrings_++] = c;
+    *out = c;
+    return 0;
+}
+
+static int set_def(cshs_options *o, const opt_def *d, const char *value, char *err, size_t errlen)
+{
+    char *p = (char *)o + d->off;
+    if (d->type == T_STR) {
+        const char *s;
+        if (keep_string(o, value, &s) < 0) {
+            snprintf(err, errlen, "%s: out of memory", d->name);
+            return -ENOMEM;
+        }
+        if (*s == '\0' && d->off == offsetof(cshs_options, web.server_header)) s = NULL;
+        memcpy(p, &s, sizeof s);
+        return 0;
+    }
+    if (d->type == T_BOOL) {
+        int b;
+        if (!strcmp(value, "1") || !strcmp(value, "yes") || !strcmp(value, "on") ||
+            !strcmp(value, "true"))
+            b = 1;
+        else if (!strcmp(value, "0") || !strcmp(value, "no") || !strcmp(value, "off") ||
+                 !strcmp(value, "false"))
+            b = 0;
+        else {
+            snprintf(err, errlen, "%s must be on or off, not '%s'", d->name, value);
+            return -EINVAL;
+        }
+        memcpy(p, &b, sizeof b);
+        return 0;
+    }
+    errno = 0;
+    char *end;
+    if (!isdigit((unsigned char)*value)) goto bad;
+    unsigned long long v = strtoull(value, &end, 10);
+    if (errno || *end) goto bad;
+    if (d->type == T_UINT) {
+        if (v > UINT_MAX) goto bad;
+        unsigned u = (unsigned)v;
+        memcpy(p, &u, sizeof u);
+    } else if (d->type == T_INT) {
+        if (v > INT_MAX) goto bad;
+        int i = (int)v;
+        memcpy(p, &i, sizeof i);
+    } else if (d->type == T_SIZE) {
+        if (v > SIZE_MAX) goto bad;
+        size_t z = (size_t)v;
+        memcpy(p, &z, sizeof z);
+    } else {
+        uint64_t u = (uint64_t)v;
+        memcpy(p, &u, sizeof u);
+    }
+    return 0;
+bad:
+    snprintf(err, errlen, "%s must be a non-negative integer, not '%s'", d->name, value);
+    return -EINVAL;
+}
+
+int cshs_options_set(cshs_options *o, const char *name, const char *value, char *err,
+                     size_t errlen)
+{
+    const opt_def *d = find_def(name, strlen(name));
+    if (!d) {
+        snprintf(err, errlen, "unknown option '%s'", name);
+        return -EINVAL;
+    }
+    return set_def(o, d, value, err, errlen);
+}
+
+static char *trim(char *s)
+{
+    while (isspace((unsigned char)*s)) s++;
+    char *e = s + strlen(s);
+    while (e > s && isspace((unsigned char)e[-1])) *--e = '\0';
+    return s;
+}
+
+int cshs_options_load_file(cshs_options *o, const char *path, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        int e = errno;
+        snprintf(err, errlen, "%s: %s", path, strerror(e));
+        return -e;
+    }
+    char line[1024];
+    int lineno = 0, r = 0;
+    while (r == 0 && fgets(line, sizeof line, f)) {
+        lineno++;
+        char *hash = strchr(line, '#');
+        if (hash) *hash = '\0';
+        char *s = trim(line);
+        if (!*s) continue;
+        char *eq = strchr(s, '=');
+        char msg[256];
+        if (!eq) {
+            snprintf(err, errlen, "%s:%d: expected 'name = value'", path, lineno);
+            r = -EINVAL;
+            break;
+        }
+        *eq = '\0';
+        char *name = trim(s), *value = trim(eq + 1);
+        size_t vl = strlen(value);
+        if (vl >= 2 && value[0] == '"' && value[vl - 1] == '"') {
+            value[vl - 1] = '\0';
+            value++;
+        }
+        r = cshs_options_set(o, name, value, msg, sizeof msg);
+        if (r < 0) snprintf(err, errlen, "%s:%d: %s", path, lineno, msg);
+    }
+    fclose(f);
+    return r;
+}
+
+int cshs_options_parse_args(cshs_options *o, int *argc, char **argv, char *err, size_t errlen)
+{
+    int out = 1;
+    for (int i = 1; i < *argc; i++) {
+        const char *a = argv[i];
+        const opt_def *d = NULL;
+        const char *value = NULL;
+        if (a[0] == '-' && a[1] == '-') {
+            const char *eq = strchr(a + 2, '=');
+            size_t nl = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
+            d = find_def(a + 2, nl);
+            if (d) {
+                if (eq)
+                    value = eq + 1;
+                else if (i + 1 < *argc)
+                    value = argv[++i];
+                else {
+                    snprintf(err, errlen, "--%s needs a value", a + 2);
+                    return -EINVAL;
+                }
+            }
+        }
+        if (!d) {
+            argv[out++] = argv[i];
+            continue;
+        }
+        int r = set_def(o, d, value, err, errlen);
+        if (r < 0) return r;
+    }
+    *argc = out;
+    argv[out] = NULL;
+    return 0;
+}
+
+void cshs_options_help(FILE *out)
+{
+    cshs_options o;
+    cshs_options_init(&o);
+    for (size_t i = 0; i < sizeof defs / sizeof defs[0]; i++) {
+        const opt_def *d = &defs[i];
+        const char *p = (const char *)&o + d->off;
+        char name[64], def[64];
+        size_t k = 0;
+        for (; d->name[k] && k < sizeof name - 1; k++) name[k] = d->name[k] == '_' ? '-' : d->name[k];
+        name[k] = '\0';
+        switch (d->type) {
+        case T_STR: {
+            const char *s;
+            memcpy(&s, p, sizeof s);
+            snprintf(def, sizeof def, "%s", s ? s : "none");
+            break;
+        }
+        case T_BOOL:
+        case T_INT: {
+            int v;
+            memcpy(&v, p, sizeof v);
+            snprintf(def, sizeof def, d->type == T_BOOL ? (v ? "on" : "off") : "%d", v);
+            break;
+        }
+        case T_UINT: {
+            unsigned v;
+            memcpy(&v, p, sizeof v);
+            snprintf(def, sizeof def, "%u", v);
+            break;
+        }
+        case T_SIZE: {
+            size_t v;
+            memcpy(&v, p, sizeof v);
+            snprintf(def, sizeof def, "%zu", v);
+            break;
+        }
+        case T_U64: {
+            uint64_t v;
+            memcpy(&v, p, sizeof v);
+            snprintf(def, sizeof def, "%" PRIu64, v);
+            break;
+        }
+        }
+        fprintf(out, "  --%-22s %s (default: %s)\n", name, d->help, def);
+    }
+}

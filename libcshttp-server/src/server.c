@@ -1,0 +1,520 @@
+/* The server: listeners, worker threads, the supervisor (growth, parking
+ * and the deadline sweep), start and graceful stop.
+ *
+ * Thread model (DESIGN.md, Tier 3): a few workers each wait in epoll_wait
+ * for one event at a time; every registration is one-shot, so a connection
+ * is served by one worker at a time and nobody hands it over. The
+ * supervisor adds a worker only when every worker has been busy for
+ * grow_after_us and the epoll set has events waiting (a blocked handler
+ * costs one thread, hot threads stay few); a worker idle for park_after_ms
+ * beyond min_threads parks on a condition variable, off the epoll queue,
+ * and is the first one woken when more are needed. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cshttp/server/version.h>
+
+#include "server_impl.h"
+
+int64_t cshs__now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t cshs__now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+unsigned cshs_version(void)
+{
+    return CSHS_VERSION_HEX;
+}
+
+size_t cshs_idle_connection_bytes(void)
+{
+    return sizeof(cshs_conn);
+}
+
+cshs_server *cshs_server_new(const cshs_options *options, cshw_handler handler,
+                             cshw_router *router)
+{
+    if ((handler == NULL) == (router == NULL)) return NULL;
+    cshs_server *s = calloc(1, sizeof *s);
+    if (!s) return NULL;
+    if (options)
+        s->o = *options;
+    else
+        cshs_options_init(&s->o);
+    s->o.strings_ = NULL; /* the caller's */
+    s->o.nstrings_ = 0;
+    if (cshs_options_check(&s->o, NULL) < 0) {
+        free(s);
+        return NULL;
+    }
+    s->handler = handler;
+    s->router = router;
+    s->epfd = s->evfd = -1;
+    s->wake_tag = TAG_WAKE;
+    s->workers = calloc(s->o.max_threads, sizeof *s->workers);
+    if (!s->workers) {
+        free(s);
+        return NULL;
+    }
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->park_cv, NULL);
+    pthread_cond_init(&s->sup_cv, NULL);
+    pthread_cond_init(&s->stopped_cv, NULL);
+    return s;
+}
+
+void cshs_server_set_log(cshs_server *s, cshs_log_fn fn, void *user)
+{
+    s->log_fn = fn;
+    s->log_user = user;
+}
+
+/* ---- listeners ---- */
+
+static int listen_tcp(cshs_server *s, const char *address, cshs_listener *l)
+{
+    struct sockaddr_storage ss;
+    socklen_t sl;
+    memset(&ss, 0, sizeof ss);
+    struct sockaddr_in *in = (struct sockaddr_in *)&ss;
+    struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
+    if (inet_pton(AF_INET, address, &in->sin_addr) == 1) {
+        in->sin_family = AF_INET;
+        in->sin_port = htons((uint16_t)s->o.port);
+        sl = sizeof *in;
+    } else if (inet_pton(AF_INET6, address, &in6->sin6_addr) == 1) {
+        in6->sin6_family = AF_INET6;
+        in6->sin6_port = htons((uint16_t)s->o.port);
+        sl = sizeof *in6;
+    } else {
+        return -EINVAL;
+    }
+    int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -errno;
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (s->o.reuseport) setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
+    if (ss.ss_family == AF_INET6) setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+    if (bind(fd, (struct sockaddr *)&ss, sl) < 0 || listen(fd, s->o.backlog) < 0) {
+        int e = -errno;
+        close(fd);
+        return e;
+    }
+    sl = sizeof ss;
+    getsockname(fd, (struct sockaddr *)&ss, &sl);
+    l->port = ntohs(ss.ss_family == AF_INET ? in->sin_port : in6->sin6_port);
+    l->fd = fd;
+    l->family = ss.ss_family;
+    l->tag = TAG_LISTENER;
+    return 0;
+}
+
+static int listen_unix(cshs_server *s, cshs_listener *l)
+{
+    struct sockaddr_un un;
+    memset(&un, 0, sizeof un);
+    un.sun_family = AF_UNIX;
+    if (strlen(s->o.unix_path) >= sizeof un.sun_path) return -ENAMETOOLONG;
+    strcpy(un.sun_path, s->o.unix_path);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -errno;
+    unlink(s->o.unix_path);
+    if (bind(fd, (struct sockaddr *)&un, sizeof un) < 0 || listen(fd, s->o.backlog) < 0) {
+        int e = -errno;
+        close(fd);
+        return e;
+    }
+    l->fd = fd;
+    l->family = AF_UNIX;
+    l->tag = TAG_LISTENER;
+    return 0;
+}
+
+unsigned cshs_server_port(const cshs_server *s, int index)
+{
+    int k = 0;
+    for (int i = 0; i < s->nlis; i++) {
+        if (s->lis[i].family == AF_UNIX) continue;
+        if (k++ == index) return s->lis[i].port;
+    }
+    return 0;
+}
+
+static void arm(cshs_server *s, int op, int fd, void *ptr)
+{
+    struct epoll_event ev;
+    ev.events = EPOLLIN | EPOLLONESHOT;
+    ev.data.ptr = ptr;
+    epoll_ctl(s->epfd, op, fd, &ev);
+}
+
+static void accept_some(cshs_server *s, cshs_listener *l)
+{
+    for (int i = 0; i < 64 && !atomic_load(&s->stopping); i++) {
+        struct sockaddr_storage ss;
+        socklen_t sl = sizeof ss;
+        int fd = accept4(l->fd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EINTR || errno == ECONNABORTED) continue;
+            break; /* EAGAIN, or out of descriptors: the event comes again */
+        }
+        if (atomic_load(&s->c_open) >= s->o.max_connections) {
+            cshs__reject(s, fd);
+            continue;
+        }
+        if (l->family == AF_UNIX) ss.ss_family = AF_UNIX;
+        cshs_conn *c = cshs__conn_new(s, fd, (struct sockaddr *)&ss);
+        if (!c) {
+            close(fd);
+            continue;
+        }
+        atomic_fetch_add(&s->c_open, 1);
+        atomic_fetch_add(&s->c_total, 1);
+        atomic_fetch_add(&s->c_idle, 1);
+        if (s->o.header_timeout_ms) {
+            atomic_store(&c->deadline_ms, cshs__now_ms() + (int64_t)s->o.header_timeout_ms);
+            atomic_store(&c->expire_kind, EXP_HEAD);
+        }
+        atomic_store(&c->state, CONN_IDLE);
+        pthread_mutex_lock(&s->mu);
+        c->next = s->conns;
+        if (s->conns) s->conns->prev = c;
+        s->conns = c;
+        pthread_mutex_unlock(&s->mu);
+        struct epoll_event ev;
+        ev.events = EPOLLIN | EPOLLRDHUP | EPOLLONESHOT;
+        ev.data.ptr = c;
+        epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev);
+    }
+    if (!atomic_load(&s->stopping)) arm(s, EPOLL_CTL_MOD, l->fd, l);
+}
+
+/* ---- workers ---- */
+
+static void *worker_main(void *arg)
+{
+    cshs_worker *w = arg;
+    cshs_server *s = w->srv;
+    while (!atomic_load(&s->exiting)) {
+        struct epoll_event ev;
+        int n = epoll_wait(s->epfd, &ev, 1, (int)s->o.park_after_ms);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            break;
+        }
+        if (n == 0) {
+            /* idle for park_after_ms: park if more than min_threads are
+             * waiting in epoll */
+            pthread_mutex_lock(&s->mu);
+            unsigned active = s->nworkers - (unsigned)atomic_load(&s->c_parked);
+            if (active > s->o.min_threads && !atomic_load(&s->exiting)) {
+                atomic_store(&w->parked, 1);
+                atomic_fetch_add(&s->c_parked, 1);
+                while (!s->unpark_tokens && !atomic_load(&s->exiting))
+                    pthread_cond_wait(&s->park_cv, &s->mu);
+                if (s->unpark_tokens) s->unpark_tokens--;
+                atomic_fetch_sub(&s->c_parked, 1);
+                atomic_store(&w->parked, 0);
+            }
+            pthread_mutex_unlock(&s->mu);
+            continue;
+        }
+        int tag = *(int *)ev.data.ptr;
+        if (tag == TAG_WAKE) continue; /* exiting */
+        atomic_store(&w->busy_since_us, cshs__now_us());
+        uint64_t busy = atomic_fetch_add(&s->c_busy, 1) + 1;
+        if (busy >= s->nworkers - atomic_load(&s->c_parked)) pthread_cond_signal(&s->sup_cv);
+        if (tag == TAG_LISTENER)
+            accept_some(s, ev.data.ptr);
+        else
+            cshs__conn_event(w, ev.data.ptr);
+        atomic_fetch_sub(&s->c_busy, 1);
+        atomic_store(&w->busy_since_us, 0);
+    }
+    return NULL;
+}
+
+/* Under s->mu. */
+static int spawn_worker(cshs_server *s)
+{
+    if (s->nworkers >= s->o.max_threads) return -EAGAIN;
+    cshs_worker *w = calloc(1, sizeof *w);
+    if (!w) return -ENOMEM;
+    w->srv = s;
+    w->ctx = cshw_context_new(&s->o.web);
+    if (!w->ctx) {
+        free(w);
+        return -ENOMEM;
+    }
+    int r = pthread_create(&w->thread, NULL, worker_main, w);
+    if (r) {
+        cshw_context_free(w->ctx);
+        free(w);
+        return -r;
+    }
+    s->workers[s->nworkers++] = w;
+    return 0;
+}
+
+/* ---- the sweep ---- */
+
+static void sweep(cshs_server *s, int all_idle)
+{
+    int64_t now = cshs__now_ms();
+    pthread_mutex_lock(&s->mu);
+    for (cshs_conn *c = s->conns; c; c = c->next) {
+        if (atomic_load(&c->state) != CONN_IDLE) continue;
+        int64_t d = atomic_load(&c->deadline_ms);
+        int expired = all_idle || (d && now >= d);
+        if (!expired) continue;
+        int expected = CONN_IDLE;
+        if (!atomic_compare_exchange_strong(&c->state, &expected, CONN_EXPIRED)) continue;
+        if (!all_idle) {
+            if (atomic_load(&c->expire_kind) == EXP_HEAD)
+                atomic_fetch_add(&s->e_head, 1);
+            else
+                atomic_fetch_add(&s->e_idle, 1);
+        }
+        /* its one-shot registration fires; the worker that gets it closes
+         * it (only workers free connections) */
+        shutdown(c->fd, SHUT_RDWR);
+    }
+    pthread_mutex_unlock(&s->mu);
+}
+
+static int all_busy_long(cshs_server *s, int64_t now_us)
+{
+    unsigned active = 0;
+    for (unsigned i = 0; i < s->nworkers; i++) {
+        cshs_worker *w = s->workers[i];
+        if (atomic_load(&w->parked)) continue;
+        active++;
+        int64_t b = atomic_load(&w->busy_since_us);
+        if (!b || now_us - b < (int64_t)s->o.grow_after_us) return 0;
+    }
+    return active > 0 || s->nworkers == 0;
+}
+
+static void *supervisor_main(void *arg)
+{
+    cshs_server *s = arg;
+    int64_t next_sweep = cshs__now_ms() + (int64_t)s->o.sweep_interval_ms;
+    pthread_mutex_lock(&s->mu);
+    while (!atomic_load(&s->exiting)) {
+        int64_t now = cshs__now_ms();
+        if (now >= next_sweep) {
+            pthread_mutex_unlock(&s->mu);
+            sweep(s, 0);
+            pthread_mutex_lock(&s->mu);
+            next_sweep = now + (int64_t)s->o.sweep_interval_ms;
+        }
+        if (all_busy_long(s, cshs__now_us())) {
+            struct pollfd p = {s->epfd, POLLIN, 0};
+            if (poll(&p, 1, 0) > 0) {
+                if (atomic_load(&s->c_parked) > s->unpark_tokens) {
+                    s->unpark_tokens++;
+                    pthread_cond_signal(&s->park_cv);
+                } else {
+                    spawn_worker(s);
+                }
+            }
+        }
+        /* a short tick while workers are busy, else until the next sweep */
+        int64_t wait_us = atomic_load(&s->c_busy) ? (int64_t)s->o.grow_after_us / 2 + 100
+                                                    : (next_sweep - cshs__now_ms()) * 1000;
+        if (wait_us < 100) wait_us = 100;
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        int64_t ns = ts.tv_nsec + (wait_us % 1000000) * 1000;
+        ts.tv_sec += (time_t)(wait_us / 1000000 + ns / 1000000000);
+        ts.tv_nsec = (long)(ns % 1000000000);
+        pthread_cond_timedwait(&s->sup_cv, &s->mu, &ts);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
+}
+
+/* ---- start and stop ---- */
+
+static void close_listeners(cshs_server *s)
+{
+    for (int i = 0; i < s->nlis; i++) {
+        if (s->lis[i].fd >= 0) close(s->lis[i].fd);
+        s->lis[i].fd = -1;
+    }
+    if (s->o.unix_path && s->nlis) unlink(s->o.unix_path);
+    s->nlis = 0;
+}
+
+static void join_all(cshs_server *s)
+{
+    atomic_store(&s->exiting, 1);
+    uint64_t one = 1;
+    if (write(s->evfd, &one, sizeof one) < 0) {
+        /* the eventfd cannot be full after one write */
+    }
+    pthread_mutex_lock(&s->mu);
+    pthread_cond_broadcast(&s->park_cv);
+    pthread_cond_broadcast(&s->sup_cv);
+    pthread_mutex_unlock(&s->mu);
+    if (s->supervisor) pthread_join(s->supervisor, NULL);
+    s->supervisor = 0;
+    for (unsigned i = 0; i < s->nworkers; i++) {
+        pthread_join(s->workers[i]->thread, NULL);
+        cshw_context_free(s->workers[i]->ctx);
+        free(s->workers[i]);
+    }
+    s->nworkers = 0;
+    /* connections left idle */
+    while (s->conns) {
+        cshs_conn *c = s->conns;
+        if (atomic_load(&c->state) != CONN_BUSY) atomic_fetch_sub(&s->c_idle, 1);
+        cshs__conn_close(c);
+    }
+}
+
+int cshs_server_start(cshs_server *s)
+{
+    if (!s || s->started) return -EINVAL;
+    int r = 0;
+    s->epfd = epoll_create1(EPOLL_CLOEXEC);
+    s->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (s->epfd < 0 || s->evfd < 0) return -errno;
+    for (int i = 0; i < 3; i++) s->lis[i].fd = -1;
+    if (s->o.address && *s->o.address) r = listen_tcp(s, s->o.address, &s->lis[s->nlis++]);
+    if (r == 0 && s->o.address6 && *s->o.address6)
+        r = listen_tcp(s, s->o.address6, &s->lis[s->nlis++]);
+    if (r == 0 && s->o.unix_path && *s->o.unix_path) r = listen_unix(s, &s->lis[s->nlis++]);
+    if (r == 0 && s->nlis == 0) r = -EINVAL;
+    if (r < 0) goto fail;
+    struct epoll_event ev;
+    ev.events = EPOLLIN;
+    ev.data.ptr = &s->wake_tag;
+    epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->evfd, &ev);
+    for (int i = 0; i < s->nlis; i++) arm(s, EPOLL_CTL_ADD, s->lis[i].fd, &s->lis[i]);
+    pthread_mutex_lock(&s->mu);
+    for (unsigned i = 0; i < s->o.min_threads && r == 0; i++) r = spawn_worker(s);
+    pthread_mutex_unlock(&s->mu);
+    if (r == 0) {
+        int e = pthread_create(&s->supervisor, NULL, supervisor_main, s);
+        if (e) {
+            s->supervisor = 0;
+            r = -e;
+        }
+    }
+    if (r < 0) {
+        join_all(s);
+        goto fail;
+    }
+    s->started = 1;
+    return 0;
+fail:
+    close_listeners(s);
+    close(s->epfd);
+    close(s->evfd);
+    s->epfd = s->evfd = -1;
+    return r;
+}
+
+int cshs_server_stop(cshs_server *s, int deadline_ms)
+{
+    if (!s || !s->started || s->stopped) return 0;
+    atomic_store(&s->stopping, 1);
+    /* stop accepting now: a listening socket shut down leaves the listen
+     * state (the port is free); the descriptors close after the join */
+    for (int i = 0; i < s->nlis; i++) {
+        epoll_ctl(s->epfd, EPOLL_CTL_DEL, s->lis[i].fd, NULL);
+        shutdown(s->lis[i].fd, SHUT_RDWR);
+    }
+    if (s->o.unix_path && *s->o.unix_path) unlink(s->o.unix_path);
+    int64_t until =
+        cshs__now_ms() + (deadline_ms < 0 ? (int64_t)s->o.stop_timeout_ms : deadline_ms);
+    while (atomic_load(&s->c_open) > 0 && cshs__now_ms() < until) {
+        sweep(s, 1); /* idle ones close; busy ones close after their request */
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    int cut = (int)atomic_load(&s->c_open);
+    if (cut) {
+        atomic_store(&s->forced, 1);
+        pthread_mutex_lock(&s->mu);
+        for (cshs_conn *c = s->conns; c; c = c->next) shutdown(c->fd, SHUT_RDWR);
+        pthread_mutex_unlock(&s->mu);
+        sweep(s, 1);
+    }
+    join_all(s);
+    close_listeners(s);
+    close(s->epfd);
+    close(s->evfd);
+    s->epfd = s->evfd = -1;
+    pthread_mutex_lock(&s->mu);
+    s->stopped = 1;
+    pthread_cond_broadcast(&s->stopped_cv);
+    pthread_mutex_unlock(&s->mu);
+    return cut;
+}
+
+void cshs_server_wait(cshs_server *s)
+{
+    pthread_mutex_lock(&s->mu);
+    while (s->started && !s->stopped) pthread_cond_wait(&s->stopped_cv, &s->mu);
+    pthread_mutex_unlock(&s->mu);
+}
+
+void cshs_server_free(cshs_server *s)
+{
+    if (!s) return;
+    cshs_server_stop(s, -1);
+    pthread_mutex_destroy(&s->mu);
+    pthread_cond_destroy(&s->park_cv);
+    pthread_cond_destroy(&s->sup_cv);
+    pthread_cond_destroy(&s->stopped_cv);
+    free(s->workers);
+    free(s);
+}
+
+void cshs_server_counters(const cshs_server *s, cshs_counters *o)
+{
+    cshs_server *m = (cshs_server *)s; /* atomics are read, not changed */
+    memset(o, 0, sizeof *o);
+    o->connections_open = atomic_load(&m->c_open);
+    o->connections_idle = atomic_load(&m->c_idle);
+    o->connections_active = atomic_load(&m->c_active);
+    o->connections_total = atomic_load(&m->c_total);
+    o->requests = atomic_load(&m->c_requests);
+    o->bytes_in = atomic_load(&m->c_bytes_in);
+    o->bytes_out = atomic_load(&m->c_bytes_out);
+    o->idle_memory = o->connections_idle * sizeof(cshs_conn) + atomic_load(&m->c_idle_buffers);
+    o->workers_busy = atomic_load(&m->c_busy);
+    o->workers_parked = atomic_load(&m->c_parked);
+    pthread_mutex_lock(&m->mu);
+    o->workers_total = m->nworkers;
+    pthread_mutex_unlock(&m->mu);
+    o->err_parse = atomic_load(&m->e_parse);
+    o->err_rejected = atomic_load(&m->e_rejected);
+    o->err_head_timeout = atomic_load(&m->e_head);
+    o->err_idle_timeout = atomic_load(&m->e_idle);
+    o->err_body_timeout = atomic_load(&m->e_body);
+    o->err_send_timeout = atomic_load(&m->e_send);
+    o->err_io = atomic_load(&m->e_io);
+}

@@ -1,0 +1,109 @@
+/* Private to the engine: the server, its workers and connections. */
+#ifndef CSHS_SERVER_IMPL_H
+#define CSHS_SERVER_IMPL_H
+
+#include <pthread.h>
+#include <sys/socket.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include <cshttp/parser.h>
+#include <cshttp/server/server.h>
+#include <cshttp/web/context.h>
+
+/* What an epoll registration points at: the first member of each. */
+enum { TAG_CONN = 1, TAG_LISTENER = 2, TAG_WAKE = 3 };
+
+/* Connection states: who may touch it. IDLE: nobody (in epoll); BUSY: one
+ * worker; EXPIRED: the sweep shut it down while idle, the worker that
+ * receives its event closes it. */
+enum { CONN_IDLE = 0, CONN_BUSY = 1, CONN_EXPIRED = 2 };
+enum { EXP_NONE = 0, EXP_HEAD = 1, EXP_IDLE = 2 };
+
+/* Read state, allocated while the connection has bytes to parse. */
+typedef struct cshs_reader {
+    csh_parser p;
+    csh_header fields[]; /* limits.max_fields */
+} cshs_reader;
+
+typedef struct cshs_conn {
+    int tag;
+    int fd;
+    struct cshs_server *srv;
+    struct cshs_conn *prev, *next; /* the server's list, under srv->mu */
+    _Atomic int state;
+    _Atomic int64_t deadline_ms; /* while idle: when the sweep closes it (0: never) */
+    _Atomic int expire_kind;     /* EXP_*: which deadline deadline_ms is */
+    int64_t head_start_ms;       /* first byte of the head being read, 0: none */
+    uint64_t served;             /* requests served */
+    cshs_reader *rd;
+    char *buf;
+    size_t cap, len, pos, body_base;
+    /* the request in progress */
+    int64_t body_start_ms, last_read_ms;
+    uint64_t body_bytes, req_out;
+    uint64_t body_limit, body_consumed; /* framing: bytes the body has, bytes used */
+    int status;
+    unsigned remote_port;
+    char remote[46];
+} cshs_conn;
+
+typedef struct cshs_listener {
+    int tag;
+    int fd;
+    int family;
+    unsigned port;
+} cshs_listener;
+
+typedef struct cshs_worker {
+    struct cshs_server *srv;
+    pthread_t thread;
+    cshw_context *ctx;
+    cshs_conn *conn; /* the connection being served */
+    _Atomic int64_t busy_since_us; /* 0: waiting in epoll */
+    _Atomic int parked;
+} cshs_worker;
+
+struct cshs_server {
+    cshs_options o;
+    cshw_handler handler;
+    cshw_router *router;
+    cshs_log_fn log_fn;
+    void *log_user;
+
+    int epfd;
+    int wake_tag; /* TAG_WAKE, what the eventfd's registration points at */
+    int evfd;
+    cshs_listener lis[3];
+    int nlis;
+
+    pthread_mutex_t mu; /* the connection list, the workers, parking */
+    pthread_cond_t park_cv, sup_cv, stopped_cv;
+    cshs_conn *conns;
+    cshs_worker **workers;
+    _Atomic unsigned nworkers;
+    unsigned unpark_tokens;
+    pthread_t supervisor;
+
+    _Atomic int stopping; /* no accepting, close after the request in flight */
+    _Atomic int forced;   /* the stop deadline passed: cut everything */
+    _Atomic int exiting;  /* threads leave */
+    int started, stopped;
+
+    _Atomic uint64_t c_open, c_idle, c_active, c_total, c_requests, c_bytes_in, c_bytes_out;
+    _Atomic uint64_t c_idle_buffers, c_busy, c_parked;
+    _Atomic uint64_t e_parse, e_rejected, e_head, e_idle, e_body, e_send, e_io;
+};
+
+int64_t cshs__now_ms(void);
+int64_t cshs__now_us(void);
+
+/* connection.c */
+cshs_conn *cshs__conn_new(struct cshs_server *s, int fd, const struct sockaddr *sa);
+/* Serves what the connection's event brought; re-arms or closes it. */
+void cshs__conn_event(cshs_worker *w, cshs_conn *c);
+void cshs__conn_close(cshs_conn *c);
+/* Answers 503 and closes: beyond max_connections. */
+void cshs__reject(struct cshs_server *s, int fd);
+
+#endif
