@@ -1,0 +1,266 @@
+/* The demo application: plaintext, JSON, an echo of the parsed request, a
+ * blocking route, a form and upload page, and the live status page. */
+#include "demo.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cshttp/web/buf.h>
+#include <cshttp/web/html.h>
+#include <cshttp/web/json.h>
+#include <cshttp/web/pairs.h>
+#include <cshttp/web/request.h>
+#include <cshttp/web/response.h>
+
+static _Atomic(cshs_server *) the_server;
+
+void demo_set_server(cshs_server *s)
+{
+    atomic_store(&the_server, s);
+}
+
+static void plaintext(cshw_context *ctx)
+{
+    cshw_response *res = cshw_context_response(ctx);
+    cshw_response_set_content_type(res, "text/plain", NULL);
+    cshw_response_puts(res, "Hello, World!");
+}
+
+static void send_json(cshw_response *res, cshw_buf *b)
+{
+    cshw_response_set_content_type(res, "application/json", NULL);
+    cshw_response_write(res, b->data ? b->data : "", b->len);
+    cshw_buf_free(b);
+}
+
+static void json(cshw_context *ctx)
+{
+    cshw_buf b;
+    cshw_buf_init(&b, cshw_context_arena(ctx));
+    cshw_json j;
+    cshw_json_init_buf(&j, &b);
+    cshw_json_object_begin(&j);
+    cshw_json_key(&j, "message");
+    cshw_json_string(&j, "Hello, World!");
+    cshw_json_object_end(&j);
+    send_json(cshw_context_response(ctx), &b);
+}
+
+/* The request as the toolkit parsed it. The body is read up to 1 MiB. */
+static void echo(cshw_context *ctx)
+{
+    cshw_request *req = cshw_context_request(ctx);
+    cshw_response *res = cshw_context_response(ctx);
+    cshw_buf body;
+    cshw_buf_init(&body, cshw_context_arena(ctx));
+    char chunk[16384];
+    ssize_t n;
+    int body_error = 0;
+    while ((n = cshw_request_read(req, chunk, sizeof chunk)) > 0) {
+        if (body.len + (size_t)n > (1u << 20)) {
+            cshw_response_send_error(res, 413);
+            return;
+        }
+        cshw_buf_append(&body, chunk, (size_t)n);
+    }
+    if (n < 0) body_error = (int)n;
+    cshw_buf b;
+    cshw_buf_init(&b, cshw_context_arena(ctx));
+    cshw_json j;
+    cshw_json_init_buf(&j, &b);
+    cshw_json_object_begin(&j);
+    cshw_json_key(&j, "method");
+    cshw_json_string(&j, cshw_request_method(req));
+    cshw_json_key(&j, "target");
+    cshw_json_string(&j, cshw_request_target(req));
+    cshw_json_key(&j, "path");
+    const char *path = cshw_request_path(req);
+    if (path)
+        cshw_json_string(&j, path);
+    else
+        cshw_json_null(&j);
+    cshw_json_key(&j, "version");
+    cshw_json_string(&j, cshw_request_version_minor(req) ? "HTTP/1.1" : "HTTP/1.0");
+    cshw_json_key(&j, "remote_addr");
+    cshw_json_string(&j, cshw_request_remote_addr(req) ? cshw_request_remote_addr(req) : "");
+    cshw_json_key(&j, "headers");
+    cshw_json_array_begin(&j);
+    for (size_t i = 0; i < cshw_request_header_count(req); i++) {
+        const char *value;
+        const char *name = cshw_request_header_at(req, i, &value);
+        cshw_json_array_begin(&j);
+        cshw_json_string(&j, name);
+        cshw_json_string(&j, value);
+        cshw_json_array_end(&j);
+    }
+    cshw_json_array_end(&j);
+    cshw_json_key(&j, "body_length");
+    cshw_json_uint(&j, body.len);
+    cshw_json_key(&j, "body");
+    cshw_json_string_n(&j, body.data ? body.data : "", body.len);
+    if (body_error) {
+        cshw_json_key(&j, "body_error");
+        cshw_json_int(&j, body_error);
+    }
+    cshw_json_object_end(&j);
+    cshw_buf_append_byte(&b, '\n');
+    send_json(res, &b);
+}
+
+/* Blocks ms milliseconds (at most 10 s): a handler waiting on something. */
+static void sleep_route(cshw_context *ctx)
+{
+    cshw_request *req = cshw_context_request(ctx);
+    const char *q = cshw_request_query_get(req, "ms");
+    long ms = q ? strtol(q, NULL, 10) : 100;
+    if (ms < 0) ms = 0;
+    if (ms > 10000) ms = 10000;
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0) {
+    }
+    cshw_response *res = cshw_context_response(ctx);
+    cshw_response_set_content_type(res, "text/plain", NULL);
+    cshw_response_printf(res, "slept %ld ms\n", ms);
+}
+
+static const char form_page[] =
+    "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>cshttpd: form and "
+    "upload</title>\n<link rel=\"stylesheet\" href=\"/style.css\"></head><body>\n"
+    "<h1>Form and upload</h1>\n"
+    "<form method=\"post\" action=\"/demo/upload\" enctype=\"multipart/form-data\">\n"
+    "<p><label>Name <input name=\"name\" value=\"world\"></label></p>\n"
+    "<p><label>File <input type=\"file\" name=\"file\" multiple></label></p>\n"
+    "<p><button>Send</button></p></form>\n"
+    "<form method=\"post\" action=\"/demo/upload\">\n"
+    "<p><label>Comment <input name=\"comment\"></label> <button>Send urlencoded</button></p>"
+    "</form>\n<p><a href=\"/\">home</a></p></body></html>\n";
+
+static void form(cshw_context *ctx)
+{
+    cshw_response *res = cshw_context_response(ctx);
+    cshw_response_set_content_type(res, "text/html", "utf-8");
+    cshw_response_puts(res, form_page);
+}
+
+static void html(cshw_response *res, const char *s)
+{
+    cshw_buf b;
+    cshw_buf_init(&b, NULL);
+    cshw_html_encode_buf(&b, s, strlen(s));
+    cshw_response_write(res, b.data ? b.data : "", b.len);
+    cshw_buf_free(&b);
+}
+
+static void upload(cshw_context *ctx)
+{
+    cshw_request *req = cshw_context_request(ctx);
+    cshw_response *res = cshw_context_response(ctx);
+    const cshw_pairs *fields = cshw_request_form(req);
+    int err = cshw_request_form_error(req);
+    if (err < 0) return; /* the toolkit answers a form error with its status */
+    const cshw_file *files;
+    size_t nf = cshw_request_files(req, &files);
+    cshw_response_set_content_type(res, "text/html", "utf-8");
+    cshw_response_puts(res, "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>"
+                            "received</title></head><body><h1>Received</h1>\n<h2>Fields</h2><ul>");
+    for (size_t i = 0; fields && i < fields->count; i++) {
+        cshw_response_puts(res, "<li>");
+        html(res, fields->items[i].name);
+        cshw_response_puts(res, " = ");
+        html(res, fields->items[i].value);
+        cshw_response_puts(res, "</li>\n");
+    }
+    cshw_response_puts(res, "</ul><h2>Files</h2><ul>");
+    for (size_t i = 0; i < nf; i++) {
+        cshw_response_puts(res, "<li>");
+        html(res, files[i].filename ? files[i].filename : "");
+        cshw_response_printf(res, ": %llu bytes, ", (unsigned long long)files[i].size);
+        html(res, files[i].content_type ? files[i].content_type : "");
+        cshw_response_puts(res, "</li>\n");
+    }
+    cshw_response_puts(res, "</ul><p><a href=\"/demo/form\">again</a></p></body></html>\n");
+}
+
+#define COUNTERS(X)                                                                                \
+    X(connections_open)                                                                            \
+    X(connections_idle)                                                                            \
+    X(connections_active)                                                                          \
+    X(connections_total)                                                                           \
+    X(requests)                                                                                    \
+    X(bytes_in)                                                                                    \
+    X(bytes_out)                                                                                   \
+    X(idle_memory)                                                                                 \
+    X(workers_busy)                                                                                \
+    X(workers_total)                                                                               \
+    X(workers_parked)                                                                              \
+    X(err_parse)                                                                                   \
+    X(err_rejected)                                                                                \
+    X(err_head_timeout)                                                                            \
+    X(err_idle_timeout)                                                                            \
+    X(err_body_timeout)                                                                            \
+    X(err_send_timeout)                                                                            \
+    X(err_io)
+
+static void status_json(cshw_context *ctx)
+{
+    cshs_counters c;
+    cshs_server_counters(atomic_load(&the_server), &c);
+    cshw_buf b;
+    cshw_buf_init(&b, cshw_context_arena(ctx));
+    cshw_json j;
+    cshw_json_init_buf(&j, &b);
+    cshw_json_object_begin(&j);
+#define X(f)                                                                                       \
+    cshw_json_key(&j, #f);                                                                         \
+    cshw_json_uint(&j, c.f);
+    COUNTERS(X)
+#undef X
+    cshw_json_key(&j, "idle_connection_bytes");
+    cshw_json_uint(&j, cshs_idle_connection_bytes());
+    cshw_json_object_end(&j);
+    cshw_buf_append_byte(&b, '\n');
+    cshw_response *res = cshw_context_response(ctx);
+    cshw_response_set_header(res, "Cache-Control", "no-store");
+    send_json(res, &b);
+}
+
+static void status_html(cshw_context *ctx)
+{
+    cshs_counters c;
+    cshs_server_counters(atomic_load(&the_server), &c);
+    cshw_response *res = cshw_context_response(ctx);
+    cshw_response_set_content_type(res, "text/html", "utf-8");
+    cshw_response_set_header(res, "Cache-Control", "no-store");
+    cshw_response_puts(res, "<!doctype html>\n<html><head><meta charset=\"utf-8\">"
+                            "<meta http-equiv=\"refresh\" content=\"1\">"
+                            "<title>cshttpd status</title>"
+                            "<link rel=\"stylesheet\" href=\"/style.css\"></head><body>\n"
+                            "<h1>cshttpd status</h1>\n<table>\n");
+#define X(f) cshw_response_printf(res, "<tr><th>%s</th><td>%llu</td></tr>\n", #f, \
+                                  (unsigned long long)c.f);
+    COUNTERS(X)
+#undef X
+    cshw_response_printf(res,
+                         "<tr><th>bytes per idle connection</th><td>%zu</td></tr>\n</table>\n"
+                         "<p>Refreshes every second. <a href=\"/status.json\">JSON</a> · "
+                         "<a href=\"/\">home</a></p></body></html>\n",
+                         cshs_idle_connection_bytes());
+}
+
+int demo_routes(cshw_router *r)
+{
+    int e = 0;
+    e = e < 0 ? e : cshw_router_add(r, "GET", "/demo/plaintext", plaintext);
+    e = e < 0 ? e : cshw_router_add(r, "GET", "/demo/json", json);
+    e = e < 0 ? e : cshw_router_add(r, "*", "/demo/echo", echo);
+    e = e < 0 ? e : cshw_router_add(r, "*", "/demo/echo/*", echo);
+    e = e < 0 ? e : cshw_router_add(r, "GET", "/demo/sleep", sleep_route);
+    e = e < 0 ? e : cshw_router_add(r, "GET", "/demo/form", form);
+    e = e < 0 ? e : cshw_router_add(r, "POST", "/demo/upload", upload);
+    e = e < 0 ? e : cshw_router_add(r, "GET", "/status", status_html);
+    e = e < 0 ? e : cshw_router_add(r, "GET", "/status.json", status_json);
+    return e;
+}

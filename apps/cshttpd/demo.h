@@ -1,0 +1,14 @@
+/* The demo application of cshttpd: /demo/... and /status. */
+#ifndef CSHTTPD_DEMO_H
+#define CSHTTPD_DEMO_H
+
+#include <cshttp/server.h>
+#include <cshttp/web/router.h>
+
+/* Adds the demo routes. 0 or the router's error. */
+int demo_routes(cshw_router *r);
+
+/* The server whose counters /status shows. */
+void demo_set_server(cshs_server *s);
+
+#endif
