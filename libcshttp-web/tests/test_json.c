@@ -189,7 +189,7 @@ static void test_numbers_locale(void **state)
         int rc = system(cmd);
         (void)rc;
     }
-    if (!made) skip(); /* no such locale, and localedef could not make one */
+    if (!made) skip();                 /* no such locale, and localedef could not make one */
     assert_string_equal(check, "1,5"); /* the locale really has a decimal comma */
     assert_string_equal(s1, "1.5");
     assert_string_equal(s2, "-1.2340625e-07");
