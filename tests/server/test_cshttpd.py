@@ -1,0 +1,645 @@
+#!/usr/bin/env python3
+"""cshttpd against real clients: raw sockets (Python) and curl.
+
+Each test starts cshttpd on an ephemeral port of 127.0.0.1 with the options
+it needs, talks to it, and stops it (SIGTERM, then SIGKILL if it hangs).
+Deadlines only bound the test; no pass/fail depends on a measured time
+except that a connection past a server deadline is closed, with wide slack.
+
+Usage: test_cshttpd.py --bin path/to/cshttpd [--group NAME] [--curl curl]
+"""
+import argparse
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+
+ARGS = None
+TESTS = {}  # group -> [functions]
+
+
+def test(group):
+    def deco(fn):
+        TESTS.setdefault(group, []).append(fn)
+        return fn
+    return deco
+
+
+class Server:
+    def __init__(self, *extra, root=None, expect_fail=False):
+        self.root = root or ARGS.root
+        cmd = [ARGS.bin, "--port", "0", "--root", self.root] + list(extra)
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True)
+        self.port = None
+        self.lines = []
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            line = self.proc.stdout.readline()
+            if not line:
+                break
+            self.lines.append(line)
+            if "listening on http://127.0.0.1:" in line:
+                self.port = int(line.split("127.0.0.1:")[1].split("/")[0])
+                break
+        if self.port is None:
+            self.proc.kill()
+            raise AssertionError("cshttpd did not start: %r %r" % (self.lines,
+                                                                   self.proc.stderr.read()))
+
+    def connect(self, timeout=10):
+        s = socket.create_connection(("127.0.0.1", self.port), timeout=timeout)
+        return s
+
+    def url(self, path):
+        return "http://127.0.0.1:%d%s" % (self.port, path)
+
+    def stop(self, timeout=20):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            out, err = self.proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            out, err = self.proc.communicate()
+            raise AssertionError("cshttpd did not stop within %ds" % timeout)
+        self.out = "".join(self.lines) + (out or "")
+        self.err = err or ""
+        return self.proc.returncode
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        rc = self.stop()
+        if exc[0] is None:
+            assert rc == 0, "cshttpd exited %r: %s" % (rc, self.err)
+            assert "AddressSanitizer" not in self.err and "ThreadSanitizer" not in self.err, self.err
+
+
+def read_response(sock, method="GET"):
+    """Reads one response (Content-Length, chunked or until close).
+    Returns (status, headers dict lower-case, body bytes, raw head)."""
+    buf = getattr(sock, "_pending", b"")
+    while b"\r\n\r\n" not in buf:
+        d = sock.recv(65536)
+        if not d:
+            raise EOFError("closed before a response head; got %r" % buf)
+        buf += d
+    head, _, rest = buf.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    status = int(lines[0].split(" ")[1])
+    headers = {}
+    for l in lines[1:]:
+        k, _, v = l.partition(":")
+        headers[k.strip().lower()] = v.strip()
+    if status in (100,):
+        sock._pending = rest
+        return read_response(sock, method)
+    body = b""
+    if method == "HEAD" or status in (204, 304):
+        pass
+    elif "content-length" in headers:
+        n = int(headers["content-length"])
+        while len(rest) < n:
+            d = sock.recv(65536)
+            if not d:
+                raise EOFError("closed inside a body")
+            rest += d
+        body, rest = rest[:n], rest[n:]
+    elif headers.get("transfer-encoding", "").lower() == "chunked":
+        while True:
+            while b"\r\n" not in rest:
+                rest += sock.recv(65536)
+            size_line, _, rest = rest.partition(b"\r\n")
+            size = int(size_line.split(b";")[0], 16)
+            while len(rest) < size + 2:
+                d = sock.recv(65536)
+                if not d:
+                    raise EOFError("closed inside a chunk")
+                rest += d
+            body += rest[:size]
+            rest = rest[size + 2:]
+            if size == 0:
+                break
+    else:
+        while True:
+            d = sock.recv(65536)
+            if not d:
+                break
+            rest += d
+        body, rest = rest, b""
+    sock._pending = rest
+    return status, headers, body, head
+
+
+class Sock:
+    """A socket with a pending-bytes attribute (plain sockets have slots)."""
+    def __init__(self, s):
+        self.s = s
+        self._pending = b""
+
+    def recv(self, n):
+        return self.s.recv(n)
+
+    def sendall(self, b):
+        return self.s.sendall(b)
+
+    def close(self):
+        self.s.close()
+
+
+def closed_by_peer(sock, within):
+    """True when the server closes the connection (EOF or reset) within
+    `within` seconds, reading and discarding what it sends."""
+    sock.s.settimeout(within)
+    end = time.time() + within
+    try:
+        while time.time() < end:
+            d = sock.s.recv(65536)
+            if not d:
+                return True
+    except ConnectionResetError:
+        return True
+    except socket.timeout:
+        return False
+    return False
+
+
+def curl(*args, timeout=30):
+    r = subprocess.run([ARGS.curl, "-sS", "--max-time", "20"] + list(args), capture_output=True,
+                       timeout=timeout)
+    return r
+
+
+def get_json(srv, path):
+    r = curl(srv.url(path))
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+# ---- basics ----
+
+@test("basic")
+def t_basic(_):
+    with Server() as srv:
+        r = curl("-i", srv.url("/demo/plaintext"))
+        assert r.returncode == 0 and r.stdout.startswith(b"HTTP/1.1 200"), r
+        assert r.stdout.endswith(b"Hello, World!"), r.stdout
+        assert get_json(srv, "/demo/json") == {"message": "Hello, World!"}
+        r = curl(srv.url("/"))
+        assert b"test root" in r.stdout, r.stdout
+        r = curl("-o", "/dev/null", "-w", "%{http_code}", srv.url("/nope"))
+        assert r.stdout == b"404", r.stdout
+        e = get_json(srv, "/demo/echo?a=1")
+        assert e["method"] == "GET" and e["target"] == "/demo/echo?a=1" and e["version"] == "HTTP/1.1"
+        st = get_json(srv, "/status.json")
+        assert st["requests"] >= 5 and st["workers_total"] >= 1, st
+        r = curl(srv.url("/status"))
+        assert b"connections_open" in r.stdout and b"refresh" in r.stdout
+
+
+@test("basic")
+def t_help_and_config(_):
+    r = subprocess.run([ARGS.bin, "--help"], capture_output=True, text=True, timeout=10)
+    assert r.returncode == 0
+    for opt in ("--port", "--root", "--threads", "--config", "--stop", "--access-log",
+                "--header-timeout-ms", "--keepalive-timeout-ms", "--max-connections",
+                "--min-body-rate", "--send-timeout-ms", "--stop-timeout-ms"):
+        assert opt in r.stdout, opt
+    assert "default: 8080" in r.stdout and "default: 10000" in r.stdout
+    r = subprocess.run([ARGS.bin, "--max-threads", "0"], capture_output=True, text=True,
+                       timeout=10)
+    assert r.returncode == 2 and "max_threads" in r.stderr, r.stderr
+    with tempfile.NamedTemporaryFile("w", suffix=".conf", delete=False) as f:
+        f.write("# test\nmax_connections = 3\nserver-header = cshttpd-test\n")
+    try:
+        with Server("--config", f.name) as srv:
+            r = curl("-i", srv.url("/demo/plaintext"))
+            assert b"Server: cshttpd-test" in r.stdout, r.stdout
+    finally:
+        os.unlink(f.name)
+
+
+@test("basic")
+def t_stop_pidfile_and_log(tmp):
+    pid = os.path.join(tmp, "cshttpd.pid")
+    log = os.path.join(tmp, "access.log")
+    srv = Server("--pid-file", pid, "--access-log", log)
+    try:
+        r = curl("-A", "test-agent", "-e", "http://ref/", srv.url("/demo/plaintext?x=1"))
+        assert r.returncode == 0
+        # the stopper waits for the pid to go: the server is reaped meanwhile
+        stopper = subprocess.Popen([ARGS.bin, "--stop", pid])
+        assert srv.proc.wait(timeout=20) == 0
+        assert stopper.wait(timeout=20) == 0
+    finally:
+        if srv.proc.poll() is None:
+            srv.proc.kill()
+    line = open(log).read().splitlines()[0]
+    assert line.startswith("127.0.0.1 - - [") and '"GET /demo/plaintext?x=1 HTTP/1.1" 200' in line, line
+    assert line.endswith('"http://ref/" "test-agent"'), line
+    assert not os.path.exists(pid)
+
+
+@test("basic")
+def t_listeners(tmp):
+    path = os.path.join(tmp, "s.sock")
+    with Server("--address6", "::1", "--unix-path", path) as srv:
+        port6 = None
+        for l in srv.lines:
+            pass
+        r = curl("--unix-socket", path, "http://x/demo/plaintext")
+        assert r.stdout == b"Hello, World!", r
+        # the IPv6 listener's port is printed on the next line
+        line = srv.proc.stdout.readline()
+        if "[::1]:" in line:
+            port6 = int(line.split("]:")[1].split("/")[0])
+            try:
+                r = curl("-g", "http://[::1]:%d/demo/plaintext" % port6)
+                assert r.stdout == b"Hello, World!", r
+            except AssertionError:
+                if socket.has_ipv6:
+                    raise
+    assert not os.path.exists(path)
+
+
+# ---- keep-alive and pipelining ----
+
+@test("keepalive")
+def t_pipelining(_):
+    with Server() as srv:
+        s = Sock(srv.connect())
+        reqs = (b"GET /demo/plaintext HTTP/1.1\r\nHost: a\r\n\r\n"
+                b"POST /demo/echo HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhello"
+                b"GET /demo/echo?n=3 HTTP/1.1\r\nHost: a\r\n\r\n")
+        s.sendall(reqs)
+        st, h, body, _ = read_response(s)
+        assert st == 200 and body == b"Hello, World!"
+        st, h, body, _ = read_response(s)
+        assert st == 200 and json.loads(body)["body"] == "hello"
+        st, h, body, _ = read_response(s)
+        assert json.loads(body)["target"] == "/demo/echo?n=3"
+        # the same connection, byte by byte
+        for b in reqs:
+            s.sendall(bytes([b]))
+        for want in (b"Hello, World!", b"hello", b"n=3"):
+            st, h, body, _ = read_response(s)
+            assert st == 200 and want in body, body
+        # a body the handler does not read is drained, the connection kept
+        s.sendall(b"POST /demo/plaintext HTTP/1.1\r\nHost: a\r\nContent-Length: 10\r\n\r\n0123456789"
+                  b"GET /demo/plaintext HTTP/1.1\r\nHost: a\r\n\r\n")
+        st, _, _, _ = read_response(s)
+        assert st == 405, st
+        st, _, body, _ = read_response(s)
+        assert st == 200 and body == b"Hello, World!"
+        # HTTP/1.0 without keep-alive: closed after the response
+        s.sendall(b"GET /demo/plaintext HTTP/1.0\r\n\r\n")
+        st, _, body, _ = read_response(s)
+        assert st == 200 and closed_by_peer(s, 5)
+        s.close()
+        r = curl(srv.url("/demo/plaintext"), srv.url("/demo/json"), srv.url("/demo/plaintext"),
+                 "-w", "%{num_connects}\n")
+        # one connection for the three
+        assert r.stdout.split(b"\n") == [b"Hello, World!1", b'{"message":"Hello, World!"}0',
+                                         b"Hello, World!0", b""], r.stdout
+
+
+@test("keepalive")
+def t_chunked_upload(_):
+    with Server() as srv:
+        s = Sock(srv.connect())
+        s.sendall(b"POST /demo/echo HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"
+                  b"5\r\nhello\r\n")
+        time.sleep(0.1)
+        s.sendall(b"7;ext=1\r\n, world\r\n0\r\nX-Trailer: 1\r\n\r\n")
+        st, _, body, _ = read_response(s)
+        assert st == 200 and json.loads(body)["body"] == "hello, world", body
+        s.close()
+        data = os.urandom(300000).hex().encode()
+        path = os.path.join(ARGS.tmp, "up.txt")
+        with open(path, "wb") as f:
+            f.write(data)
+        r = curl("-H", "Transfer-Encoding: chunked", "--data-binary", "@" + path,
+                 srv.url("/demo/echo"))
+        assert r.returncode == 0, r.stderr
+        e = json.loads(r.stdout)
+        assert e["body_length"] == len(data) and e["body"].encode() == data
+        r = curl("-F", "name=bob", "-F", "file=@" + path, srv.url("/demo/upload"))
+        assert b"name = bob" in r.stdout and b"up.txt: %d bytes" % len(data) in r.stdout, r.stdout
+
+
+@test("keepalive")
+def t_expect_continue(_):
+    with Server() as srv:
+        path = os.path.join(ARGS.tmp, "c.txt")
+        with open(path, "wb") as f:
+            f.write(b"x" * 5000)
+        r = curl("-v", "-H", "Expect: 100-continue", "--data-binary", "@" + path,
+                 srv.url("/demo/echo"))
+        assert r.returncode == 0, r.stderr
+        assert b"HTTP/1.1 100 Continue" in r.stderr, r.stderr
+        assert json.loads(r.stdout)["body_length"] == 5000
+        # raw: the 100 comes before the body is sent
+        s = Sock(srv.connect())
+        s.sendall(b"POST /demo/echo HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\n"
+                  b"Content-Length: 3\r\n\r\n")
+        d = s.recv(100)
+        assert d.startswith(b"HTTP/1.1 100 Continue\r\n\r\n"), d
+        s._pending = d[len(b"HTTP/1.1 100 Continue\r\n\r\n"):]
+        s.sendall(b"abc")
+        st, _, body, _ = read_response(s)
+        assert st == 200 and json.loads(body)["body"] == "abc"
+        s.close()
+
+
+# ---- errors ----
+
+@test("errors")
+def t_parser_errors(_):
+    cases = [
+        (400, b"GET / HTTP/1.1\r\nHost: a\r\nBad Header\r\n\r\n"),
+        (400, b"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n"),
+        (413, b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 99999999999999999999999\r\n\r\n"),
+        (414, b"GET /" + b"a" * 9000 + b" HTTP/1.1\r\nHost: a\r\n\r\n"),
+        (431, b"GET / HTTP/1.1\r\nHost: a\r\nX: " + b"b" * 9000 + b"\r\n\r\n"),
+        (431, b"GET / HTTP/1.1\r\n" + b"".join(b"X%d: 1\r\n" % i for i in range(150)) + b"\r\n"),
+        (501, b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: foo, chunked\r\n\r\n"),
+        (505, b"GET / HTTP/2.0\r\nHost: a\r\n\r\n"),
+    ]
+    with Server() as srv:
+        for status, raw in cases:
+            s = Sock(srv.connect())
+            s.sendall(raw)
+            st, h, body, _ = read_response(s)
+            assert st == status, (status, st, raw[:60])
+            assert h.get("connection", "").lower() == "close", h
+            assert closed_by_peer(s, 10), "not closed after %d" % status
+            s.close()
+        st = get_json(srv, "/status.json")
+        assert st["err_parse"] >= len(cases), st
+
+
+@test("errors")
+def t_disconnects(tmp):
+    with Server() as srv:
+        # mid-body
+        for _ in range(20):
+            s = srv.connect()
+            s.sendall(b"POST /demo/echo HTTP/1.1\r\nHost: a\r\nContent-Length: 100000\r\n\r\n" +
+                      b"x" * 1000)
+            s.close()
+        # mid-head
+        s = srv.connect()
+        s.sendall(b"GET /demo/plain")
+        s.close()
+        # mid-response: a large file, never read, reset
+        for _ in range(5):
+            s = srv.connect()
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            s.sendall(b"GET /big.bin HTTP/1.1\r\nHost: a\r\n\r\n")
+            time.sleep(0.05)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+            s.close()
+        # a large echo response not read
+        s = srv.connect()
+        s.sendall(b"POST /demo/echo HTTP/1.1\r\nHost: a\r\nContent-Length: 600000\r\n\r\n" +
+                  b"y" * 600000)
+        s.close()
+        deadline = time.time() + 20
+        while True:
+            st = get_json(srv, "/status.json")
+            if st["connections_open"] <= 1:
+                break
+            assert time.time() < deadline, st
+            time.sleep(0.2)
+        r = curl(srv.url("/demo/plaintext"))
+        assert r.stdout == b"Hello, World!"
+
+
+@test("errors")
+def t_max_connections(_):
+    with Server("--max-connections", "2") as srv:
+        a, b = Sock(srv.connect()), Sock(srv.connect())
+        a.sendall(b"GET /demo/plaintext HTTP/1.1\r\nHost: a\r\n\r\n")
+        assert read_response(a)[0] == 200
+        c = Sock(srv.connect())
+        st, h, body, _ = read_response(c)
+        assert st == 503 and h.get("connection") == "close", (st, h)
+        assert closed_by_peer(c, 5)
+        c.close()
+        a.close()
+        b.close()
+        deadline = time.time() + 10
+        while True:
+            r = curl(srv.url("/demo/plaintext"))
+            if r.stdout == b"Hello, World!":
+                break
+            assert time.time() < deadline, r.stdout
+            time.sleep(0.1)
+
+
+# ---- deadlines ----
+
+@test("deadlines")
+def t_slowloris(_):
+    with Server("--header-timeout-ms", "1000", "--sweep-interval-ms", "50") as srv:
+        slow = Sock(srv.connect())
+        slow.sendall(b"GET /demo/plaintext HTTP/1.1\r\n")
+        closed = False
+        end = time.time() + 15
+        i = 0
+        while time.time() < end:
+            try:
+                slow.sendall(b"X-%d: 1\r\n" % i)
+            except (BrokenPipeError, ConnectionResetError):
+                closed = True
+                break
+            i += 1
+            # another client is served meanwhile
+            if i % 3 == 0:
+                r = curl(srv.url("/demo/plaintext"))
+                assert r.stdout == b"Hello, World!"
+            slow.s.settimeout(0.2)
+            try:
+                d = slow.s.recv(100)
+                if not d:
+                    closed = True
+                    break
+            except socket.timeout:
+                pass
+            except ConnectionResetError:
+                closed = True
+                break
+        assert closed, "a trickled head was not cut"
+        assert get_json(srv, "/status.json")["err_head_timeout"] >= 1
+
+
+@test("deadlines")
+def t_idle_timeout(_):
+    with Server("--keepalive-timeout-ms", "500", "--sweep-interval-ms", "50") as srv:
+        s = Sock(srv.connect())
+        s.sendall(b"GET /demo/plaintext HTTP/1.1\r\nHost: a\r\n\r\n")
+        assert read_response(s)[0] == 200
+        assert closed_by_peer(s, 10), "idle keep-alive connection not closed"
+        # a connection that never sends anything is closed at the head deadline
+    with Server("--header-timeout-ms", "500", "--sweep-interval-ms", "50") as srv:
+        s = Sock(srv.connect())
+        assert closed_by_peer(s, 10)
+        st = get_json(srv, "/status.json")
+        assert st["err_head_timeout"] >= 1, st
+
+
+@test("deadlines")
+def t_body_rate(_):
+    with Server("--min-body-rate", "1000", "--body-grace-ms", "300") as srv:
+        s = Sock(srv.connect())
+        s.sendall(b"POST /demo/echo HTTP/1.1\r\nHost: a\r\nContent-Length: 100000\r\n\r\nab")
+        assert closed_by_peer(s, 15), "a slow body was not cut"
+        assert get_json(srv, "/status.json")["err_body_timeout"] >= 1
+
+
+@test("deadlines")
+def t_idle_memory(_):
+    with Server() as srv:
+        socks = [srv.connect() for _ in range(200)]
+        for s in socks[:100]:
+            s.sendall(b"GET /demo/plaintext HTTP/1.1\r\nHost: a\r\n\r\n")
+        for s in socks[:100]:
+            read_response(Sock(s))
+        deadline = time.time() + 10
+        while True:
+            st = get_json(srv, "/status.json")
+            if st["connections_idle"] >= 200:
+                break
+            assert time.time() < deadline, st
+            time.sleep(0.05)
+        per = st["idle_memory"] / st["connections_idle"]
+        print("memory per idle connection: %.0f bytes (engine bookkeeping, no read buffer)" % per)
+        assert per == st["idle_connection_bytes"], st
+        for s in socks:
+            s.close()
+
+
+# ---- threads ----
+
+@test("threads")
+def t_blocking_handler(_):
+    with Server("--threads", "1") as srv:
+        a = Sock(srv.connect(timeout=30))
+        a.sendall(b"GET /demo/sleep?ms=3000 HTTP/1.1\r\nHost: a\r\n\r\n")
+        time.sleep(0.2)
+        r = curl(srv.url("/demo/plaintext"))
+        assert r.stdout == b"Hello, World!"
+        # the sleeping request is still in progress when the other was served
+        a.s.settimeout(0.01)
+        try:
+            early = a.s.recv(10)
+        except socket.timeout:
+            early = None
+        assert early is None, "sleep answered before plaintext"
+        a.s.settimeout(30)
+        st, _, body, _ = read_response(a)
+        assert st == 200 and body == b"slept 3000 ms\n"
+        assert get_json(srv, "/status.json")["workers_total"] >= 2
+
+
+@test("threads")
+def t_many_blocking(_):
+    with Server("--threads", "2") as srv:
+        results = []
+
+        def one(i):
+            r = curl(srv.url("/demo/sleep?ms=300"))
+            results.append(r.stdout)
+        ts = [threading.Thread(target=one, args=(i,)) for i in range(40)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join(60)
+        assert results.count(b"slept 300 ms\n") == 40, results
+
+
+@test("threads")
+def t_graceful_stop(_):
+    srv = Server("--stop-timeout-ms", "8000")
+    try:
+        a = Sock(srv.connect(timeout=30))
+        a.sendall(b"GET /demo/sleep?ms=1500 HTTP/1.1\r\nHost: a\r\n\r\n")
+        idle = Sock(srv.connect())
+        idle.sendall(b"GET /demo/plaintext HTTP/1.1\r\nHost: a\r\n\r\n")
+        assert read_response(idle)[0] == 200
+        time.sleep(0.3)
+        srv.proc.send_signal(signal.SIGTERM)
+        st, h, body, _ = read_response(a)
+        assert st == 200 and body == b"slept 1500 ms\n", (st, body)
+        assert closed_by_peer(a, 10)
+        assert closed_by_peer(idle, 10)
+        assert srv.proc.wait(timeout=20) == 0
+        out = srv.proc.stdout.read()
+        assert "stopped (0 connections cut" in out, out
+        # the port is free again
+        s = socket.socket()
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind(("127.0.0.1", srv.port))
+        s.close()
+    finally:
+        if srv.proc.poll() is None:
+            srv.proc.kill()
+    # a stop deadline cuts a request that outlives it
+    srv = Server("--stop-timeout-ms", "300")
+    try:
+        a = Sock(srv.connect(timeout=30))
+        a.sendall(b"GET /demo/sleep?ms=2500 HTTP/1.1\r\nHost: a\r\n\r\n")
+        time.sleep(0.3)
+        srv.proc.send_signal(signal.SIGINT)
+        assert srv.proc.wait(timeout=20) == 0
+        out = srv.proc.stdout.read()
+        assert "stopped (1 connection cut" in out, out
+    finally:
+        if srv.proc.poll() is None:
+            srv.proc.kill()
+
+
+def main():
+    global ARGS
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bin", required=True)
+    ap.add_argument("--curl", default=shutil.which("curl") or "curl")
+    ap.add_argument("--group", default=None)
+    ARGS = ap.parse_args()
+    ARGS.tmp = tempfile.mkdtemp(prefix="cshttpd-test-")
+    ARGS.root = os.path.join(ARGS.tmp, "www")
+    os.mkdir(ARGS.root)
+    with open(os.path.join(ARGS.root, "index.html"), "w") as f:
+        f.write("<!doctype html><title>t</title><p>test root</p>\n")
+    with open(os.path.join(ARGS.root, "big.bin"), "wb") as f:
+        f.write(os.urandom(8 << 20))
+    groups = [ARGS.group] if ARGS.group else list(TESTS)
+    failed = 0
+    try:
+        for g in groups:
+            for fn in TESTS[g]:
+                t0 = time.time()
+                try:
+                    d = tempfile.mkdtemp(dir=ARGS.tmp)
+                    fn(d)
+                    print("ok   %s.%s (%.1fs)" % (g, fn.__name__, time.time() - t0), flush=True)
+                except Exception:
+                    failed += 1
+                    print("FAIL %s.%s" % (g, fn.__name__), flush=True)
+                    traceback.print_exc()
+    finally:
+        shutil.rmtree(ARGS.tmp, ignore_errors=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
