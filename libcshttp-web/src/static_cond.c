@@ -62,8 +62,11 @@ void cshw__date_format(time_t t, char buf[CSHW__DATE_SIZE])
     int m, d;
     civil_from_days(days, &y, &m, &d);
     int wday = (int)(((days % 7) + 7 + 4) % 7); /* 1970-01-01 was a Thursday */
-    snprintf(buf, CSHW__DATE_SIZE, "%s, %02d %s %04d %02d:%02d:%02d GMT", day_names[wday], d,
-             month_names[m - 1], (int)y, (int)(rem / 3600), (int)(rem / 60 % 60), (int)(rem % 60));
+    /* the moduli change nothing (the values are in range) but let the
+     * compiler see that the text fits */
+    snprintf(buf, CSHW__DATE_SIZE, "%s, %02u %s %04u %02u:%02u:%02u GMT", day_names[wday],
+             (unsigned)d % 100u, month_names[m - 1], (unsigned)(y % 10000),
+             (unsigned)(rem / 3600) % 100u, (unsigned)(rem / 60 % 60), (unsigned)(rem % 60));
 }
 
 static int digits(const char *s, int n, int *out)
