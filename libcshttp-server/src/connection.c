@@ -30,6 +30,35 @@
 
 static _Thread_local cshs_worker *tls_worker;
 
+/* ThreadSanitizer does not see the order that a one-shot re-arm
+ * (EPOLL_CTL_MOD) gives between the worker that re-arms and the worker that
+ * receives the event, and reports the second one's close as a race on the
+ * descriptor. In TSan builds the re-arm and the start of an event's service
+ * take a (striped) lock, which makes that order visible; other builds need
+ * nothing. */
+#if defined(__SANITIZE_THREAD__)
+#define CSHS_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define CSHS_TSAN 1
+#endif
+#endif
+#ifdef CSHS_TSAN
+static pthread_mutex_t tsan_locks[64] = {
+#define L4 PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, \
+           PTHREAD_MUTEX_INITIALIZER
+#define L16 L4, L4, L4, L4
+    L16, L16, L16, L16
+#undef L16
+#undef L4
+};
+#define TSAN_LOCK(fd) pthread_mutex_lock(&tsan_locks[(unsigned)(fd) % 64u])
+#define TSAN_UNLOCK(fd) pthread_mutex_unlock(&tsan_locks[(unsigned)(fd) % 64u])
+#else
+#define TSAN_LOCK(fd) ((void)0)
+#define TSAN_UNLOCK(fd) ((void)0)
+#endif
+
 /* ---- the socket transport ---- */
 
 /* Waits for `events` within a deadline checked in slices, so a forced stop
@@ -461,12 +490,17 @@ static void go_idle(cshs_conn *c)
     struct epoll_event ev;
     ev.events = EPOLLIN | EPOLLRDHUP | EPOLLONESHOT;
     ev.data.ptr = c;
-    epoll_ctl(s->epfd, EPOLL_CTL_MOD, c->fd, &ev);
+    int fd = c->fd;
+    TSAN_LOCK(fd);
+    epoll_ctl(s->epfd, EPOLL_CTL_MOD, fd, &ev);
+    TSAN_UNLOCK(fd);
 }
 
 void cshs__conn_event(cshs_worker *w, cshs_conn *c)
 {
     cshs_server *s = w->srv;
+    TSAN_LOCK(c->fd);
+    TSAN_UNLOCK(c->fd);
     int expected = CONN_IDLE;
     if (!atomic_compare_exchange_strong(&c->state, &expected, CONN_BUSY)) {
         /* the sweep (or a stop) shut it down while idle */
