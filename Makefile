@@ -1,18 +1,19 @@
 # cshttp: the two commands of the README, and the ones behind them.
 #   make run    build and start the reference program
 #   make test   build, then pass every test: normal build, ASan+UBSan build,
-#               and a short run of every fuzz target
+#               the engine's tests under TSan, and a short run of every fuzz target
 # Each installs the Debian packages it needs when they are missing.
 
 JOBS        ?= $(shell nproc)
 BUILD       ?= build
 ASAN_BUILD  ?= build-asan
+TSAN_BUILD  ?= build-tsan
 FUZZ_BUILD  ?= build-fuzz
 AFL_BUILD   ?= build-afl
 FUZZ_SECONDS ?= 30
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build run test test-unit test-asan fuzz fuzz-smoke fuzz-build afl-build bench format clean
+.PHONY: all deps build run test test-unit test-asan test-tsan fuzz fuzz-smoke fuzz-build afl-build bench format clean
 
 all: build
 
@@ -23,11 +24,11 @@ build: deps
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS) >/dev/null
 	cmake --build $(BUILD) -j $(JOBS)
 
-# Until the server exists, `make run` parses a bundled sample request.
+# cshttpd on http://127.0.0.1:8080 with the bundled demo site; Ctrl-C stops it.
 run: build
-	$(BUILD)/apps/cshttp-parse < apps/samples/request.http
+	$(BUILD)/apps/cshttpd --port 8080 --root apps/cshttpd/www --access-log -
 
-test: test-unit test-asan fuzz-smoke
+test: test-unit test-asan test-tsan fuzz-smoke
 	@echo "make test: all suites passed"
 
 test-unit: build
@@ -39,6 +40,13 @@ test-asan: deps
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --test-dir $(ASAN_BUILD) --output-on-failure -j $(JOBS)
+
+# The engine and cshttpd under ThreadSanitizer (only the server's targets and tests).
+test-tsan: deps
+	cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCSHTTP_SANITIZE=thread \
+	      -DCSHTTP_BUILD_BENCH=OFF $(CMAKE_FLAGS) >/dev/null
+	cmake --build $(TSAN_BUILD) -j $(JOBS) --target cshttpd libcshttp_server_test_options
+	TSAN_OPTIONS=halt_on_error=1 ctest --test-dir $(TSAN_BUILD) -L server --output-on-failure -j $(JOBS)
 
 fuzz-build: deps
 	CC=clang cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCSHTTP_BUILD_FUZZ=ON \
@@ -65,7 +73,7 @@ bench: deps
 	bash bench/parser/run.sh build-release
 
 format:
-	find libcshttp apps fuzz bench tests -name '*.[ch]' | xargs clang-format -i
+	find libcshttp libcshttp-server apps fuzz bench tests -name '*.[ch]' | xargs clang-format -i
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) $(AFL_BUILD) build-release
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(FUZZ_BUILD) $(AFL_BUILD) build-release

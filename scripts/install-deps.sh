@@ -12,6 +12,8 @@ packages=(
   valgrind                            # instruction counts in bench/
   python3                             # test drivers
   zlib1g-dev                          # libcshttp-web: gzip responses
+  libssl-dev openssl                  # libcshttp-server: HTTPS (OpenSSL 3), test certificates
+  curl                                # tests/server: a real client against cshttpd
 )
 
 missing=()

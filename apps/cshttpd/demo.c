@@ -239,8 +239,8 @@ static void status_html(cshw_context *ctx)
                             "<title>cshttpd status</title>"
                             "<link rel=\"stylesheet\" href=\"/style.css\"></head><body>\n"
                             "<h1>cshttpd status</h1>\n<table>\n");
-#define X(f) cshw_response_printf(res, "<tr><th>%s</th><td>%llu</td></tr>\n", #f, \
-                                  (unsigned long long)c.f);
+#define X(f)                                                                                       \
+    cshw_response_printf(res, "<tr><th>%s</th><td>%llu</td></tr>\n", #f, (unsigned long long)c.f);
     COUNTERS(X)
 #undef X
     cshw_response_printf(res,

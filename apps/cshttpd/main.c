@@ -41,17 +41,16 @@ static void log_line(void *user, const cshs_request_log *e)
 
 static void usage(FILE *out)
 {
-    fprintf(out,
-            "usage: cshttpd [options]\n"
-            "  --port N                 TCP port (default: 8080; 0: any free port)\n"
-            "  --root DIR               folder served (default: www)\n"
-            "  --threads N              workers waiting from the start (default: 2)\n"
-            "  --config FILE            'name = value' lines, the option names below\n"
-            "  --pid-file FILE          write the process id there (default: none)\n"
-            "  --stop PIDFILE           stop the server whose pid is in PIDFILE, and wait\n"
-            "  --access-log FILE|-      combined-format access log (default: none)\n"
-            "  --help                   this text\n"
-            "engine options (also accepted in the config file, with '_' for '-'):\n");
+    fprintf(out, "usage: cshttpd [options]\n"
+                 "  --port N                 TCP port (default: 8080; 0: any free port)\n"
+                 "  --root DIR               folder served (default: www)\n"
+                 "  --threads N              workers waiting from the start (default: 2)\n"
+                 "  --config FILE            'name = value' lines, the option names below\n"
+                 "  --pid-file FILE          write the process id there (default: none)\n"
+                 "  --stop PIDFILE           stop the server whose pid is in PIDFILE, and wait\n"
+                 "  --access-log FILE|-      combined-format access log (default: none)\n"
+                 "  --help                   this text\n"
+                 "engine options (also accepted in the config file, with '_' for '-'):\n");
     cshs_options_help(out);
 }
 

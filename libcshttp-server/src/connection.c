@@ -45,8 +45,9 @@ static _Thread_local cshs_worker *tls_worker;
 #endif
 #ifdef CSHS_TSAN
 static pthread_mutex_t tsan_locks[64] = {
-#define L4 PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, \
-           PTHREAD_MUTEX_INITIALIZER
+#define L4                                                                                         \
+    PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER,               \
+        PTHREAD_MUTEX_INITIALIZER
 #define L16 L4, L4, L4, L4
     L16, L16, L16, L16
 #undef L16

@@ -211,8 +211,7 @@ bad:
     return -EINVAL;
 }
 
-int cshs_options_set(cshs_options *o, const char *name, const char *value, char *err,
-                     size_t errlen)
+int cshs_options_set(cshs_options *o, const char *name, const char *value, char *err, size_t errlen)
 {
     const opt_def *d = find_def(name, strlen(name));
     if (!d) {
@@ -310,7 +309,8 @@ void cshs_options_help(FILE *out)
         const char *p = (const char *)&o + d->off;
         char name[64], def[64];
         size_t k = 0;
-        for (; d->name[k] && k < sizeof name - 1; k++) name[k] = d->name[k] == '_' ? '-' : d->name[k];
+        for (; d->name[k] && k < sizeof name - 1; k++)
+            name[k] = d->name[k] == '_' ? '-' : d->name[k];
         name[k] = '\0';
         switch (d->type) {
         case T_STR: {

@@ -51,8 +51,7 @@ size_t cshs_idle_connection_bytes(void)
     return sizeof(cshs_conn);
 }
 
-cshs_server *cshs_server_new(const cshs_options *options, cshw_handler handler,
-                             cshw_router *router)
+cshs_server *cshs_server_new(const cshs_options *options, cshw_handler handler, cshw_router *router)
 {
     if ((handler == NULL) == (router == NULL)) return NULL;
     cshs_server *s = calloc(1, sizeof *s);
@@ -341,7 +340,7 @@ static void *supervisor_main(void *arg)
         }
         /* a short tick while workers are busy, else until the next sweep */
         int64_t wait_us = atomic_load(&s->c_busy) ? (int64_t)s->o.grow_after_us / 2 + 100
-                                                    : (next_sweep - cshs__now_ms()) * 1000;
+                                                  : (next_sweep - cshs__now_ms()) * 1000;
         if (wait_us < 100) wait_us = 100;
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);

@@ -38,8 +38,8 @@ int main(void)
     CHECK(cshs_options_check(&o, &why) == -EINVAL && strstr(why, "gzip_level"));
 
     cshs_options_init(&o);
-    char a0[] = "prog", a1[] = "--port", a2[] = "9000", a3[] = "--keep", a4[] = "--header-timeout-ms=50",
-         a5[] = "--address6", a6[] = "::1";
+    char a0[] = "prog", a1[] = "--port", a2[] = "9000", a3[] = "--keep",
+         a4[] = "--header-timeout-ms=50", a5[] = "--address6", a6[] = "::1";
     char *argv[] = {a0, a1, a2, a3, a4, a5, a6, NULL};
     int argc = 7;
     CHECK(cshs_options_parse_args(&o, &argc, argv, err, sizeof err) == 0);
@@ -59,7 +59,8 @@ int main(void)
                "server_header = \"cshttpd\"\n");
     fclose(f);
     CHECK(cshs_options_load_file(&o, path, err, sizeof err) == 0);
-    CHECK(o.port == 1234 && o.keepalive_timeout_ms == 77 && strcmp(o.web.server_header, "cshttpd") == 0);
+    CHECK(o.port == 1234 && o.keepalive_timeout_ms == 77 &&
+          strcmp(o.web.server_header, "cshttpd") == 0);
     f = fopen(path, "w");
     fprintf(f, "port = 1\nbogus line\n");
     fclose(f);

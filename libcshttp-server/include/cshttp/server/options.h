@@ -115,8 +115,7 @@ CSHS_EXPORT int cshs_options_set(cshs_options *o, const char *name, const char *
 /* Reads a config file: one "name = value" per line, '#' starts a comment,
  * blank lines ignored, names as cshs_options_set takes them. 0, -errno when
  * it cannot be read, or -EINVAL with "file:line: message" in err. */
-CSHS_EXPORT int cshs_options_load_file(cshs_options *o, const char *path, char *err,
-                                       size_t errlen);
+CSHS_EXPORT int cshs_options_load_file(cshs_options *o, const char *path, char *err, size_t errlen);
 
 /* Takes the engine's options out of argv ("--name value" or
  * "--name=value"), leaving the other arguments in argv (compacted, *argc

@@ -45,9 +45,9 @@ typedef struct cshs_request_log {
     const char *method;
     const char *target;
     int version_minor;
-    int status;           /* 0 when unknown */
-    uint64_t bytes_out;   /* bytes written for this request, head included */
-    const char *referer;  /* NULL when absent */
+    int status;          /* 0 when unknown */
+    uint64_t bytes_out;  /* bytes written for this request, head included */
+    const char *referer; /* NULL when absent */
     const char *user_agent;
     int64_t time_unix_ms; /* when the head was parsed */
 } cshs_request_log;
@@ -64,16 +64,16 @@ typedef struct cshs_counters {
     uint64_t connections_total;  /* accepted since start */
     uint64_t requests;           /* handlers run (responses begun) */
     uint64_t bytes_in, bytes_out;
-    uint64_t idle_memory;        /* bytes the engine holds for idle connections */
+    uint64_t idle_memory; /* bytes the engine holds for idle connections */
     uint64_t workers_busy, workers_total, workers_parked;
     /* errors by kind */
-    uint64_t err_parse;          /* heads refused with 4xx/5xx */
-    uint64_t err_rejected;       /* 503: beyond max_connections */
-    uint64_t err_head_timeout;   /* request head deadline */
-    uint64_t err_idle_timeout;   /* keep-alive idle closed */
-    uint64_t err_body_timeout;   /* body rate or read timeout */
+    uint64_t err_parse;        /* heads refused with 4xx/5xx */
+    uint64_t err_rejected;     /* 503: beyond max_connections */
+    uint64_t err_head_timeout; /* request head deadline */
+    uint64_t err_idle_timeout; /* keep-alive idle closed */
+    uint64_t err_body_timeout; /* body rate or read timeout */
     uint64_t err_send_timeout;
-    uint64_t err_io;             /* resets, writes to closed sockets */
+    uint64_t err_io; /* resets, writes to closed sockets */
 } cshs_counters;
 
 /* A server with a copy of `options` (NULL: defaults) that runs `handler`
