@@ -202,7 +202,9 @@ static void upload(cshw_context *ctx)
     X(err_idle_timeout)                                                                            \
     X(err_body_timeout)                                                                            \
     X(err_send_timeout)                                                                            \
-    X(err_io)
+    X(err_io)                                                                                      \
+    X(err_tls)                                                                                     \
+    X(tls_handshakes)
 
 static void status_json(cshw_context *ctx)
 {

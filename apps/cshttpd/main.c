@@ -41,16 +41,19 @@ static void log_line(void *user, const cshs_request_log *e)
 
 static void usage(FILE *out)
 {
-    fprintf(out, "usage: cshttpd [options]\n"
-                 "  --port N                 TCP port (default: 8080; 0: any free port)\n"
-                 "  --root DIR               folder served (default: www)\n"
-                 "  --threads N              workers waiting from the start (default: 2)\n"
-                 "  --config FILE            'name = value' lines, the option names below\n"
-                 "  --pid-file FILE          write the process id there (default: none)\n"
-                 "  --stop PIDFILE           stop the server whose pid is in PIDFILE, and wait\n"
-                 "  --access-log FILE|-      combined-format access log (default: none)\n"
-                 "  --help                   this text\n"
-                 "engine options (also accepted in the config file, with '_' for '-'):\n");
+    fprintf(
+        out,
+        "usage: cshttpd [options]\n"
+        "  --port N                 TCP port (default: 8080; 0: any free port)\n"
+        "  --root DIR               folder served (default: www)\n"
+        "  --threads N              workers waiting from the start (default: 2)\n"
+        "  --config FILE            'name = value' lines, the option names below\n"
+        "  --pid-file FILE          write the process id there (default: none)\n"
+        "  --stop PIDFILE           stop the server whose pid is in PIDFILE, and wait\n"
+        "  --access-log FILE|-      combined-format access log (default: none)\n"
+        "  --tls-cert, --tls-key    HTTPS on --tls-port with these PEM files; SIGHUP reloads them\n"
+        "  --help                   this text\n"
+        "engine options (also accepted in the config file, with '_' for '-'):\n");
     cshs_options_help(out);
 }
 
@@ -196,12 +199,23 @@ int main(int argc, char **argv)
         printf("cshttpd: listening on http://[%s]:%u/\n", o.address6,
                cshs_server_port(s, (o.address && *o.address) ? 1 : 0));
     if (o.unix_path) printf("cshttpd: listening on unix:%s\n", o.unix_path);
+    if (o.tls_cert && *o.tls_cert && o.address && *o.address)
+        printf("cshttpd: listening on https://%s%s%s:%u/\n", strchr(o.address, ':') ? "[" : "",
+               o.address, strchr(o.address, ':') ? "]" : "", cshs_server_tls_port(s, 0));
     fflush(stdout);
 
     for (;;) {
         int sig = 0;
         if (sigwait(&set, &sig) != 0) continue;
-        if (sig == SIGHUP) continue; /* nothing to reload yet */
+        if (sig == SIGHUP) {
+            /* new certificate and key files for new connections */
+            if (o.tls_cert && *o.tls_cert) {
+                int e = cshs_server_reload_tls(s);
+                printf("cshttpd: TLS reload %s\n", e == 0 ? "done" : "failed, the old files stay");
+                fflush(stdout);
+            }
+            continue;
+        }
         break;
     }
     printf("cshttpd: stopping\n");

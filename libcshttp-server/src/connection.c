@@ -80,6 +80,46 @@ static int wait_fd(cshs_conn *c, short events, int64_t until_ms)
     }
 }
 
+/* Reads from the socket, or through OpenSSL. > 0 bytes, 0 at the end of
+ * input, -EAGAIN (wait for c->tls_wait), -errno. */
+static ssize_t conn_recv(cshs_conn *c, void *buf, size_t len)
+{
+    c->tls_wait = POLLIN;
+    if (c->ssl) {
+        ssize_t n = cshs__tls_read(c, buf, len);
+        if (n == -EINPROGRESS) {
+            c->tls_wait = POLLOUT;
+            n = -EAGAIN;
+        }
+        return n;
+    }
+    for (;;) {
+        ssize_t n = recv(c->fd, buf, len, 0);
+        if (n >= 0) return n;
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) return -EAGAIN;
+        return -errno;
+    }
+}
+
+static ssize_t conn_send(cshs_conn *c, const void *buf, size_t len)
+{
+    c->tls_wait = POLLOUT;
+    if (c->ssl) {
+        ssize_t n = cshs__tls_write(c, buf, len);
+        if (n == -EAGAIN) c->tls_wait = POLLIN; /* OpenSSL wants to read first */
+        if (n == -EINPROGRESS) n = -EAGAIN;
+        return n;
+    }
+    for (;;) {
+        ssize_t n = send(c->fd, buf, len, MSG_NOSIGNAL);
+        if (n >= 0) return n;
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) return -EAGAIN;
+        return -errno;
+    }
+}
+
 static int t_peek(void *io, const char **data, size_t *len)
 {
     cshs_conn *c = io;
@@ -100,7 +140,7 @@ static int t_peek(void *io, const char **data, size_t *len)
     /* everything after the head was used: read into that space again */
     c->pos = c->len = c->body_base;
     for (;;) {
-        ssize_t n = recv(c->fd, c->buf + c->len, c->cap - c->len, 0);
+        ssize_t n = conn_recv(c, c->buf + c->len, c->cap - c->len);
         if (n > 0) {
             c->len += (size_t)n;
             c->body_bytes += (uint64_t)n;
@@ -115,10 +155,9 @@ static int t_peek(void *io, const char **data, size_t *len)
             *len = 0;
             return 0;
         }
-        if (errno == EINTR) continue;
-        if (errno != EAGAIN && errno != EWOULDBLOCK) {
+        if (n != -EAGAIN) {
             atomic_fetch_add(&s->e_io, 1);
-            return -errno;
+            return (int)n;
         }
         /* the minimum body rate (after the grace period) and the read
          * timeout, checked at least every 200 ms while waiting */
@@ -139,7 +178,7 @@ static int t_peek(void *io, const char **data, size_t *len)
                 }
                 if (rt < until) until = rt;
             }
-            int r = wait_fd(c, POLLIN, until);
+            int r = wait_fd(c, c->tls_wait, until);
             if (r == 0) break;
             if (r != -ETIMEDOUT) return r;
         }
@@ -158,7 +197,7 @@ static int wait_send(cshs_conn *c)
 {
     cshs_server *s = c->srv;
     int64_t until = s->o.send_timeout_ms ? cshs__now_ms() + (int64_t)s->o.send_timeout_ms : 0;
-    int r = wait_fd(c, POLLOUT, until);
+    int r = wait_fd(c, c->tls_wait, until);
     if (r == -ETIMEDOUT) atomic_fetch_add(&s->e_send, 1);
     return r;
 }
@@ -169,7 +208,7 @@ static int t_write(void *io, const void *data, size_t len)
     cshs_server *s = c->srv;
     const char *p = data;
     while (len > 0) {
-        ssize_t n = send(c->fd, p, len, MSG_NOSIGNAL);
+        ssize_t n = conn_send(c, p, len);
         if (n > 0) {
             p += n;
             len -= (size_t)n;
@@ -177,14 +216,13 @@ static int t_write(void *io, const void *data, size_t len)
             atomic_fetch_add(&s->c_bytes_out, (uint64_t)n);
             continue;
         }
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        if (n == -EAGAIN) {
             int r = wait_send(c);
             if (r < 0) return r;
             continue;
         }
         atomic_fetch_add(&s->e_io, 1);
-        return n < 0 ? -errno : -EPIPE;
+        return n < 0 ? (int)n : -EPIPE;
     }
     return 0;
 }
@@ -204,6 +242,7 @@ static int t_send_file(void *io, int fd, off_t offset, size_t len)
         if (n == 0) return -EIO; /* the file is shorter than said */
         if (errno == EINTR) continue;
         if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            c->tls_wait = POLLOUT;
             int r = wait_send(c);
             if (r < 0) return r;
             continue;
@@ -215,6 +254,8 @@ static int t_send_file(void *io, int fd, off_t offset, size_t len)
 }
 
 static const cshw_transport_ops socket_ops = {t_peek, t_consume, t_write, NULL, t_send_file};
+/* TLS: no sendfile (the toolkit reads and writes the file instead) */
+static const cshw_transport_ops tls_ops = {t_peek, t_consume, t_write, NULL, NULL};
 
 /* ---- life ---- */
 
@@ -262,6 +303,7 @@ void cshs__conn_close(cshs_conn *c)
         s->conns = c->next;
     if (c->next) c->next->prev = c->prev;
     pthread_mutex_unlock(&s->mu);
+    cshs__tls_close(c);
     close(c->fd);
     release_buffers(c);
     free(c);
@@ -343,21 +385,16 @@ static ssize_t read_head(cshs_conn *c, int *filled)
         if (grow(c, want) < 0) return -ENOMEM;
     }
     size_t room = c->cap - c->len;
-    for (;;) {
-        ssize_t n = recv(c->fd, c->buf + c->len, room, 0);
-        if (n > 0) {
-            if (!c->head_start_ms) c->head_start_ms = cshs__now_ms();
-            c->len += (size_t)n;
-            atomic_fetch_add(&s->c_bytes_in, (uint64_t)n);
-            *filled = (size_t)n == room;
-            return n;
-        }
-        if (n == 0) return 0;
-        if (errno == EINTR) continue;
-        if (errno == EAGAIN || errno == EWOULDBLOCK) return -EAGAIN;
-        atomic_fetch_add(&s->e_io, 1);
-        return -errno;
+    ssize_t n = conn_recv(c, c->buf + c->len, room);
+    if (n > 0) {
+        if (!c->head_start_ms) c->head_start_ms = cshs__now_ms();
+        c->len += (size_t)n;
+        atomic_fetch_add(&s->c_bytes_in, (uint64_t)n);
+        *filled = (size_t)n == room;
+        return n;
     }
+    if (n < 0 && n != -EAGAIN) atomic_fetch_add(&s->e_io, 1);
+    return n;
 }
 
 /* The handler as the context runs it: the application's, and the status
@@ -440,7 +477,8 @@ static int serve_request(cshs_worker *w, cshs_conn *c)
         clock_gettime(CLOCK_REALTIME, &ts);
         unix_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
     }
-    cshw_transport t = {&socket_ops, c, 0, c->remote, c->remote_port};
+    cshw_transport t = {c->ssl ? &tls_ops : &socket_ops, c, c->ssl != NULL, c->remote,
+                        c->remote_port};
     int r = cshw_context_begin(w->ctx, c->buf, m, &t);
     if (r < 0) return r;
     w->conn = c;
@@ -463,7 +501,13 @@ static void go_idle(cshs_conn *c)
     int64_t deadline = 0;
     int kind = EXP_NONE;
     uint64_t held = 0;
-    if (c->len == 0) {
+    if (c->tls_state == TLS_HANDSHAKE) {
+        release_buffers(c);
+        if (s->o.tls_handshake_timeout_ms) {
+            deadline = c->accept_ms + (int64_t)s->o.tls_handshake_timeout_ms;
+            kind = EXP_TLS;
+        }
+    } else if (c->len == 0) {
         release_buffers(c);
         c->head_start_ms = 0;
         if (c->served == 0 && s->o.header_timeout_ms) {
@@ -516,13 +560,25 @@ void cshs__conn_event(cshs_worker *w, cshs_conn *c)
         atomic_fetch_sub(&s->c_idle_buffers, held);
     }
 
+    while (c->tls_state == TLS_HANDSHAKE) {
+        int r = cshs__tls_handshake(c);
+        if (r == 1) break;
+        if (r == -EAGAIN) {
+            go_idle(c);
+            return;
+        }
+        if (r == -EINPROGRESS && wait_fd(c, POLLOUT, cshs__now_ms() + 10000) == 0) continue;
+        atomic_fetch_add(&s->e_tls, 1);
+        goto out;
+    }
+
     int read_once = 0, filled = 0;
     for (;;) {
         if (ensure_reader(c) < 0) break;
         int pr = CSH_INCOMPLETE;
         if (c->len) pr = csh_parser_execute(&c->rd->p, c->buf, c->len);
         if (pr == CSH_INCOMPLETE) {
-            if (read_once && !filled) {
+            if (read_once && !filled && !cshs__tls_pending(c)) {
                 go_idle(c);
                 return;
             }
@@ -549,13 +605,14 @@ void cshs__conn_event(cshs_worker *w, cshs_conn *c)
         c->pos = 0;
         c->head_start_ms = left ? cshs__now_ms() : 0;
         csh_parser_reset(&c->rd->p);
-        if (!left) {
+        if (!left && !cshs__tls_pending(c)) {
             go_idle(c);
             return;
         }
         read_once = 0;
         filled = 0;
     }
+out:
     atomic_fetch_sub(&s->c_active, 1);
     cshs__conn_close(c);
 }

@@ -21,6 +21,10 @@ void cshs_options_init(cshs_options *o)
     o->unix_path = NULL;
     o->reuseport = 0;
     o->backlog = 511;
+    o->tls_cert = NULL;
+    o->tls_key = NULL;
+    o->tls_port = 8443;
+    o->tls_handshake_timeout_ms = 10000;
     o->min_threads = 2;
     o->max_threads = 256;
     o->grow_after_us = 1000;
@@ -57,6 +61,13 @@ int cshs_options_check(const cshs_options *o, const char **why)
     else if ((!o->address || !*o->address) && (!o->address6 || !*o->address6) &&
              (!o->unix_path || !*o->unix_path))
         w = "address, address6 or unix_path must be set";
+    else if (o->tls_port > 65535)
+        w = "tls_port must be 0..65535";
+    else if ((o->tls_cert && *o->tls_cert) != (o->tls_key && *o->tls_key))
+        w = "tls_cert and tls_key must be set together";
+    else if (o->tls_cert && *o->tls_cert && (!o->address || !*o->address) &&
+             (!o->address6 || !*o->address6))
+        w = "tls_cert needs address or address6 to listen on";
     else if (o->backlog < 1)
         w = "backlog must be >= 1";
     else if (o->min_threads < 1 || o->min_threads > 4096)
@@ -97,6 +108,11 @@ static const opt_def defs[] = {
     {"unix_path", T_STR, O(unix_path), "also listen on this Unix socket"},
     {"reuseport", T_BOOL, O(reuseport), "SO_REUSEPORT on the TCP listeners"},
     {"backlog", T_INT, O(backlog), "listen(2) backlog"},
+    {"tls_cert", T_STR, O(tls_cert), "HTTPS: certificate chain, PEM"},
+    {"tls_key", T_STR, O(tls_key), "HTTPS: private key, PEM"},
+    {"tls_port", T_UINT, O(tls_port), "HTTPS port on address and address6"},
+    {"tls_handshake_timeout_ms", T_UINT, O(tls_handshake_timeout_ms),
+     "TLS handshake deadline (0: off)"},
     {"min_threads", T_UINT, O(min_threads), "workers waiting from the start"},
     {"max_threads", T_UINT, O(max_threads), "most workers (blocked handlers each hold one)"},
     {"grow_after_us", T_UINT, O(grow_after_us),

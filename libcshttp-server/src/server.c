@@ -76,6 +76,7 @@ cshs_server *cshs_server_new(const cshs_options *options, cshw_handler handler, 
         return NULL;
     }
     pthread_mutex_init(&s->mu, NULL);
+    pthread_mutex_init(&s->tls_mu, NULL);
     pthread_cond_init(&s->park_cv, NULL);
     pthread_cond_init(&s->sup_cv, NULL);
     pthread_cond_init(&s->stopped_cv, NULL);
@@ -90,7 +91,7 @@ void cshs_server_set_log(cshs_server *s, cshs_log_fn fn, void *user)
 
 /* ---- listeners ---- */
 
-static int listen_tcp(cshs_server *s, const char *address, cshs_listener *l)
+static int listen_tcp(cshs_server *s, const char *address, unsigned port, int tls, cshs_listener *l)
 {
     struct sockaddr_storage ss;
     socklen_t sl;
@@ -99,11 +100,11 @@ static int listen_tcp(cshs_server *s, const char *address, cshs_listener *l)
     struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
     if (inet_pton(AF_INET, address, &in->sin_addr) == 1) {
         in->sin_family = AF_INET;
-        in->sin_port = htons((uint16_t)s->o.port);
+        in->sin_port = htons((uint16_t)port);
         sl = sizeof *in;
     } else if (inet_pton(AF_INET6, address, &in6->sin6_addr) == 1) {
         in6->sin6_family = AF_INET6;
-        in6->sin6_port = htons((uint16_t)s->o.port);
+        in6->sin6_port = htons((uint16_t)port);
         sl = sizeof *in6;
     } else {
         return -EINVAL;
@@ -124,6 +125,7 @@ static int listen_tcp(cshs_server *s, const char *address, cshs_listener *l)
     l->port = ntohs(ss.ss_family == AF_INET ? in->sin_port : in6->sin6_port);
     l->fd = fd;
     l->family = ss.ss_family;
+    l->tls = tls;
     l->tag = TAG_LISTENER;
     return 0;
 }
@@ -153,7 +155,17 @@ unsigned cshs_server_port(const cshs_server *s, int index)
 {
     int k = 0;
     for (int i = 0; i < s->nlis; i++) {
-        if (s->lis[i].family == AF_UNIX) continue;
+        if (s->lis[i].family == AF_UNIX || s->lis[i].tls) continue;
+        if (k++ == index) return s->lis[i].port;
+    }
+    return 0;
+}
+
+unsigned cshs_server_tls_port(const cshs_server *s, int index)
+{
+    int k = 0;
+    for (int i = 0; i < s->nlis; i++) {
+        if (!s->lis[i].tls) continue;
         if (k++ == index) return s->lis[i].port;
     }
     return 0;
@@ -178,20 +190,30 @@ static void accept_some(cshs_server *s, cshs_listener *l)
             break; /* EAGAIN, or out of descriptors: the event comes again */
         }
         if (atomic_load(&s->c_open) >= s->o.max_connections) {
-            cshs__reject(s, fd);
+            if (l->tls) { /* a plain-text 503 means nothing inside TLS */
+                close(fd);
+                atomic_fetch_add(&s->e_rejected, 1);
+            } else {
+                cshs__reject(s, fd);
+            }
             continue;
         }
         if (l->family == AF_UNIX) ss.ss_family = AF_UNIX;
         cshs_conn *c = cshs__conn_new(s, fd, (struct sockaddr *)&ss);
-        if (!c) {
+        if (!c || (l->tls && cshs__tls_attach(c) < 0)) {
+            free(c);
             close(fd);
             continue;
         }
+        c->accept_ms = cshs__now_ms();
         atomic_fetch_add(&s->c_open, 1);
         atomic_fetch_add(&s->c_total, 1);
         atomic_fetch_add(&s->c_idle, 1);
-        if (s->o.header_timeout_ms) {
-            atomic_store(&c->deadline_ms, cshs__now_ms() + (int64_t)s->o.header_timeout_ms);
+        if (l->tls && s->o.tls_handshake_timeout_ms) {
+            atomic_store(&c->deadline_ms, c->accept_ms + (int64_t)s->o.tls_handshake_timeout_ms);
+            atomic_store(&c->expire_kind, EXP_TLS);
+        } else if (!l->tls && s->o.header_timeout_ms) {
+            atomic_store(&c->deadline_ms, c->accept_ms + (int64_t)s->o.header_timeout_ms);
             atomic_store(&c->expire_kind, EXP_HEAD);
         }
         atomic_store(&c->state, CONN_IDLE);
@@ -289,7 +311,10 @@ static void sweep(cshs_server *s, int all_idle)
         int expected = CONN_IDLE;
         if (!atomic_compare_exchange_strong(&c->state, &expected, CONN_EXPIRED)) continue;
         if (!all_idle) {
-            if (atomic_load(&c->expire_kind) == EXP_HEAD)
+            int kind = atomic_load(&c->expire_kind);
+            if (kind == EXP_TLS)
+                atomic_fetch_add(&s->e_tls, 1);
+            else if (kind == EXP_HEAD)
                 atomic_fetch_add(&s->e_head, 1);
             else
                 atomic_fetch_add(&s->e_idle, 1);
@@ -399,10 +424,17 @@ int cshs_server_start(cshs_server *s)
     s->epfd = epoll_create1(EPOLL_CLOEXEC);
     s->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (s->epfd < 0 || s->evfd < 0) return -errno;
-    for (int i = 0; i < 3; i++) s->lis[i].fd = -1;
-    if (s->o.address && *s->o.address) r = listen_tcp(s, s->o.address, &s->lis[s->nlis++]);
+    for (int i = 0; i < 5; i++) s->lis[i].fd = -1;
+    int tls = s->o.tls_cert && *s->o.tls_cert;
+    if (tls && cshs__tls_init(s) < 0) r = -EIO;
+    if (r == 0 && s->o.address && *s->o.address)
+        r = listen_tcp(s, s->o.address, s->o.port, 0, &s->lis[s->nlis++]);
     if (r == 0 && s->o.address6 && *s->o.address6)
-        r = listen_tcp(s, s->o.address6, &s->lis[s->nlis++]);
+        r = listen_tcp(s, s->o.address6, s->o.port, 0, &s->lis[s->nlis++]);
+    if (r == 0 && tls && s->o.address && *s->o.address)
+        r = listen_tcp(s, s->o.address, s->o.tls_port, 1, &s->lis[s->nlis++]);
+    if (r == 0 && tls && s->o.address6 && *s->o.address6)
+        r = listen_tcp(s, s->o.address6, s->o.tls_port, 1, &s->lis[s->nlis++]);
     if (r == 0 && s->o.unix_path && *s->o.unix_path) r = listen_unix(s, &s->lis[s->nlis++]);
     if (r == 0 && s->nlis == 0) r = -EINVAL;
     if (r < 0) goto fail;
@@ -429,6 +461,7 @@ int cshs_server_start(cshs_server *s)
     return 0;
 fail:
     close_listeners(s);
+    cshs__tls_free(s);
     close(s->epfd);
     close(s->evfd);
     s->epfd = s->evfd = -1;
@@ -484,6 +517,8 @@ void cshs_server_free(cshs_server *s)
 {
     if (!s) return;
     cshs_server_stop(s, -1);
+    cshs__tls_free(s);
+    pthread_mutex_destroy(&s->tls_mu);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->park_cv);
     pthread_cond_destroy(&s->sup_cv);
@@ -516,4 +551,6 @@ void cshs_server_counters(const cshs_server *s, cshs_counters *o)
     o->err_body_timeout = atomic_load(&m->e_body);
     o->err_send_timeout = atomic_load(&m->e_send);
     o->err_io = atomic_load(&m->e_io);
+    o->err_tls = atomic_load(&m->e_tls);
+    o->tls_handshakes = atomic_load(&m->c_tls_handshakes);
 }

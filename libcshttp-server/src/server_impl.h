@@ -7,6 +7,8 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include <openssl/ssl.h>
+
 #include <cshttp/parser.h>
 #include <cshttp/server/server.h>
 #include <cshttp/web/context.h>
@@ -18,7 +20,8 @@ enum { TAG_CONN = 1, TAG_LISTENER = 2, TAG_WAKE = 3 };
  * worker; EXPIRED: the sweep shut it down while idle, the worker that
  * receives its event closes it. */
 enum { CONN_IDLE = 0, CONN_BUSY = 1, CONN_EXPIRED = 2 };
-enum { EXP_NONE = 0, EXP_HEAD = 1, EXP_IDLE = 2 };
+enum { EXP_NONE = 0, EXP_HEAD = 1, EXP_IDLE = 2, EXP_TLS = 3 };
+enum { TLS_NONE = 0, TLS_HANDSHAKE = 1, TLS_OPEN = 2 };
 
 /* Read state, allocated while the connection has bytes to parse. */
 typedef struct cshs_reader {
@@ -36,6 +39,10 @@ typedef struct cshs_conn {
     _Atomic int expire_kind;     /* EXP_*: which deadline deadline_ms is */
     int64_t head_start_ms;       /* first byte of the head being read, 0: none */
     uint64_t served;             /* requests served */
+    int64_t accept_ms;
+    SSL *ssl;       /* HTTPS, else NULL */
+    int tls_state;  /* TLS_* */
+    short tls_wait; /* POLLIN or POLLOUT: what OpenSSL waits for */
     cshs_reader *rd;
     char *buf;
     size_t cap, len, pos, body_base;
@@ -52,6 +59,7 @@ typedef struct cshs_listener {
     int tag;
     int fd;
     int family;
+    int tls;
     unsigned port;
 } cshs_listener;
 
@@ -74,7 +82,9 @@ struct cshs_server {
     int epfd;
     int wake_tag; /* TAG_WAKE, what the eventfd's registration points at */
     int evfd;
-    cshs_listener lis[3];
+    cshs_listener lis[5];
+    SSL_CTX *ssl_ctx; /* HTTPS, under tls_mu (reload swaps it) */
+    pthread_mutex_t tls_mu;
     int nlis;
 
     pthread_mutex_t mu; /* the connection list, the workers, parking */
@@ -92,7 +102,8 @@ struct cshs_server {
 
     _Atomic uint64_t c_open, c_idle, c_active, c_total, c_requests, c_bytes_in, c_bytes_out;
     _Atomic uint64_t c_idle_buffers, c_busy, c_parked;
-    _Atomic uint64_t e_parse, e_rejected, e_head, e_idle, e_body, e_send, e_io;
+    _Atomic uint64_t e_parse, e_rejected, e_head, e_idle, e_body, e_send, e_io, e_tls;
+    _Atomic uint64_t c_tls_handshakes;
 };
 
 int64_t cshs__now_ms(void);
@@ -105,5 +116,17 @@ void cshs__conn_event(cshs_worker *w, cshs_conn *c);
 void cshs__conn_close(cshs_conn *c);
 /* Answers 503 and closes: beyond max_connections. */
 void cshs__reject(struct cshs_server *s, int fd);
+
+/* tls.c */
+int cshs__tls_init(struct cshs_server *s);
+void cshs__tls_free(struct cshs_server *s);
+int cshs__tls_attach(cshs_conn *c);
+/* 1 when done; -EAGAIN / -EINPROGRESS: wants to read / write; else < 0. */
+int cshs__tls_handshake(cshs_conn *c);
+/* > 0 bytes; 0 end of input; -EAGAIN, -EINPROGRESS, -errno, -EIO. */
+ssize_t cshs__tls_read(cshs_conn *c, void *buf, size_t len);
+ssize_t cshs__tls_write(cshs_conn *c, const void *buf, size_t len);
+int cshs__tls_pending(const cshs_conn *c);
+void cshs__tls_close(cshs_conn *c);
 
 #endif

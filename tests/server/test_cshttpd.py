@@ -608,6 +608,91 @@ def t_graceful_stop(_):
             srv.proc.kill()
 
 
+# ---- HTTPS ----
+
+def make_cert(tmp, cn):
+    key, cert = os.path.join(tmp, cn + ".key"), os.path.join(tmp, cn + ".pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key,
+                    "-out", cert, "-days", "1", "-subj", "/CN=" + cn,
+                    "-addext", "subjectAltName=IP:127.0.0.1"],
+                   check=True, capture_output=True, timeout=60)
+    return cert, key
+
+
+def tls_port(srv):
+    while True:
+        line = srv.proc.stdout.readline()
+        assert line, "no https line"
+        if "https://127.0.0.1:" in line:
+            return int(line.split("127.0.0.1:")[1].split("/")[0])
+
+
+def s_client(port, data, *extra):
+    """openssl s_client sends data and prints what comes back until the
+    server closes (-quiet implies -ign_eof: send Connection: close)."""
+    r = subprocess.run(["openssl", "s_client", "-connect", "127.0.0.1:%d" % port, "-quiet"] + list(extra), input=data, capture_output=True, timeout=30)
+    return r
+
+
+@test("tls")
+def t_https(tmp):
+    cert, key = make_cert(tmp, "one")
+    live_cert, live_key = os.path.join(tmp, "live.pem"), os.path.join(tmp, "live.key")
+    shutil.copy(cert, live_cert)
+    shutil.copy(key, live_key)
+    with Server("--tls-port", "0", "--tls-cert", live_cert, "--tls-key", live_key,
+                "--tls-handshake-timeout-ms", "800", "--sweep-interval-ms", "50") as srv:
+        port = tls_port(srv)
+        url = "https://127.0.0.1:%d" % port
+        r = curl("-v", "--cacert", cert, url + "/demo/plaintext", url + "/demo/json")
+        assert r.returncode == 0, r.stderr
+        assert r.stdout == b'Hello, World!{"message":"Hello, World!"}', r.stdout
+        assert b"ALPN: server accepted http/1.1" in r.stderr, r.stderr
+        assert b"Re-using existing connection" in r.stderr
+        for v in ("--tlsv1.2", "--tlsv1.3"):
+            r = curl("--cacert", cert, v, "--tls-max", v[-3:], "-d", "x" * 70000,
+                     url + "/demo/echo")
+            assert r.returncode == 0 and json.loads(r.stdout)["body_length"] == 70000, r
+        r = curl("--cacert", cert, url + "/big.bin", "-o", os.path.join(tmp, "big"))
+        assert r.returncode == 0 and os.path.getsize(os.path.join(tmp, "big")) == 8 << 20
+        e = json.loads(curl("--cacert", cert, "-H", "Transfer-Encoding: chunked", "-d", "hi",
+                            url + "/demo/echo").stdout)
+        assert e["body"] == "hi"
+        # pipelined through openssl s_client: answered in order
+        r = s_client(port, b"GET /demo/plaintext HTTP/1.1\r\nHost: a\r\n\r\n"
+                           b"GET /demo/json HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n",
+                     "-alpn", "http/1.1")
+        out = r.stdout
+        assert out.count(b"HTTP/1.1 200 OK") == 2, r
+        assert out.index(b"Hello, World!") < out.index(b'{"message"'), out
+        # TLS 1.1 is refused
+        r = s_client(port, b"", "-tls1_1")
+        assert b"HTTP/1.1" not in r.stdout
+        # a client that never handshakes is cut at the handshake deadline
+        s = Sock(socket.create_connection(("127.0.0.1", port), timeout=10))
+        assert closed_by_peer(s, 10)
+        s.close()
+        # plain HTTP to the TLS port: no handshake, closed
+        s = Sock(socket.create_connection(("127.0.0.1", port), timeout=10))
+        s.sendall(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n")
+        assert closed_by_peer(s, 10)
+        s.close()
+        st = get_json(srv, "/status.json")
+        assert st["err_tls"] >= 2 and st["tls_handshakes"] >= 5, st
+        # SIGHUP: new files for new connections
+        cert2, key2 = make_cert(tmp, "two")
+        shutil.copy(cert2, live_cert)
+        shutil.copy(key2, live_key)
+        srv.proc.send_signal(signal.SIGHUP)
+        line = srv.proc.stdout.readline()
+        assert "TLS reload done" in line, line
+        r = s_client(port, b"GET /demo/plaintext HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+        assert b"Hello, World!" in r.stdout
+        assert b"CN = two" in r.stderr or b"CN=two" in r.stderr, r.stderr
+        r = curl("--cacert", cert2, url + "/demo/plaintext")
+        assert r.stdout == b"Hello, World!", r
+
+
 def main():
     global ARGS
     ap = argparse.ArgumentParser()

@@ -43,7 +43,18 @@ typedef struct cshs_options {
     unsigned port;
     const char *unix_path;
     int reuseport; /* SO_REUSEPORT on the TCP listeners (default 0) */
-    int backlog;   /* listen(2) backlog (default 511) */
+
+    /* HTTPS (OpenSSL 3, TLS 1.2 and 1.3, ALPN http/1.1): when tls_cert and
+     * tls_key (PEM files; the certificate file may hold the chain) are set,
+     * `address` (and address6) also listen on tls_port (default 8443; 0:
+     * ephemeral, see cshs_server_tls_port). The handshake must end within
+     * tls_handshake_timeout_ms (default 10000). cshs_server_reload_tls reads
+     * the files again. */
+    const char *tls_cert;
+    const char *tls_key;
+    unsigned tls_port;
+    unsigned tls_handshake_timeout_ms;
+    int backlog; /* listen(2) backlog (default 511) */
 
     /* Workers: min_threads wait in epoll from the start (default 2); the
      * supervisor adds one, up to max_threads (default 256), when every

@@ -73,7 +73,9 @@ typedef struct cshs_counters {
     uint64_t err_idle_timeout; /* keep-alive idle closed */
     uint64_t err_body_timeout; /* body rate or read timeout */
     uint64_t err_send_timeout;
-    uint64_t err_io; /* resets, writes to closed sockets */
+    uint64_t err_io;         /* resets, writes to closed sockets */
+    uint64_t err_tls;        /* failed or timed-out TLS handshakes */
+    uint64_t tls_handshakes; /* completed */
 } cshs_counters;
 
 /* A server with a copy of `options` (NULL: defaults) that runs `handler`
@@ -110,6 +112,15 @@ CSHS_EXPORT void cshs_server_counters(const cshs_server *s, cshs_counters *out);
 /* The port a TCP listener is bound to (index 0: address, 1: address6), or
  * 0 when there is none; useful with port 0. */
 CSHS_EXPORT unsigned cshs_server_port(const cshs_server *s, int index);
+
+/* The port of the HTTPS listener on `address` (index 0) or address6
+ * (index 1), or 0 when there is none. */
+CSHS_EXPORT unsigned cshs_server_tls_port(const cshs_server *s, int index);
+
+/* Reads the certificate and key files again (on SIGHUP, say): new
+ * connections use them, established ones keep theirs. 0, -EINVAL without
+ * TLS, or -EIO when the files do not load (the old ones stay). Any thread. */
+CSHS_EXPORT int cshs_server_reload_tls(cshs_server *s);
 
 /* The memory one idle connection costs the engine (its bookkeeping; the
  * read buffer is released when idle). */

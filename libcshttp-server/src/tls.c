@@ -1,0 +1,163 @@
+/* HTTPS: OpenSSL 3 on the engine's non-blocking sockets. The handshake runs
+ * on a worker like a request head: what the socket holds is used, and on
+ * WANT_READ the connection goes back to epoll (under the handshake
+ * deadline), holding no thread. Reads and writes map OpenSSL's WANT_READ and
+ * WANT_WRITE onto the engine's waits; bytes OpenSSL has already read or
+ * decrypted (SSL_has_pending) count as buffered, so such a connection is
+ * never put to sleep in epoll with a request waiting inside OpenSSL. */
+#include <errno.h>
+#include <string.h>
+
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
+#include "server_impl.h"
+
+/* ALPN (RFC 7301): this server speaks http/1.1 only. A client that offers
+ * only other protocols goes on without ALPN rather than being refused. */
+static int alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outlen,
+                       const unsigned char *in, unsigned inlen, void *arg)
+{
+    (void)ssl;
+    (void)arg;
+    static const unsigned char h1[] = "http/1.1";
+    for (unsigned i = 0; i < inlen;) {
+        unsigned n = in[i];
+        if (i + 1 + n > inlen) break;
+        if (n == 8 && memcmp(in + i + 1, h1, 8) == 0) {
+            *out = in + i + 1;
+            *outlen = 8;
+            return SSL_TLSEXT_ERR_OK;
+        }
+        i += 1 + n;
+    }
+    return SSL_TLSEXT_ERR_NOACK;
+}
+
+static SSL_CTX *make_ctx(const cshs_options *o)
+{
+    SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
+    if (!ctx) return NULL;
+    SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+    SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
+    SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
+                              SSL_MODE_RELEASE_BUFFERS);
+    SSL_CTX_set_alpn_select_cb(ctx, alpn_select, NULL);
+    if (SSL_CTX_use_certificate_chain_file(ctx, o->tls_cert) != 1 ||
+        SSL_CTX_use_PrivateKey_file(ctx, o->tls_key, SSL_FILETYPE_PEM) != 1 ||
+        SSL_CTX_check_private_key(ctx) != 1) {
+        ERR_clear_error();
+        SSL_CTX_free(ctx);
+        return NULL;
+    }
+    return ctx;
+}
+
+int cshs__tls_init(cshs_server *s)
+{
+    s->ssl_ctx = make_ctx(&s->o);
+    return s->ssl_ctx ? 0 : -EIO;
+}
+
+void cshs__tls_free(cshs_server *s)
+{
+    SSL_CTX_free(s->ssl_ctx);
+    s->ssl_ctx = NULL;
+}
+
+int cshs_server_reload_tls(cshs_server *s)
+{
+    if (!s || !s->o.tls_cert || !*s->o.tls_cert) return -EINVAL;
+    SSL_CTX *n = make_ctx(&s->o);
+    if (!n) return -EIO;
+    pthread_mutex_lock(&s->tls_mu);
+    SSL_CTX *old = s->ssl_ctx;
+    s->ssl_ctx = n;
+    pthread_mutex_unlock(&s->tls_mu);
+    SSL_CTX_free(old); /* connections made with it hold references */
+    return 0;
+}
+
+int cshs__tls_attach(cshs_conn *c)
+{
+    cshs_server *s = c->srv;
+    pthread_mutex_lock(&s->tls_mu);
+    SSL *ssl = s->ssl_ctx ? SSL_new(s->ssl_ctx) : NULL;
+    pthread_mutex_unlock(&s->tls_mu);
+    if (!ssl) return -ENOMEM;
+    SSL_set_fd(ssl, c->fd);
+    SSL_set_accept_state(ssl);
+    c->ssl = ssl;
+    c->tls_state = TLS_HANDSHAKE;
+    return 0;
+}
+
+/* Maps an OpenSSL result: -EAGAIN (wants to read), -EINPROGRESS (wants to
+ * write), 0 (the peer closed the TLS session), -EIO. */
+static int map_error(cshs_conn *c, int r)
+{
+    int e = SSL_get_error(c->ssl, r);
+    switch (e) {
+    case SSL_ERROR_WANT_READ:
+        return -EAGAIN;
+    case SSL_ERROR_WANT_WRITE:
+        return -EINPROGRESS;
+    case SSL_ERROR_ZERO_RETURN:
+        return 0;
+    case SSL_ERROR_SYSCALL:
+        ERR_clear_error();
+        return errno ? -errno : 0; /* 0: end of input without close_notify */
+    default:
+        ERR_clear_error();
+        return -EIO;
+    }
+}
+
+int cshs__tls_handshake(cshs_conn *c)
+{
+    ERR_clear_error();
+    int r = SSL_do_handshake(c->ssl);
+    if (r == 1) {
+        c->tls_state = TLS_OPEN;
+        atomic_fetch_add(&c->srv->c_tls_handshakes, 1);
+        return 1;
+    }
+    r = map_error(c, r);
+    return r == 0 ? -EIO : r;
+}
+
+ssize_t cshs__tls_read(cshs_conn *c, void *buf, size_t len)
+{
+    ERR_clear_error();
+    size_t n = 0;
+    int r = SSL_read_ex(c->ssl, buf, len, &n);
+    if (r == 1) return (ssize_t)n;
+    return map_error(c, r);
+}
+
+ssize_t cshs__tls_write(cshs_conn *c, const void *buf, size_t len)
+{
+    ERR_clear_error();
+    size_t n = 0;
+    int r = SSL_write_ex(c->ssl, buf, len, &n);
+    if (r == 1) return (ssize_t)n;
+    r = map_error(c, r);
+    return r == 0 ? -EPIPE : r;
+}
+
+int cshs__tls_pending(const cshs_conn *c)
+{
+    return c->ssl && SSL_has_pending(c->ssl);
+}
+
+void cshs__tls_close(cshs_conn *c)
+{
+    if (!c->ssl) return;
+    if (c->tls_state == TLS_OPEN) {
+        ERR_clear_error();
+        SSL_shutdown(c->ssl); /* one try: a close_notify if the socket takes it */
+        ERR_clear_error();
+    }
+    SSL_free(c->ssl);
+    c->ssl = NULL;
+}
