@@ -303,6 +303,21 @@ static void no_params(cshw_context *ctx)
     assert_true(ps == NULL || ps->count == 0);
     emit(ctx, "none");
 }
+static void test_more_parameters_than_the_stack_holds(void **state)
+{
+    (void)state;
+    char pattern[512] = "", target[512] = "", want[1024] = "a";
+    for (int i = 0; i < 40; i++) {
+        snprintf(pattern + strlen(pattern), sizeof pattern - strlen(pattern), "/{p%d}", i);
+        snprintf(target + strlen(target), sizeof target - strlen(target), "/v%d", i);
+        snprintf(want + strlen(want), sizeof want - strlen(want), " p%d=v%d", i, i);
+    }
+    add_ok("GET", pattern, h_a);
+    add_ok("GET", "/{one}", h_b);
+    expect("GET", target, 200, want);
+    expect("GET", "/x", 200, "b one=x");
+}
+
 static void test_parameter_values_through_context_param(void **state)
 {
     (void)state;
@@ -393,7 +408,12 @@ static void test_head_is_served_by_get(void **state)
     add_ok("HEAD", "/both", h_head);
     add_ok("*", "/star", h_any);
     add_ok("POST", "/post", h_post);
+    add_ok("*", "/get-and-any", h_any);
+    add_ok("GET", "/get-and-any", h_get);
     reply r;
+    request("HEAD", "/get-and-any", &r);
+    assert_string_equal(last_tag, "get");
+    calls = 0;
     request("HEAD", "/page", &r);
     assert_int_equal(r.status, 200);
     assert_string_equal(last_tag, "get");
@@ -707,6 +727,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_parameters_are_decoded_segments, setup, teardown),
         cmocka_unit_test_setup_teardown(test_parameter_values_through_context_param, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_more_parameters_than_the_stack_holds, setup, teardown),
         cmocka_unit_test_setup_teardown(test_not_found, setup, teardown),
         cmocka_unit_test_setup_teardown(test_undecodable_path_is_400, setup, teardown),
         cmocka_unit_test_setup_teardown(test_405_carries_the_exact_allow, setup, teardown),
