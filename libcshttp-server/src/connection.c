@@ -407,7 +407,10 @@ static void trampoline(cshw_context *ctx)
         s->handler(ctx);
     else
         cshw_router_dispatch(s->router, ctx);
-    w->conn->status = cshw_response_status(cshw_context_response(ctx));
+    cshw_response *res = cshw_context_response(ctx);
+    /* a graceful stop began: tell the client this connection ends here */
+    if (atomic_load(&s->stopping)) cshw_response_close_connection(res);
+    w->conn->status = cshw_response_status(res);
 }
 
 static const char *header_copy(const cshs_conn *c, const char *name, char *out, size_t cap)

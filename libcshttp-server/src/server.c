@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -236,6 +237,13 @@ static void *worker_main(void *arg)
 {
     cshs_worker *w = arg;
     cshs_server *s = w->srv;
+    /* sendfile(2) and OpenSSL's writes to a socket the peer closed raise
+     * SIGPIPE: blocked here, they fail with EPIPE instead, whatever the
+     * application's disposition */
+    sigset_t pipe;
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe, NULL);
     while (!atomic_load(&s->exiting)) {
         struct epoll_event ev;
         int n = epoll_wait(s->epfd, &ev, 1, (int)s->o.park_after_ms);

@@ -580,6 +580,7 @@ def t_graceful_stop(_):
         srv.proc.send_signal(signal.SIGTERM)
         st, h, body, _ = read_response(a)
         assert st == 200 and body == b"slept 1500 ms\n", (st, body)
+        assert h.get("connection") == "close", h
         assert closed_by_peer(a, 10)
         assert closed_by_peer(idle, 10)
         assert srv.proc.wait(timeout=20) == 0
