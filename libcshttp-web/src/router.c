@@ -7,6 +7,7 @@
  * never exponential. Dispatch only reads the router. */
 #include "cshttp/web/router.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -497,6 +498,8 @@ static int walk_node(const node *n, const char *s, walk *w)
 static int set_params(cshw_context *ctx, const walk *w)
 {
     const route *rt = w->found;
+    /* one span per parameter node on the way to the route */
+    assert(w->np == rt->nnames);
     size_t n = rt->nnames + (w->rest ? 1 : 0);
     if (n == 0) {
         cshw_context_set_params(ctx, NULL);
@@ -517,9 +520,15 @@ static int set_params(cshw_context *ctx, const walk *w)
     return 0;
 }
 
-static int str_cmp(const void *a, const void *b)
+/* At most 66 names; qsort could allocate, and dispatch must not. */
+static void sort_names(const char **list, size_t n)
 {
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
+    for (size_t i = 1; i < n; i++) {
+        const char *v = list[i];
+        size_t j = i;
+        for (; j > 0 && strcmp(list[j - 1], v) > 0; j--) list[j] = list[j - 1];
+        list[j] = v;
+    }
 }
 
 /* Answers 405 or 204 (OPTIONS) with Allow: the methods in `bits`, HEAD
@@ -539,7 +548,7 @@ static void answer_allow(cshw_router *r, cshw_context *ctx, uint64_t bits, int s
     }
     if (get && !head) list[n++] = "HEAD";
     if (!options) list[n++] = "OPTIONS";
-    qsort(list, n, sizeof list[0], str_cmp);
+    sort_names(list, n);
     for (size_t i = 0; i < n; i++) total += strlen(list[i]) + 2;
     char *allow = cshw_arena_alloc(cshw_context_arena(ctx), total);
     if (!allow) {
