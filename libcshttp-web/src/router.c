@@ -580,9 +580,7 @@ static void serve_static(cshw_router *r, cshw_context *ctx)
     cshw_response *res = cshw_context_response(ctx);
     int rc = cshw_static_serve(ctx, &r->st);
     if (rc == 0 || cshw_response_headers_sent(res)) return;
-    /* the toolkit's own codes; small negatives may be -errno values that
-     * share numbers with the utilities' rows: 500 */
-    int status = rc <= -64 ? cshw_error_status(rc) : 500;
+    int status = cshw_error_status(rc); /* 404 for CSHW_E_NOT_FOUND, 500 for -errno */
     cshw_response_send_error(res, status >= 400 && status <= 599 ? status : 500);
 }
 
@@ -603,9 +601,7 @@ void cshw_router_dispatch(cshw_router *r, cshw_context *ctx)
     if (!path) {
         /* the page names the reason, as the context's own answer would */
         int err = cshw_request_path_error(req);
-        if (err == -ENOMEM)
-            cshw_response_send_error(res, 500);
-        else if (err < 0)
+        if (err < 0)
             cshw__response_auto_error(res, err);
         else
             cshw_response_send_error(res, 400);

@@ -353,6 +353,13 @@ static void test_undecodable_path_is_400(void **state)
     expect("GET", "/a/%00", 400, NULL);
     expect("GET", "/../etc/passwd", 400, NULL);
     assert_int_equal(calls, 0);
+    /* the page names the reason */
+    reply r;
+    request("GET", "/a/../../b", &r);
+    assert_int_equal(r.status, 400);
+    assert_non_null(strstr(body(&r), "climbs above the root"));
+    request("GET", "/a%2Fb", &r);
+    assert_non_null(strstr(body(&r), "encoded"));
     expect("GET", "/a/b", 200, "rest *=a/b");
 }
 
