@@ -45,7 +45,7 @@ test-asan: deps
 test-tsan: deps
 	cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCSHTTP_SANITIZE=thread \
 	      -DCSHTTP_BUILD_BENCH=OFF $(CMAKE_FLAGS) >/dev/null
-	cmake --build $(TSAN_BUILD) -j $(JOBS) --target cshttpd libcshttp_server_test_options
+	cmake --build $(TSAN_BUILD) -j $(JOBS) --target cshttpd libcshttp_server_test_options libcshttp_server_test_server
 	TSAN_OPTIONS=halt_on_error=1 ctest --test-dir $(TSAN_BUILD) -L server --output-on-failure -j $(JOBS)
 
 fuzz-build: deps
