@@ -233,6 +233,24 @@ static void accept_some(cshs_server *s, cshs_listener *l)
 
 /* ---- workers ---- */
 
+/* Parks the calling worker off the epoll queue, if more than min_threads
+ * would be left waiting in it, until the supervisor hands out a token. */
+static void park_self(cshs_server *s, cshs_worker *w)
+{
+    pthread_mutex_lock(&s->mu);
+    unsigned active = s->nworkers - (unsigned)atomic_load(&s->c_parked);
+    if (active > s->o.min_threads && !atomic_load(&s->exiting)) {
+        atomic_store(&w->parked, 1);
+        atomic_fetch_add(&s->c_parked, 1);
+        while (!s->unpark_tokens && !atomic_load(&s->exiting))
+            pthread_cond_wait(&s->park_cv, &s->mu);
+        if (s->unpark_tokens) s->unpark_tokens--;
+        atomic_fetch_sub(&s->c_parked, 1);
+        atomic_store(&w->parked, 0);
+    }
+    pthread_mutex_unlock(&s->mu);
+}
+
 static void *worker_main(void *arg)
 {
     cshs_worker *w = arg;
@@ -254,18 +272,7 @@ static void *worker_main(void *arg)
         if (n == 0) {
             /* idle for park_after_ms: park if more than min_threads are
              * waiting in epoll */
-            pthread_mutex_lock(&s->mu);
-            unsigned active = s->nworkers - (unsigned)atomic_load(&s->c_parked);
-            if (active > s->o.min_threads && !atomic_load(&s->exiting)) {
-                atomic_store(&w->parked, 1);
-                atomic_fetch_add(&s->c_parked, 1);
-                while (!s->unpark_tokens && !atomic_load(&s->exiting))
-                    pthread_cond_wait(&s->park_cv, &s->mu);
-                if (s->unpark_tokens) s->unpark_tokens--;
-                atomic_fetch_sub(&s->c_parked, 1);
-                atomic_store(&w->parked, 0);
-            }
-            pthread_mutex_unlock(&s->mu);
+            park_self(s, w);
             continue;
         }
         int tag = *(int *)ev.data.ptr;
@@ -273,12 +280,22 @@ static void *worker_main(void *arg)
         atomic_store(&w->busy_since_us, cshs__now_us());
         uint64_t busy = atomic_fetch_add(&s->c_busy, 1) + 1;
         if (busy >= s->nworkers - atomic_load(&s->c_parked)) pthread_cond_signal(&s->sup_cv);
+        uint64_t peak = atomic_load(&s->busy_peak);
+        while (busy > peak && !atomic_compare_exchange_weak(&s->busy_peak, &peak, busy)) {
+        }
         if (tag == TAG_LISTENER)
             accept_some(s, ev.data.ptr);
         else
             cshs__conn_event(w, ev.data.ptr);
         atomic_fetch_sub(&s->c_busy, 1);
         atomic_store(&w->busy_since_us, 0);
+        /* Surplus workers leave the epoll queue at once: with many waiters
+         * the kernel wakes them in turn (FIFO) and requests spread over
+         * cold threads. */
+        int want = atomic_load(&s->park_wanted);
+        while (want > 0 && !atomic_compare_exchange_weak(&s->park_wanted, &want, want - 1)) {
+        }
+        if (want > 0) park_self(s, w);
     }
     return NULL;
 }
@@ -351,6 +368,10 @@ static void *supervisor_main(void *arg)
 {
     cshs_server *s = arg;
     int64_t next_sweep = cshs__now_ms() + (int64_t)s->o.sweep_interval_ms;
+    /* every park window, workers beyond the most that were busy at once
+     * (and beyond min_threads) are asked to park */
+    int64_t window = s->o.park_after_ms / 4 ? (int64_t)s->o.park_after_ms / 4 : 1;
+    int64_t next_park = cshs__now_ms() + window;
     pthread_mutex_lock(&s->mu);
     while (!atomic_load(&s->exiting)) {
         int64_t now = cshs__now_ms();
@@ -359,6 +380,13 @@ static void *supervisor_main(void *arg)
             sweep(s, 0);
             pthread_mutex_lock(&s->mu);
             next_sweep = now + (int64_t)s->o.sweep_interval_ms;
+        }
+        if (now >= next_park) {
+            next_park = now + window;
+            uint64_t peak = atomic_exchange(&s->busy_peak, atomic_load(&s->c_busy));
+            unsigned active = s->nworkers - (unsigned)atomic_load(&s->c_parked);
+            unsigned keep = peak > s->o.min_threads ? (unsigned)peak : s->o.min_threads;
+            atomic_store(&s->park_wanted, active > keep ? (int)(active - keep) : 0);
         }
         if (all_busy_long(s, cshs__now_us())) {
             struct pollfd p = {s->epfd, POLLIN, 0};
@@ -371,9 +399,11 @@ static void *supervisor_main(void *arg)
                 }
             }
         }
-        /* a short tick while workers are busy, else until the next sweep */
+        /* a short tick while workers are busy, else until the next sweep or
+         * park window */
+        int64_t next = next_sweep < next_park ? next_sweep : next_park;
         int64_t wait_us = atomic_load(&s->c_busy) ? (int64_t)s->o.grow_after_us / 2 + 100
-                                                  : (next_sweep - cshs__now_ms()) * 1000;
+                                                  : (next - cshs__now_ms()) * 1000;
         if (wait_us < 100) wait_us = 100;
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);

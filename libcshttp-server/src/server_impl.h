@@ -104,6 +104,8 @@ struct cshs_server {
     _Atomic uint64_t c_idle_buffers, c_busy, c_parked;
     _Atomic uint64_t e_parse, e_rejected, e_head, e_idle, e_body, e_send, e_io, e_tls;
     _Atomic uint64_t c_tls_handshakes;
+    _Atomic uint64_t busy_peak; /* most workers busy at once since the last look */
+    _Atomic int park_wanted;    /* surplus workers the supervisor asks to park */
 };
 
 int64_t cshs__now_ms(void);

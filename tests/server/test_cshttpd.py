@@ -565,6 +565,16 @@ def t_many_blocking(_):
         for t in ts:
             t.join(60)
         assert results.count(b"slept 300 ms\n") == 40, results
+        # the workers added for the burst park once it is over
+        st = get_json(srv, "/status.json")
+        assert st["workers_total"] > 2, st
+        deadline = time.time() + 20
+        while st["workers_parked"] == 0:
+            assert time.time() < deadline, st
+            time.sleep(0.2)
+            st = get_json(srv, "/status.json")
+        r = curl(srv.url("/demo/plaintext"))
+        assert r.stdout == b"Hello, World!"
 
 
 @test("threads")
