@@ -507,6 +507,24 @@ def t_body_rate(_):
 
 
 @test("deadlines")
+def t_send_timeout(_):
+    with Server("--send-timeout-ms", "500") as srv:
+        s = socket.socket()
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        s.connect(("127.0.0.1", srv.port))
+        s.sendall(b"GET /big.bin HTTP/1.1\r\nHost: a\r\n\r\n")
+        # never read: the server gives up writing and closes
+        deadline = time.time() + 20
+        while True:
+            st = get_json(srv, "/status.json")
+            if st["err_send_timeout"] >= 1 and st["connections_open"] <= 1:
+                break
+            assert time.time() < deadline, st
+            time.sleep(0.2)
+        s.close()
+
+
+@test("deadlines")
 def t_idle_memory(_):
     with Server() as srv:
         socks = [srv.connect() for _ in range(200)]
