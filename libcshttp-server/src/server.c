@@ -182,13 +182,17 @@ static void arm(cshs_server *s, int op, int fd, void *ptr)
 
 static void accept_some(cshs_server *s, cshs_listener *l)
 {
+    int pause = 0;
     for (int i = 0; i < 64 && !atomic_load(&s->stopping); i++) {
         struct sockaddr_storage ss;
         socklen_t sl = sizeof ss;
         int fd = accept4(l->fd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
             if (errno == EINTR || errno == ECONNABORTED) continue;
-            break; /* EAGAIN, or out of descriptors: the event comes again */
+            /* out of descriptors or memory: re-arming now would fire again
+             * at once and spin; the sweep re-arms it */
+            pause = errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM;
+            break;
         }
         if (atomic_load(&s->c_open) >= s->o.max_connections) {
             if (l->tls) { /* a plain-text 503 means nothing inside TLS */
@@ -228,7 +232,10 @@ static void accept_some(cshs_server *s, cshs_listener *l)
         ev.data.ptr = c;
         epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev);
     }
-    if (!atomic_load(&s->stopping)) arm(s, EPOLL_CTL_MOD, l->fd, l);
+    if (pause)
+        atomic_store(&l->paused, 1);
+    else if (!atomic_load(&s->stopping))
+        arm(s, EPOLL_CTL_MOD, l->fd, l);
 }
 
 /* ---- workers ---- */
@@ -327,6 +334,8 @@ static int spawn_worker(cshs_server *s)
 static void sweep(cshs_server *s, int all_idle)
 {
     int64_t now = cshs__now_ms();
+    for (int i = 0; i < s->nlis && !atomic_load(&s->stopping); i++)
+        if (atomic_exchange(&s->lis[i].paused, 0)) arm(s, EPOLL_CTL_MOD, s->lis[i].fd, &s->lis[i]);
     pthread_mutex_lock(&s->mu);
     for (cshs_conn *c = s->conns; c; c = c->next) {
         if (atomic_load(&c->state) != CONN_IDLE) continue;

@@ -61,6 +61,7 @@ typedef struct cshs_listener {
     int family;
     int tls;
     unsigned port;
+    _Atomic int paused; /* out of descriptors: re-armed by the next sweep */
 } cshs_listener;
 
 typedef struct cshs_worker {

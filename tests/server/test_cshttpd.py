@@ -33,11 +33,17 @@ def test(group):
 
 
 class Server:
-    def __init__(self, *extra, root=None, expect_fail=False):
+    def __init__(self, *extra, root=None, max_fds=None):
         self.root = root or ARGS.root
         cmd = [ARGS.bin, "--port", "0", "--root", self.root] + list(extra)
+        pre = None
+        if max_fds:
+            import resource
+
+            def pre():
+                resource.setrlimit(resource.RLIMIT_NOFILE, (max_fds, max_fds))
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     text=True)
+                                     text=True, preexec_fn=pre)
         self.port = None
         self.lines = []
         deadline = time.time() + 10
@@ -426,6 +432,27 @@ def t_disconnects(tmp):
             time.sleep(0.2)
         r = curl(srv.url("/demo/plaintext"))
         assert r.stdout == b"Hello, World!"
+
+
+@test("errors")
+def t_out_of_descriptors(_):
+    # more clients than descriptors: accept fails with EMFILE; the listener
+    # waits for the sweep instead of spinning, and serving resumes once
+    # clients leave
+    with Server("--sweep-interval-ms", "50", max_fds=40) as srv:
+        socks = []
+        for _ in range(60):
+            socks.append(srv.connect())
+        time.sleep(0.5)
+        for s in socks:
+            s.close()
+        deadline = time.time() + 15
+        while True:
+            r = curl(srv.url("/demo/plaintext"))
+            if r.stdout == b"Hello, World!":
+                break
+            assert time.time() < deadline, r
+            time.sleep(0.2)
 
 
 @test("errors")
