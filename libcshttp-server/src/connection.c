@@ -527,7 +527,7 @@ static void go_idle(cshs_conn *c)
             deadline = start + (int64_t)s->o.header_timeout_ms;
             kind = EXP_HEAD;
         }
-        held = c->cap + sizeof *c->rd + s->o.limits.max_fields * sizeof(csh_header);
+        held = cshs__conn_idle_held(c);
     }
     atomic_store(&c->deadline_ms, deadline);
     atomic_store(&c->expire_kind, kind);
@@ -544,6 +544,12 @@ static void go_idle(cshs_conn *c)
     TSAN_UNLOCK(fd);
 }
 
+/* What an idle connection holds besides its struct: a head in progress. */
+uint64_t cshs__conn_idle_held(const cshs_conn *c)
+{
+    return c->len ? c->cap + sizeof *c->rd + c->srv->o.limits.max_fields * sizeof(csh_header) : 0;
+}
+
 void cshs__conn_event(cshs_worker *w, cshs_conn *c)
 {
     cshs_server *s = w->srv;
@@ -553,15 +559,13 @@ void cshs__conn_event(cshs_worker *w, cshs_conn *c)
     if (!atomic_compare_exchange_strong(&c->state, &expected, CONN_BUSY)) {
         /* the sweep (or a stop) shut it down while idle */
         atomic_fetch_sub(&s->c_idle, 1);
+        atomic_fetch_sub(&s->c_idle_buffers, cshs__conn_idle_held(c));
         cshs__conn_close(c);
         return;
     }
     atomic_fetch_sub(&s->c_idle, 1);
     atomic_fetch_add(&s->c_active, 1);
-    if (c->len) {
-        uint64_t held = c->cap + sizeof *c->rd + s->o.limits.max_fields * sizeof(csh_header);
-        atomic_fetch_sub(&s->c_idle_buffers, held);
-    }
+    atomic_fetch_sub(&s->c_idle_buffers, cshs__conn_idle_held(c));
 
     while (c->tls_state == TLS_HANDSHAKE) {
         int r = cshs__tls_handshake(c);
@@ -597,6 +601,18 @@ void cshs__conn_event(cshs_worker *w, cshs_conn *c)
         if (pr < 0) {
             atomic_fetch_add(&s->e_parse, 1);
             write_parse_error(c, csh_error_status(pr));
+            if (!c->ssl) {
+                /* a lingering close, briefly: what the client already sent
+                 * is read so that close sends a FIN, not a reset that
+                 * could destroy the answer before the client reads it */
+                shutdown(c->fd, SHUT_WR);
+                char sink[4096];
+                size_t drained = 0;
+                ssize_t n;
+                while (drained < (256u << 10) &&
+                       (n = recv(c->fd, sink, sizeof sink, MSG_DONTWAIT)) > 0)
+                    drained += (size_t)n;
+            }
             break;
         }
         int r = serve_request(w, c);

@@ -459,7 +459,10 @@ static void join_all(cshs_server *s)
     /* connections left idle */
     while (s->conns) {
         cshs_conn *c = s->conns;
-        if (atomic_load(&c->state) != CONN_BUSY) atomic_fetch_sub(&s->c_idle, 1);
+        if (atomic_load(&c->state) != CONN_BUSY) {
+            atomic_fetch_sub(&s->c_idle, 1);
+            atomic_fetch_sub(&s->c_idle_buffers, cshs__conn_idle_held(c));
+        }
         cshs__conn_close(c);
     }
 }

@@ -117,6 +117,8 @@ cshs_conn *cshs__conn_new(struct cshs_server *s, int fd, const struct sockaddr *
 /* Serves what the connection's event brought; re-arms or closes it. */
 void cshs__conn_event(cshs_worker *w, cshs_conn *c);
 void cshs__conn_close(cshs_conn *c);
+/* Bytes an idle connection holds beyond its struct (a head in progress). */
+uint64_t cshs__conn_idle_held(const cshs_conn *c);
 /* Answers 503 and closes: beyond max_connections. */
 void cshs__reject(struct cshs_server *s, int fd);
 

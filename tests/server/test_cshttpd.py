@@ -510,7 +510,10 @@ def t_slowloris(_):
                 closed = True
                 break
         assert closed, "a trickled head was not cut"
-        assert get_json(srv, "/status.json")["err_head_timeout"] >= 1
+        st = get_json(srv, "/status.json")
+        assert st["err_head_timeout"] >= 1, st
+        # nothing is held for it any more
+        assert st["idle_memory"] == st["connections_idle"] * st["idle_connection_bytes"], st
 
 
 @test("deadlines")
