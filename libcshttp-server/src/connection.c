@@ -284,8 +284,20 @@ cshs_conn *cshs__conn_new(cshs_server *s, int fd, const struct sockaddr *sa)
     return c;
 }
 
+/* An idle connection gives its buffer and parser back; the worker keeps
+ * one of each for the next connection it serves (no malloc per request),
+ * and frees the rest. */
 static void release_buffers(cshs_conn *c)
 {
+    cshs_worker *w = tls_worker;
+    if (w && w->srv == c->srv && !w->spare_rd && c->rd) {
+        w->spare_rd = c->rd;
+        c->rd = NULL;
+    }
+    if (w && w->srv == c->srv && !w->spare_buf && c->buf && c->cap == c->srv->o.read_buffer) {
+        w->spare_buf = c->buf;
+        c->buf = NULL;
+    }
     free(c->rd);
     free(c->buf);
     c->rd = NULL;
@@ -348,15 +360,26 @@ static void write_parse_error(cshs_conn *c, int status)
 static int ensure_reader(cshs_conn *c)
 {
     cshs_server *s = c->srv;
+    cshs_worker *w = tls_worker;
     if (!c->rd) {
         size_t nf = s->o.limits.max_fields ? s->o.limits.max_fields : 1;
-        c->rd = malloc(sizeof *c->rd + nf * sizeof(csh_header));
+        if (w && w->spare_rd) {
+            c->rd = w->spare_rd;
+            w->spare_rd = NULL;
+        } else {
+            c->rd = malloc(sizeof *c->rd + nf * sizeof(csh_header));
+        }
         if (!c->rd) return -ENOMEM;
         csh_parser_init(&c->rd->p, CSH_REQUEST, c->rd->fields, nf, &s->o.limits, 0);
     }
     if (!c->buf) {
         c->cap = s->o.read_buffer;
-        c->buf = malloc(c->cap);
+        if (w && w->spare_buf) {
+            c->buf = w->spare_buf;
+            w->spare_buf = NULL;
+        } else {
+            c->buf = malloc(c->cap);
+        }
         if (!c->buf) return -ENOMEM;
         c->len = c->pos = 0;
     }
@@ -553,6 +576,7 @@ uint64_t cshs__conn_idle_held(const cshs_conn *c)
 void cshs__conn_event(cshs_worker *w, cshs_conn *c)
 {
     cshs_server *s = w->srv;
+    tls_worker = w;
     TSAN_LOCK(c->fd);
     TSAN_UNLOCK(c->fd);
     int expected = CONN_IDLE;

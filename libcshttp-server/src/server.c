@@ -453,6 +453,8 @@ static void join_all(cshs_server *s)
     for (unsigned i = 0; i < s->nworkers; i++) {
         pthread_join(s->workers[i]->thread, NULL);
         cshw_context_free(s->workers[i]->ctx);
+        free(s->workers[i]->spare_buf);
+        free(s->workers[i]->spare_rd);
         free(s->workers[i]);
     }
     s->nworkers = 0;

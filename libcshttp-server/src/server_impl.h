@@ -68,7 +68,9 @@ typedef struct cshs_worker {
     struct cshs_server *srv;
     pthread_t thread;
     cshw_context *ctx;
-    cshs_conn *conn;               /* the connection being served */
+    cshs_conn *conn; /* the connection being served */
+    char *spare_buf; /* a read buffer kept for the next connection */
+    cshs_reader *spare_rd;
     _Atomic int64_t busy_since_us; /* 0: waiting in epoll */
     _Atomic int parked;
 } cshs_worker;
