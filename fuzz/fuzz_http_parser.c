@@ -112,6 +112,33 @@ static int field_has_empty_element(const fz_message *m, const char *name)
     return 0;
 }
 
+/* 1 when a Connection element other than the last is a proper prefix of
+ * one of the options http_parser matches ("keep-alive", "close",
+ * "upgrade"), such as "K" in "K,close". */
+static int field_has_option_prefix_element(const fz_message *m, const char *name)
+{
+    static const char *const options[] = {"keep-alive", "close", "upgrade"};
+    const char *head = m->input + m->start;
+    for (size_t i = 0; i < m->msg.num_headers; i++) {
+        const csh_header *h = &m->msg.headers[i];
+        if (!csh_span_ieq(head, h->name, name)) continue;
+        const char *v = head + h->value.off, *end = v + h->value.len;
+        while (v < end) {
+            while (v < end && (*v == ' ' || *v == '\t')) v++;
+            const char *e = v;
+            while (e < end && *e != ',' && *e != ' ' && *e != '\t') e++;
+            const char *next = e;
+            while (next < end && *next != ',') next++;
+            if (next == end) break; /* the last element */
+            size_t len = (size_t)(e - v);
+            for (size_t k = 0; len > 0 && k < 3; k++)
+                if (len < strlen(options[k]) && csh_mem_ieq(v, options[k], len)) return 1;
+            v = next + 1;
+        }
+    }
+    return 0;
+}
+
 static int cshttp_message(void *ctx, const fz_message *m)
 {
     dlist *l = ctx;
@@ -149,6 +176,11 @@ static int cshttp_message(void *ctx, const fz_message *m)
      * accept and ignore them): cshttp ignores them, http_parser does not
      * recognise an option after one (",close" stays open to it). */
     if (field_has_empty_element(m, "connection")) d->compare_keep_alive = 0;
+    /* EXCEPTION: an element that is a proper prefix of an option http_parser
+     * matches, followed by a comma ("K,close", "c, close"): http_parser stays
+     * in its matching state past the comma and misses the option after it
+     * (the connection stays open to it). cshttp reads "close". */
+    if (field_has_option_prefix_element(m, "connection")) d->compare_keep_alive = 0;
     if (m->msg.method == CSH_METHOD_CONNECT) {
         /* EXCEPTION: http_parser hands the connection over right after a
          * CONNECT head (the rest is tunnel data), whatever the head says about
