@@ -598,7 +598,12 @@ void cshs__conn_event(cshs_worker *w, cshs_conn *c)
             go_idle(c);
             return;
         }
-        if (r == -EINPROGRESS && wait_fd(c, POLLOUT, cshs__now_ms() + 10000) == 0) continue;
+        /* the handshake's own bytes do not fit in the socket buffer: wait
+         * for room as a response write would */
+        if (r == -EINPROGRESS) {
+            c->tls_wait = POLLOUT;
+            if (wait_send(c) == 0) continue;
+        }
         atomic_fetch_add(&s->e_tls, 1);
         goto out;
     }
