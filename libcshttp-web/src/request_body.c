@@ -95,7 +95,15 @@ ssize_t cshw__body_read(cshw_request *req, void *buf, size_t cap)
     for (;;) {
         if (req->ctx->pend.len) return read_pending(req);
         const char *data;
-        size_t len;
+        size_t len, used0;
+        csh_span none;
+        /* A body that has ended (the last byte of a Content-Length body was
+         * returned) says so on zero bytes: no peek, which on a socket would
+         * wait for the next request. */
+        if (csh_body_read(&req->body, NULL, 0, &used0, &none) == CSH_OK) {
+            req->body_done = 1;
+            return 0;
+        }
         int r = t->ops->peek(t->io, &data, &len);
         if (r < 0) return read_error(req, r);
         if (len == 0) {

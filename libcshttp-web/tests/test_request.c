@@ -1040,6 +1040,64 @@ static void test_read_timeout(void **state)
     cshw_memory_free(timeout_out);
 }
 
+/* A socket-like transport: the body's bytes, then nothing more for now (a
+ * peek then waits and times out, as the engine's would while the client
+ * keeps the connection open without sending the next request). */
+static const char *eob_data;
+static size_t eob_len, eob_peeks_after_end;
+
+static int eob_peek(void *io, const char **data, size_t *len)
+{
+    (void)io;
+    if (eob_len == 0) {
+        eob_peeks_after_end++;
+        *data = NULL;
+        *len = 0;
+        return -ETIMEDOUT;
+    }
+    *data = eob_data;
+    *len = eob_len;
+    return 0;
+}
+
+static void eob_consume(void *io, size_t n)
+{
+    (void)io;
+    eob_data += n;
+    eob_len -= n;
+}
+
+static void body_to_end(cshw_context *ctx)
+{
+    char buf[64];
+    ssize_t n, total = 0;
+    while ((n = cshw_request_read(cshw_context_request(ctx), buf, sizeof buf)) > 0) total += n;
+    seen.v[0] = (int)n;
+    seen.v[1] = (int)total;
+}
+
+/* The end of a Content-Length body is known from the length: reading past
+ * its last byte returns 0 without asking the transport for more (RFC 9112
+ * §6.2), which on a keep-alive socket would wait for the next request. */
+static void test_length_body_end_needs_no_more_input(void **state)
+{
+    (void)state;
+    static const cshw_transport_ops ops = {eob_peek, eob_consume, timeout_write, NULL, NULL};
+    cshw_transport t = {&ops, NULL, 0, NULL, 0};
+    timeout_out = cshw_memory_new("", 0, 0);
+    cshw_context *ctx = cshw_context_new(NULL);
+    eob_data = "hello";
+    eob_len = 5;
+    eob_peeks_after_end = 0;
+    reset_seen();
+    assert_int_equal(tw_run_one(ctx, &t, POST("/", "", 5), body_to_end), 1);
+    assert_int_equal(seen.v[0], 0);
+    assert_int_equal(seen.v[1], 5);
+    assert_int_equal(eob_peeks_after_end, 0);
+    cshw_context_free(ctx);
+    cshw_memory_free(timeout_out);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -1058,6 +1116,7 @@ static int teardown(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_length_body_end_needs_no_more_input),
         cmocka_unit_test(test_request_line),
         cmocka_unit_test(test_scheme_and_remote_from_transport),
         cmocka_unit_test(test_path_errors),
