@@ -1,15 +1,18 @@
 #!/usr/bin/env python3
-"""Install libcshttp and libcshttp-web, each configured on its own, and use
-the toolkit from outside.
+"""Install a tier with the tiers below it, each configured on its own, and
+use it from outside (--tier web: libcshttp-web; --tier server:
+libcshttp-server).
 
 1. libcshttp alone: configure, build, install into a temporary prefix.
-2. libcshttp-web alone, finding the installed libcshttp with
-   find_package(cshttp) (CMAKE_PREFIX_PATH = the prefix): configure, build,
-   install into the same prefix (with --prefix, so it must be relocatable).
-3. consumer_web/ built with `pkg-config --cflags --libs cshttp-web` and with
-   find_package(cshttp-web) + cshttp::web; both must serve one request and
-   print "body=hello, world".
-The SONAME of libcshttp-web.so is libcshttp-web.so.<major>.<minor>.
+2. each higher library up to the tier, alone, finding the ones installed
+   before with find_package (CMAKE_PREFIX_PATH = the prefix): configure,
+   build, install into the same prefix (with --prefix, so it must be
+   relocatable).
+3. consumer_<tier>/ built with `pkg-config --cflags --libs cshttp-<tier>` and
+   with find_package(cshttp-<tier>) + cshttp::<tier>; both must serve one
+   request (through the memory transport, or over a socket for the server)
+   and print "body=hello, world".
+The SONAME of the tier's library is libcshttp-<tier>.so.<major>.<minor>.
 """
 import argparse
 import os
@@ -21,6 +24,13 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXPECTED = "body=hello, world"
+
+# tier: (libraries to install in order, version header, macro prefix)
+TIERS = {
+    "web": (["libcshttp", "libcshttp-web"], "libcshttp-web/include/cshttp/web/version.h", "CSHW"),
+    "server": (["libcshttp", "libcshttp-web", "libcshttp-server"],
+               "libcshttp-server/include/cshttp/server/version.h", "CSHS"),
+}
 
 
 class Failure(Exception):
@@ -53,6 +63,7 @@ def build_and_install(args, source, build, prefix):
 
 def main():
     ap = argparse.ArgumentParser()
+    ap.add_argument("--tier", required=True, choices=sorted(TIERS))
     ap.add_argument("--repo", required=True)
     ap.add_argument("--workdir", required=True)
     ap.add_argument("--cmake", default="cmake")
@@ -62,50 +73,53 @@ def main():
     ap.add_argument("--keep", action="store_true")
     args = ap.parse_args()
 
+    libs, version_header, macro = TIERS[args.tier]
+    name = "cshttp-" + args.tier
     os.makedirs(args.workdir, exist_ok=True)
-    tmp = tempfile.mkdtemp(prefix="cshttp-web-install-", dir=args.workdir)
+    tmp = tempfile.mkdtemp(prefix=name + "-install-", dir=args.workdir)
     ok = False
     try:
         prefix = os.path.join(tmp, "prefix")
-        build_and_install(args, os.path.join(args.repo, "libcshttp"), os.path.join(tmp, "b1"), prefix)
-        build_and_install(args, os.path.join(args.repo, "libcshttp-web"), os.path.join(tmp, "b2"), prefix)
+        for i, lib in enumerate(libs):
+            build_and_install(args, os.path.join(args.repo, lib), os.path.join(tmp, "b%d" % i), prefix)
 
+        lib = "lib%s.so" % name
         libdirs = [d for d in ("lib", "lib64", "lib/x86_64-linux-gnu")
-                   if os.path.exists(os.path.join(prefix, d, "libcshttp-web.so"))]
+                   if os.path.exists(os.path.join(prefix, d, lib))]
         if not libdirs:
-            raise Failure("libcshttp-web.so is not installed under %s" % prefix)
+            raise Failure("%s is not installed under %s" % (lib, prefix))
         libdir = os.path.join(prefix, libdirs[0])
-        major, minor, _ = version(os.path.join(args.repo, "libcshttp-web/include/cshttp/web/version.h"), "CSHW")
+        major, minor, _ = version(os.path.join(args.repo, version_header), macro)
         soname = re.search(r"\(SONAME\)\s+[^\[]*\[([^\]]*)\]",
-                           run([args.readelf, "-d", "-W", os.path.join(libdir, "libcshttp-web.so")]))
-        if not soname or soname.group(1) != "libcshttp-web.so.%d.%d" % (major, minor):
+                           run([args.readelf, "-d", "-W", os.path.join(libdir, lib)]))
+        if not soname or soname.group(1) != "%s.%d.%d" % (lib, major, minor):
             raise Failure("SONAME is %s" % (soname.group(1) if soname else None))
 
         env = dict(os.environ, PKG_CONFIG_PATH=os.path.join(libdir, "pkgconfig"),
                    LD_LIBRARY_PATH=libdir)
         env.pop("PKG_CONFIG_LIBDIR", None)
-        flags = run([args.pkg_config, "--cflags", "--libs", "cshttp-web"], env=env).split()
+        flags = run([args.pkg_config, "--cflags", "--libs", name], env=env).split()
         exe = os.path.join(tmp, "consumer-pkg-config")
         run([args.cc, "-std=c11", "-Wall", "-Wextra", "-Werror",
-             os.path.join(HERE, "consumer_web", "main.c"), "-o", exe] + flags)
+             os.path.join(HERE, "consumer_" + args.tier, "main.c"), "-o", exe] + flags)
         out = run([exe], env=env)
         if EXPECTED not in out:
             raise Failure("pkg-config consumer printed %r" % out)
 
         cbuild = os.path.join(tmp, "consumer-cmake")
-        conf = run([args.cmake, "-S", os.path.join(HERE, "consumer_web"), "-B", cbuild,
+        conf = run([args.cmake, "-S", os.path.join(HERE, "consumer_" + args.tier), "-B", cbuild,
                     "-DCMAKE_C_COMPILER=" + args.cc, "-DCMAKE_PREFIX_PATH=" + prefix])
-        m = re.search(r"cshttp-web found at (\S+)", conf)
+        m = re.search(r"%s found at (\S+)" % name, conf)
         if not m or not os.path.realpath(m.group(1)).startswith(os.path.realpath(prefix)):
-            raise Failure("find_package(cshttp-web) found %s" % (m.group(1) if m else None))
+            raise Failure("find_package(%s) found %s" % (name, m.group(1) if m else None))
         run([args.cmake, "--build", cbuild])
-        out = run([os.path.join(cbuild, "consumer_web")], env=env)
+        out = run([os.path.join(cbuild, "consumer_" + args.tier)], env=env)
         if EXPECTED not in out:
             raise Failure("find_package consumer printed %r" % out)
         ok = True
-        print("install_libcshttp_web: ok")
+        print("install_lib%s: ok" % name)
     except Failure as e:
-        print("install_libcshttp_web: FAIL: %s" % e)
+        print("install_lib%s: FAIL: %s" % (name, e))
     finally:
         if not args.keep:
             shutil.rmtree(tmp, ignore_errors=True)
