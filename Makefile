@@ -17,7 +17,7 @@ FUZZ_SECONDS ?= 30
 FUZZ_SMOKE_SEED ?= 1
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build run test test-unit test-asan test-tsan fuzz fuzz-smoke fuzz-build afl-build bench format clean
+.PHONY: all deps build run test test-unit test-asan test-tsan fuzz fuzz-smoke fuzz-build afl-build bench bench-server format clean
 
 all: build
 
@@ -76,8 +76,15 @@ bench: deps
 	cmake --build build-release -j $(JOBS)
 	bash bench/parser/run.sh build-release
 
+# cshttpd and nginx side by side under wrk (W1, W2): bench/server/run.sh
+bench-server:
+	@bash scripts/install-deps.sh bench
+	cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release -DCSHTTP_BUILD_TESTS=OFF >/dev/null
+	cmake --build build-release -j $(JOBS)
+	bash bench/server/run.sh build-release
+
 format:
-	find libcshttp libcshttp-server apps fuzz bench tests -name '*.[ch]' | xargs clang-format -i
+	find libcshttp libcshttp-web libcshttp-server apps fuzz bench tests -name '*.[ch]' | xargs clang-format -i
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(FUZZ_BUILD) $(AFL_BUILD) build-release

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the build, the tests, the fuzzers and the
 # benchmarks need, and only those that are missing. Run as root (or with sudo).
+#   install-deps.sh         what make build, make test and make run need
+#   install-deps.sh bench   and the load generator and peers of bench/server
 set -euo pipefail
 
 packages=(
@@ -15,6 +17,9 @@ packages=(
   libssl-dev openssl                  # libcshttp-server: HTTPS (OpenSSL 3), test certificates
   curl                                # tests/server: a real client against cshttpd
 )
+if [ "${1:-}" = bench ]; then
+  packages+=(wrk nginx-light)          # bench/server: the load generator and the peer server
+fi
 
 missing=()
 for p in "${packages[@]}"; do
