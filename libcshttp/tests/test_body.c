@@ -16,38 +16,7 @@
 
 #include <cshttp/cshttp.h>
 
-#define S(lit) lit, (sizeof(lit) - 1)
-
-/* Allocations of the running test, freed by its teardown even when an
- * assertion fails half-way (cmocka leaves a failed test with longjmp). */
-static void *live[256];
-static size_t nlive;
-
-static void *tmalloc(size_t n)
-{
-    void *p = malloc(n ? n : 1);
-    assert_non_null(p);
-    assert_true(nlive < sizeof live / sizeof live[0]);
-    live[nlive++] = p;
-    return p;
-}
-
-static void tfree(void *p)
-{
-    for (size_t i = nlive; i-- > 0;)
-        if (live[i] == p) {
-            live[i] = live[--nlive];
-            break;
-        }
-    free(p);
-}
-
-static int free_live(void **state)
-{
-    (void)state;
-    while (nlive) free(live[--nlive]);
-    return 0;
-}
+#include "talloc.h"
 
 typedef struct fixture {
     csh_header fields[16];
