@@ -2,7 +2,7 @@
 # Installs the Debian packages the build, the tests, the fuzzers and the
 # benchmarks need, and only those that are missing. Run as root (or with sudo).
 #   install-deps.sh         what make build, make test and make run need
-#   install-deps.sh bench   and the load generator and peers of bench/server
+#   install-deps.sh bench   and the load generator of bench/server
 set -euo pipefail
 
 packages=(
@@ -16,9 +16,10 @@ packages=(
   zlib1g-dev                          # libcshttp-web: gzip responses
   libssl-dev openssl                  # libcshttp-server: HTTPS (OpenSSL 3), test certificates
   curl                                # tests/server: a real client against cshttpd
+  nginx-light                         # tests/server: cshttpd behind a reverse proxy; bench/server peer
 )
 if [ "${1:-}" = bench ]; then
-  packages+=(wrk nginx-light)          # bench/server: the load generator and the peer server
+  packages+=(wrk)                      # bench/server: the load generator
 fi
 
 missing=()
