@@ -47,7 +47,8 @@ static void usage(FILE *out)
         "  --port N                 TCP port (default: 8080; 0: any free port)\n"
         "  --root DIR               folder served (default: www)\n"
         "  --threads N              workers waiting from the start (default: 2)\n"
-        "  --config FILE            'name = value' lines, the option names below\n"
+        "  --config FILE            'name = value' lines: every option below (root,\n"
+        "                           access_log, ... too); the command line wins\n"
         "  --pid-file FILE          write the process id there (default: none)\n"
         "  --stop PIDFILE           stop the server whose pid is in PIDFILE, and wait\n"
         "  --access-log FILE|-      combined-format access log (default: none)\n"
@@ -80,22 +81,69 @@ static int stop_other(const char *pidfile)
     return 1;
 }
 
+/* cshttpd's own settings, from the command line or the config file */
+typedef struct app_settings {
+    char root[4096];
+    char pid_file[4096];
+    char log_path[4096];
+    char threads[32];
+} app_settings;
+
+static int name_is(const char *name, const char *want)
+{
+    /* dashes and underscores are the same, as for the engine's names */
+    for (; *name && *want; name++, want++) {
+        char a = *name == '-' ? '_' : *name, b = *want == '-' ? '_' : *want;
+        if (a != b) return 0;
+    }
+    return *name == *want;
+}
+
+static int app_option(void *data, const char *name, const char *value, char *err, size_t errlen)
+{
+    app_settings *a = data;
+    char *dst = name_is(name, "root")         ? a->root
+                : name_is(name, "pid_file")   ? a->pid_file
+                : name_is(name, "access_log") ? a->log_path
+                : name_is(name, "threads")    ? a->threads
+                                              : NULL;
+    size_t cap = dst == a->threads ? sizeof a->threads : sizeof a->root;
+    if (!dst) return 0;
+    if (strlen(value) >= cap) {
+        snprintf(err, errlen, "%s: value too long", name);
+        return -EINVAL;
+    }
+    strcpy(dst, value);
+    return 1;
+}
+
 int main(int argc, char **argv)
 {
     cshs_options o;
     cshs_options_init(&o);
     char err[512];
-    const char *root = "www", *pid_file = NULL, *log_path = NULL;
+    static app_settings conf = {"www", "", "", ""};
+    const char *root, *pid_file = NULL, *log_path = NULL;
 
     /* the config file first, so that the command line overrides it */
     for (int i = 1; i < argc; i++) {
         const char *cfg = NULL;
         if (!strcmp(argv[i], "--config") && i + 1 < argc) cfg = argv[i + 1];
         if (!strncmp(argv[i], "--config=", 9)) cfg = argv[i] + 9;
-        if (cfg && cshs_options_load_file(&o, cfg, err, sizeof err) < 0) {
+        if (cfg && cshs_options_load_file_with(&o, cfg, app_option, &conf, err, sizeof err) < 0) {
             fprintf(stderr, "cshttpd: %s\n", err);
             return 2;
         }
+    }
+    root = conf.root;
+    if (conf.pid_file[0]) pid_file = conf.pid_file;
+    if (conf.log_path[0]) log_path = conf.log_path;
+    if (conf.threads[0]) {
+        if (cshs_options_set(&o, "min_threads", conf.threads, err, sizeof err) < 0) {
+            fprintf(stderr, "cshttpd: threads: %s\n", err);
+            return 2;
+        }
+        if (o.max_threads < o.min_threads) o.max_threads = o.min_threads;
     }
     if (cshs_options_parse_args(&o, &argc, argv, err, sizeof err) < 0) {
         fprintf(stderr, "cshttpd: %s\n", err);

@@ -247,6 +247,12 @@ static char *trim(char *s)
 
 int cshs_options_load_file(cshs_options *o, const char *path, char *err, size_t errlen)
 {
+    return cshs_options_load_file_with(o, path, NULL, NULL, err, errlen);
+}
+
+int cshs_options_load_file_with(cshs_options *o, const char *path, cshs_app_option_fn app,
+                                void *app_data, char *err, size_t errlen)
+{
     FILE *f = fopen(path, "r");
     if (!f) {
         int e = errno;
@@ -275,7 +281,17 @@ int cshs_options_load_file(cshs_options *o, const char *path, char *err, size_t 
             value[vl - 1] = '\0';
             value++;
         }
-        r = cshs_options_set(o, name, value, msg, sizeof msg);
+        /* the engine's names first; the application's own after them */
+        if (app && !find_def(name, strlen(name))) {
+            r = app(app_data, name, value, msg, sizeof msg);
+            if (r == 0) {
+                snprintf(msg, sizeof msg, "unknown option '%s'", name);
+                r = -EINVAL;
+            }
+            if (r > 0) r = 0;
+        } else {
+            r = cshs_options_set(o, name, value, msg, sizeof msg);
+        }
         if (r < 0) snprintf(err, errlen, "%s:%d: %s", path, lineno, msg);
     }
     fclose(f);

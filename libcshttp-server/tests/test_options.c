@@ -15,6 +15,17 @@ static int failures;
         }                                                                                          \
     } while (0)
 
+/* takes "root" only */
+static char app_seen[64];
+static int app_root(void *data, const char *name, const char *value, char *err, size_t errlen)
+{
+    (void)err;
+    (void)errlen;
+    if (strcmp(name, "root") != 0) return 0;
+    snprintf(data, sizeof app_seen, "%s", value);
+    return 1;
+}
+
 int main(void)
 {
     cshs_options o;
@@ -65,6 +76,19 @@ int main(void)
     fprintf(f, "port = 1\nbogus line\n");
     fclose(f);
     CHECK(cshs_options_load_file(&o, path, err, sizeof err) == -EINVAL && strstr(err, ":2:"));
+    /* an application's own names in the same file */
+    f = fopen(path, "w");
+    fprintf(f, "port = 4321\nroot = /srv/www\n");
+    fclose(f);
+    CHECK(cshs_options_load_file(&o, path, err, sizeof err) == -EINVAL && strstr(err, "root"));
+    app_seen[0] = '\0';
+    CHECK(cshs_options_load_file_with(&o, path, app_root, app_seen, err, sizeof err) == 0);
+    CHECK(o.port == 4321 && strcmp(app_seen, "/srv/www") == 0);
+    f = fopen(path, "w");
+    fprintf(f, "port = 1\nnot-the-app = 1\n");
+    fclose(f);
+    CHECK(cshs_options_load_file_with(&o, path, app_root, app_seen, err, sizeof err) == -EINVAL &&
+          strstr(err, ":2:") && strstr(err, "not-the-app"));
     remove(path);
     CHECK(cshs_options_load_file(&o, "/nonexistent/x.conf", err, sizeof err) == -ENOENT);
     cshs_options_release(&o);

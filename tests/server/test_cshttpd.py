@@ -34,8 +34,9 @@ def test(group):
 
 class Server:
     def __init__(self, *extra, root=None, max_fds=None):
-        self.root = root or ARGS.root
-        cmd = [ARGS.bin, "--port", "0", "--root", self.root] + list(extra)
+        # root=False: no --root (it comes from a config file)
+        self.root = ARGS.root if root is None else root
+        cmd = [ARGS.bin, "--port", "0"] + (["--root", self.root] if self.root else []) + list(extra)
         pre = None
         if max_fds:
             import resource
@@ -232,6 +233,26 @@ def t_help_and_config(_):
             assert b"Server: cshttpd-test" in r.stdout, r.stdout
     finally:
         os.unlink(f.name)
+    # cshttpd's own settings come from the file too; unknown names are errors
+    with tempfile.TemporaryDirectory() as d:
+        site = os.path.join(d, "site")
+        os.mkdir(site)
+        with open(os.path.join(site, "hello.txt"), "w") as h:
+            h.write("from the config root\n")
+        log = os.path.join(d, "access.log")
+        conf = os.path.join(d, "cshttpd.conf")
+        with open(conf, "w") as c:
+            c.write("root = %s\naccess_log = %s\n" % (site, log))
+        with Server("--config", conf, root=False) as srv:
+            r = curl(srv.url("/hello.txt"))
+            assert r.stdout == b"from the config root\n", r.stdout
+        with open(log) as lf:
+            assert '"GET /hello.txt HTTP/1.1" 200' in lf.read()
+        with open(conf, "w") as c:
+            c.write("root = %s\nno_such_option = 1\n" % site)
+        r = subprocess.run([ARGS.bin, "--config", conf], capture_output=True, text=True,
+                           timeout=10)
+        assert r.returncode == 2 and "no_such_option" in r.stderr, r.stderr
 
 
 @test("basic")

@@ -128,6 +128,19 @@ CSHS_EXPORT int cshs_options_set(cshs_options *o, const char *name, const char *
  * it cannot be read, or -EINVAL with "file:line: message" in err. */
 CSHS_EXPORT int cshs_options_load_file(cshs_options *o, const char *path, char *err, size_t errlen);
 
+/* An application's own settings in the same file: called for each name the
+ * engine does not know (as written, dashes or underscores). Returns 1 when
+ * it took the setting, 0 when it does not know the name either (an error
+ * naming it follows), or a negative error with a message in err. */
+typedef int (*cshs_app_option_fn)(void *app_data, const char *name, const char *value, char *err,
+                                  size_t errlen);
+
+/* cshs_options_load_file, with names the engine does not know handed to
+ * app (NULL: they are errors). Same results. */
+CSHS_EXPORT int cshs_options_load_file_with(cshs_options *o, const char *path,
+                                            cshs_app_option_fn app, void *app_data, char *err,
+                                            size_t errlen);
+
 /* Takes the engine's options out of argv ("--name value" or
  * "--name=value"), leaving the other arguments in argv (compacted, *argc
  * updated) for the application. 0, or -EINVAL with a message in err. */
