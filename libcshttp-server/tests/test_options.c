@@ -1,19 +1,40 @@
 /* cshs_options: defaults, checks naming the field, argv and config file. */
 #include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <cmocka.h>
+
 #include <cshttp/server.h>
 
-static int failures;
-#define CHECK(c)                                                                                   \
-    do {                                                                                           \
-        if (!(c)) {                                                                                \
-            fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #c);                  \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
+#define CONF_PATH "test_options.conf"
+
+/* every test's options and open files, released in teardown */
+static cshs_options o;
+static FILE *help_file;
+
+static int setup(void **state)
+{
+    (void)state;
+    cshs_options_init(&o);
+    help_file = NULL;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    cshs_options_release(&o);
+    if (help_file) fclose(help_file);
+    help_file = NULL;
+    remove(CONF_PATH);
+    return 0;
+}
 
 /* takes "root" only */
 static char app_seen[64];
@@ -26,81 +47,156 @@ static int app_root(void *data, const char *name, const char *value, char *err, 
     return 1;
 }
 
-int main(void)
+static void write_conf(const char *text)
 {
-    cshs_options o;
-    const char *why = NULL;
-    char err[256];
-    cshs_options_init(&o);
-    CHECK(cshs_options_check(&o, &why) == 0 && why == NULL);
-    CHECK(o.port == 8080 && o.min_threads == 2 && o.header_timeout_ms == 10000);
-    CHECK(o.min_body_rate == 240 && o.body_grace_ms == 5000);
+    FILE *f = fopen(CONF_PATH, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    assert_int_equal(fclose(f), 0);
+}
 
+static void test_defaults(void **state)
+{
+    (void)state;
+    const char *why = NULL;
+    assert_int_equal(cshs_options_check(&o, &why), 0);
+    assert_null(why);
+    assert_int_equal(o.port, 8080);
+    assert_int_equal(o.min_threads, 2);
+    assert_int_equal(o.header_timeout_ms, 10000);
+    assert_int_equal(o.min_body_rate, 240);
+    assert_int_equal(o.body_grace_ms, 5000);
+}
+
+/* a refused value is named in the message */
+static void expect_refused(const char *field)
+{
+    const char *why = NULL;
+    assert_int_equal(cshs_options_check(&o, &why), -EINVAL);
+    assert_non_null(why);
+    assert_non_null(strstr(why, field));
+}
+
+static void test_check_names_the_field(void **state)
+{
+    (void)state;
     o.max_threads = 1;
-    CHECK(cshs_options_check(&o, &why) == -EINVAL && strstr(why, "max_threads"));
+    expect_refused("max_threads");
     cshs_options_init(&o);
     o.port = 70000;
-    CHECK(cshs_options_check(&o, &why) == -EINVAL && strstr(why, "port"));
+    expect_refused("port");
     cshs_options_init(&o);
     o.address = NULL;
-    CHECK(cshs_options_check(&o, &why) == -EINVAL && strstr(why, "address"));
+    expect_refused("address");
     cshs_options_init(&o);
     o.web.gzip_level = 42;
-    CHECK(cshs_options_check(&o, &why) == -EINVAL && strstr(why, "gzip_level"));
+    expect_refused("gzip_level");
+}
 
-    cshs_options_init(&o);
+static void test_parse_args(void **state)
+{
+    (void)state;
+    char err[256];
     char a0[] = "prog", a1[] = "--port", a2[] = "9000", a3[] = "--keep",
          a4[] = "--header-timeout-ms=50", a5[] = "--address6", a6[] = "::1";
     char *argv[] = {a0, a1, a2, a3, a4, a5, a6, NULL};
     int argc = 7;
-    CHECK(cshs_options_parse_args(&o, &argc, argv, err, sizeof err) == 0);
-    CHECK(o.port == 9000 && o.header_timeout_ms == 50 && strcmp(o.address6, "::1") == 0);
-    CHECK(argc == 2 && strcmp(argv[1], "--keep") == 0 && argv[2] == NULL);
+    assert_int_equal(cshs_options_parse_args(&o, &argc, argv, err, sizeof err), 0);
+    assert_int_equal(o.port, 9000);
+    assert_int_equal(o.header_timeout_ms, 50);
+    assert_non_null(o.address6);
+    assert_string_equal(o.address6, "::1");
+    /* what the options did not take stays, in order */
+    assert_int_equal(argc, 2);
+    assert_string_equal(argv[1], "--keep");
+    assert_null(argv[2]);
+
     char b1[] = "--port", b2[] = "x";
     char *argv2[] = {a0, b1, b2, NULL};
     argc = 3;
-    CHECK(cshs_options_parse_args(&o, &argc, argv2, err, sizeof err) == -EINVAL &&
-          strstr(err, "port"));
-    CHECK(cshs_options_set(&o, "nope", "1", err, sizeof err) == -EINVAL && strstr(err, "nope"));
-    CHECK(cshs_options_set(&o, "gzip", "maybe", err, sizeof err) == -EINVAL && strstr(err, "gzip"));
+    assert_int_equal(cshs_options_parse_args(&o, &argc, argv2, err, sizeof err), -EINVAL);
+    assert_non_null(strstr(err, "port"));
+}
 
-    const char *path = "test_options.conf";
-    FILE *f = fopen(path, "w");
-    fprintf(f, "# a comment\n\nport = 1234\nkeepalive-timeout-ms = 77  # idle\n"
+static void test_set_refusals(void **state)
+{
+    (void)state;
+    char err[256];
+    assert_int_equal(cshs_options_set(&o, "nope", "1", err, sizeof err), -EINVAL);
+    assert_non_null(strstr(err, "nope"));
+    assert_int_equal(cshs_options_set(&o, "gzip", "maybe", err, sizeof err), -EINVAL);
+    assert_non_null(strstr(err, "gzip"));
+}
+
+static void test_config_file(void **state)
+{
+    (void)state;
+    char err[256];
+    write_conf("# a comment\n\nport = 1234\nkeepalive-timeout-ms = 77  # idle\n"
                "server_header = \"cshttpd\"\n");
-    fclose(f);
-    CHECK(cshs_options_load_file(&o, path, err, sizeof err) == 0);
-    CHECK(o.port == 1234 && o.keepalive_timeout_ms == 77 &&
-          strcmp(o.web.server_header, "cshttpd") == 0);
-    f = fopen(path, "w");
-    fprintf(f, "port = 1\nbogus line\n");
-    fclose(f);
-    CHECK(cshs_options_load_file(&o, path, err, sizeof err) == -EINVAL && strstr(err, ":2:"));
-    /* an application's own names in the same file */
-    f = fopen(path, "w");
-    fprintf(f, "port = 4321\nroot = /srv/www\n");
-    fclose(f);
-    CHECK(cshs_options_load_file(&o, path, err, sizeof err) == -EINVAL && strstr(err, "root"));
+    assert_int_equal(cshs_options_load_file(&o, CONF_PATH, err, sizeof err), 0);
+    assert_int_equal(o.port, 1234);
+    assert_int_equal(o.keepalive_timeout_ms, 77);
+    assert_non_null(o.web.server_header);
+    assert_string_equal(o.web.server_header, "cshttpd");
+
+    /* a bad line is named by its number */
+    write_conf("port = 1\nbogus line\n");
+    assert_int_equal(cshs_options_load_file(&o, CONF_PATH, err, sizeof err), -EINVAL);
+    assert_non_null(strstr(err, ":2:"));
+
+    assert_int_equal(cshs_options_load_file(&o, "/nonexistent/x.conf", err, sizeof err), -ENOENT);
+}
+
+/* an application's own names in the same file */
+static void test_config_file_application_options(void **state)
+{
+    (void)state;
+    char err[256];
+    write_conf("port = 4321\nroot = /srv/www\n");
+    assert_int_equal(cshs_options_load_file(&o, CONF_PATH, err, sizeof err), -EINVAL);
+    assert_non_null(strstr(err, "root"));
     app_seen[0] = '\0';
-    CHECK(cshs_options_load_file_with(&o, path, app_root, app_seen, err, sizeof err) == 0);
-    CHECK(o.port == 4321 && strcmp(app_seen, "/srv/www") == 0);
-    f = fopen(path, "w");
-    fprintf(f, "port = 1\nnot-the-app = 1\n");
-    fclose(f);
-    CHECK(cshs_options_load_file_with(&o, path, app_root, app_seen, err, sizeof err) == -EINVAL &&
-          strstr(err, ":2:") && strstr(err, "not-the-app"));
-    remove(path);
-    CHECK(cshs_options_load_file(&o, "/nonexistent/x.conf", err, sizeof err) == -ENOENT);
-    cshs_options_release(&o);
+    assert_int_equal(
+        cshs_options_load_file_with(&o, CONF_PATH, app_root, app_seen, err, sizeof err), 0);
+    assert_int_equal(o.port, 4321);
+    assert_string_equal(app_seen, "/srv/www");
 
-    FILE *h = tmpfile();
-    cshs_options_help(h);
-    long n = ftell(h);
-    CHECK(n > 500);
-    fclose(h);
-    CHECK(cshs_version() == CSHS_VERSION_HEX);
-    CHECK(cshs_server_new(NULL, NULL, NULL) == NULL);
+    write_conf("port = 1\nnot-the-app = 1\n");
+    assert_int_equal(
+        cshs_options_load_file_with(&o, CONF_PATH, app_root, app_seen, err, sizeof err), -EINVAL);
+    assert_non_null(strstr(err, ":2:"));
+    assert_non_null(strstr(err, "not-the-app"));
+}
 
-    if (failures) fprintf(stderr, "%d failure(s)\n", failures);
-    return failures ? 1 : 0;
+static void test_help(void **state)
+{
+    (void)state;
+    help_file = tmpfile();
+    assert_non_null(help_file);
+    cshs_options_help(help_file);
+    long n = ftell(help_file);
+    assert_true(n > 500);
+}
+
+static void test_version_and_null_options(void **state)
+{
+    (void)state;
+    assert_int_equal(cshs_version(), CSHS_VERSION_HEX);
+    assert_null(cshs_server_new(NULL, NULL, NULL));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_defaults, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_check_names_the_field, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_parse_args, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_set_refusals, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_config_file, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_config_file_application_options, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_help, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_version_and_null_options, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
 }

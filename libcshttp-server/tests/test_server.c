@@ -5,6 +5,10 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,18 +17,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cmocka.h>
+
 #include <cshttp/server.h>
 #include <cshttp/web/request.h>
 #include <cshttp/web/response.h>
-
-static int failures;
-#define CHECK(c)                                                                                   \
-    do {                                                                                           \
-        if (!(c)) {                                                                                \
-            fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #c);                  \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
 
 static void hello(cshw_context *ctx)
 {
@@ -80,87 +77,203 @@ static void *stopper(void *arg)
     return NULL;
 }
 
-int main(void)
-{
-    char buf[8192];
-    cshs_server_free(NULL);
+/* The server the first tests share (keep-alive, pipelining, the Unix
+ * listener and the counters build on each other, then the graceful stop
+ * ends it), and the connections still open: freed in teardown. */
+static cshs_options o;
+static char sock_path[64];
+static cshs_server *s, *s2, *s3;
+static unsigned port;
+static int fd = -1, u = -1, f2 = -1, f3 = -1;
+static char buf[8192];
 
-    cshs_options o;
+static void close_fd(int *p)
+{
+    if (*p >= 0) close(*p);
+    *p = -1;
+}
+
+static int group_setup(void **state)
+{
+    (void)state;
     cshs_options_init(&o);
     o.port = 0;
     o.min_threads = 1;
     o.max_threads = 8;
-    char sock_path[64];
     snprintf(sock_path, sizeof sock_path, "/tmp/cshs-test-%ld.sock", (long)getpid());
     o.unix_path = sock_path;
-    CHECK(cshs_server_new(&o, hello, (cshw_router *)&o) == NULL); /* both */
-    cshs_server *s = cshs_server_new(&o, hello, NULL);
-    CHECK(s != NULL);
-    CHECK(cshs_server_start(s) == 0);
-    unsigned port = cshs_server_port(s, 0);
-    CHECK(port > 0 && cshs_server_port(s, 1) == 0 && cshs_server_tls_port(s, 0) == 0);
+    return 0;
+}
 
-    /* keep-alive: two requests on one connection, then a pipelined pair */
-    int fd = dial(port);
-    CHECK(fd >= 0);
-    CHECK(exchange(fd, "GET /a HTTP/1.1\r\nHost: x\r\n\r\n", "hello /a", buf, sizeof buf) == 0);
-    CHECK(exchange(fd, "GET /b HTTP/1.1\r\nHost: x\r\n\r\n", "hello /b", buf, sizeof buf) == 0);
-    CHECK(exchange(fd, "GET /c HTTP/1.1\r\nHost: x\r\n\r\nGET /d HTTP/1.1\r\nHost: x\r\n\r\n",
-                   "hello /d", buf, sizeof buf) == 0);
-    CHECK(strstr(buf, "hello /c") && strstr(buf, "hello /c") < strstr(buf, "hello /d"));
+static int group_teardown(void **state)
+{
+    (void)state;
+    close_fd(&fd);
+    cshs_server_free(s);
+    s = NULL;
+    unlink(sock_path);
+    return 0;
+}
 
-    /* a port in use is refused with -EADDRINUSE */
+/* what a single test opens */
+static int teardown(void **state)
+{
+    (void)state;
+    cshs_server_free(s2);
+    s2 = NULL;
+    cshs_server_free(s3);
+    s3 = NULL;
+    close_fd(&u);
+    close_fd(&f2);
+    close_fd(&f3);
+    return 0;
+}
+
+/* free(NULL) does nothing; a handler and a router together are refused */
+static void test_free_null_and_new_refusal(void **state)
+{
+    (void)state;
+    cshs_server_free(NULL);
+    assert_null(cshs_server_new(&o, hello, (cshw_router *)&o)); /* both */
+}
+
+static void test_start_ephemeral_port(void **state)
+{
+    (void)state;
+    s = cshs_server_new(&o, hello, NULL);
+    assert_non_null(s);
+    assert_int_equal(cshs_server_start(s), 0);
+    port = cshs_server_port(s, 0);
+    assert_true(port > 0);
+    assert_int_equal(cshs_server_port(s, 1), 0);
+    assert_int_equal(cshs_server_tls_port(s, 0), 0);
+}
+
+/* two requests on one connection */
+static void test_keep_alive(void **state)
+{
+    (void)state;
+    assert_non_null(s);
+    fd = dial(port);
+    assert_true(fd >= 0);
+    assert_int_equal(
+        exchange(fd, "GET /a HTTP/1.1\r\nHost: x\r\n\r\n", "hello /a", buf, sizeof buf), 0);
+    assert_int_equal(
+        exchange(fd, "GET /b HTTP/1.1\r\nHost: x\r\n\r\n", "hello /b", buf, sizeof buf), 0);
+}
+
+/* a pipelined pair on the same connection, answered in order */
+static void test_pipelining(void **state)
+{
+    (void)state;
+    assert_true(fd >= 0);
+    assert_int_equal(
+        exchange(fd, "GET /c HTTP/1.1\r\nHost: x\r\n\r\nGET /d HTTP/1.1\r\nHost: x\r\n\r\n",
+                 "hello /d", buf, sizeof buf),
+        0);
+    assert_non_null(strstr(buf, "hello /c"));
+    assert_true(strstr(buf, "hello /c") < strstr(buf, "hello /d"));
+}
+
+/* a port in use is refused with -EADDRINUSE */
+static void test_port_in_use(void **state)
+{
+    (void)state;
+    assert_true(port > 0);
     cshs_options o2 = o;
     o2.port = port;
     o2.unix_path = NULL;
-    cshs_server *s2 = cshs_server_new(&o2, hello, NULL);
-    CHECK(s2 && cshs_server_start(s2) == -EADDRINUSE);
-    cshs_server_free(s2);
+    s2 = cshs_server_new(&o2, hello, NULL);
+    assert_non_null(s2);
+    assert_int_equal(cshs_server_start(s2), -EADDRINUSE);
+}
 
-    /* the Unix listener */
-    int u = socket(AF_UNIX, SOCK_STREAM, 0);
+static void test_unix_listener(void **state)
+{
+    (void)state;
+    u = socket(AF_UNIX, SOCK_STREAM, 0);
     struct sockaddr_un un;
     memset(&un, 0, sizeof un);
     un.sun_family = AF_UNIX;
     strcpy(un.sun_path, sock_path);
-    CHECK(connect(u, (struct sockaddr *)&un, sizeof un) == 0);
-    CHECK(exchange(u, "GET /u HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", "hello /u", buf,
-                   sizeof buf) == 0);
-    close(u);
+    assert_int_equal(connect(u, (struct sockaddr *)&un, sizeof un), 0);
+    assert_int_equal(exchange(u, "GET /u HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+                              "hello /u", buf, sizeof buf),
+                     0);
+}
 
+/* the five requests above */
+static void test_counters(void **state)
+{
+    (void)state;
+    assert_non_null(s);
     cshs_counters c;
     cshs_server_counters(s, &c);
-    CHECK(c.requests == 5 && c.connections_total >= 2 && c.bytes_in > 0 && c.bytes_out > 0);
-    CHECK(c.workers_total >= 1 && c.err_parse == 0);
+    assert_int_equal(c.requests, 5);
+    assert_true(c.connections_total >= 2);
+    assert_true(c.bytes_in > 0);
+    assert_true(c.bytes_out > 0);
+    assert_true(c.workers_total >= 1);
+    assert_int_equal(c.err_parse, 0);
+}
 
-    /* a request in flight when the stop begins completes; wait() returns */
-    int f2 = dial(port);
-    CHECK(send(f2, "GET /slow?sleep=300 HTTP/1.1\r\nHost: x\r\n\r\n", 42, MSG_NOSIGNAL) == 42);
+/* a request in flight when the stop begins completes; wait() returns from
+ * another thread's stop */
+static void test_wait_and_graceful_stop(void **state)
+{
+    (void)state;
+    assert_non_null(s);
+    f2 = dial(port);
+    assert_true(f2 >= 0);
+    assert_int_equal(send(f2, "GET /slow?sleep=300 HTTP/1.1\r\nHost: x\r\n\r\n", 42, MSG_NOSIGNAL),
+                     42);
     pthread_t t;
-    pthread_create(&t, NULL, stopper, s);
+    assert_int_equal(pthread_create(&t, NULL, stopper, s), 0);
     cshs_server_wait(s);
     pthread_join(t, NULL);
-    CHECK(exchange(f2, NULL, "hello /slow", buf, sizeof buf) == 0);
-    CHECK(strstr(buf, "Connection: close") != NULL);
-    close(f2);
-    close(fd);
-    CHECK(dial(port) < 0); /* nobody listens any more */
-    CHECK(access(sock_path, F_OK) != 0);
-    CHECK(cshs_server_stop(s, -1) == 0); /* a second stop does nothing */
+    assert_int_equal(exchange(f2, NULL, "hello /slow", buf, sizeof buf), 0);
+    assert_non_null(strstr(buf, "Connection: close"));
+    close_fd(&f2);
+    close_fd(&fd);
+    int d = dial(port);
+    if (d >= 0) close(d);
+    assert_true(d < 0); /* nobody listens any more */
+    assert_int_not_equal(access(sock_path, F_OK), 0);
+    assert_int_equal(cshs_server_stop(s, -1), 0); /* a second stop does nothing */
     cshs_server_free(s);
+    s = NULL;
+}
 
-    /* a stop whose deadline passes cuts the request */
-    o.unix_path = NULL;
-    s = cshs_server_new(&o, hello, NULL);
-    CHECK(s && cshs_server_start(s) == 0);
-    fd = dial(cshs_server_port(s, 0));
-    CHECK(send(fd, "GET /x?sleep=1500 HTTP/1.1\r\nHost: x\r\n\r\n", 40, MSG_NOSIGNAL) == 40);
+/* a stop whose deadline passes cuts the request */
+static void test_stop_cuts_at_deadline(void **state)
+{
+    (void)state;
+    cshs_options o3 = o;
+    o3.unix_path = NULL;
+    s3 = cshs_server_new(&o3, hello, NULL);
+    assert_non_null(s3);
+    assert_int_equal(cshs_server_start(s3), 0);
+    f3 = dial(cshs_server_port(s3, 0));
+    assert_true(f3 >= 0);
+    assert_int_equal(send(f3, "GET /x?sleep=1500 HTTP/1.1\r\nHost: x\r\n\r\n", 40, MSG_NOSIGNAL),
+                     40);
     struct timespec ts = {0, 200 * 1000 * 1000};
     nanosleep(&ts, NULL);
-    CHECK(cshs_server_stop(s, 100) == 1);
-    cshs_server_free(s);
-    close(fd);
+    assert_int_equal(cshs_server_stop(s3, 100), 1);
+}
 
-    if (failures) fprintf(stderr, "%d failure(s)\n", failures);
-    return failures ? 1 : 0;
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_free_null_and_new_refusal),
+        cmocka_unit_test_teardown(test_start_ephemeral_port, teardown),
+        cmocka_unit_test_teardown(test_keep_alive, teardown),
+        cmocka_unit_test_teardown(test_pipelining, teardown),
+        cmocka_unit_test_teardown(test_port_in_use, teardown),
+        cmocka_unit_test_teardown(test_unix_listener, teardown),
+        cmocka_unit_test_teardown(test_counters, teardown),
+        cmocka_unit_test_teardown(test_wait_and_graceful_stop, teardown),
+        cmocka_unit_test_teardown(test_stop_cuts_at_deadline, teardown),
+    };
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
