@@ -124,9 +124,9 @@ static int t_peek(void *io, const char **data, size_t *len)
 {
     cshs_conn *c = io;
     cshs_server *s = c->srv;
-    /* The body's end is known from its framing: past a Content-Length body
-     * there is nothing to wait for (the toolkit peeks once more to see the
-     * body end; on a socket that peek would wait for the next request). */
+    /* A request's input ends with its body, whose end a Content-Length
+     * gives: past it nothing is waited for on this request's behalf (on a
+     * keep-alive socket a read there would wait for the next request). */
     if (c->body_consumed >= c->body_limit) {
         *data = c->buf + c->pos;
         *len = 0;
