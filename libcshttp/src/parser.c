@@ -51,7 +51,9 @@ void csh_limits_init(csh_limits *l)
 void csh_parser_init(csh_parser *p, csh_parser_type type, csh_header *fields, size_t fields_cap,
                      const csh_limits *limits, unsigned flags)
 {
-    memset(p, 0, sizeof *p);
+    /* every field is set here or by csh_parser_reset below: no memset of
+     * the whole struct, which reset would half clear again */
+    p->te_off_ = 0;
     if (limits)
         p->limits_ = *limits;
     else
