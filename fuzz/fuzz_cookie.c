@@ -25,17 +25,10 @@
 #include <cshttp/web/cookie.h>
 #include <cshttp/web/error.h>
 
+#include "web_check.h"
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "fuzz_cookie: %s:%d: %s: ", __FILE__, __LINE__, #cond);                \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fputc('\n', stderr);                                                                   \
-            abort();                                                                               \
-        }                                                                                          \
-    } while (0)
 
 static int ctl(unsigned char c)
 {

@@ -23,25 +23,10 @@
 #include <cshttp/web/form.h>
 #include <cshttp/web/url.h>
 
+#include "web_check.h"
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "fuzz_form: %s:%d: %s: ", __FILE__, __LINE__, #cond);                  \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fputc('\n', stderr);                                                                   \
-            abort();                                                                               \
-        }                                                                                          \
-    } while (0)
-
-static int hexval(unsigned char c)
-{
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-}
 
 /* The reference decoder (WHATWG URL §5.1 step 3.4: '+' then percent-decode). */
 static size_t decode(const char *s, size_t n, char *out)

@@ -31,17 +31,10 @@
 #include <cshttp/web/error.h>
 #include <cshttp/web/multipart.h>
 
+#include "web_check.h"
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "fuzz_multipart: %s:%d: %s: ", __FILE__, __LINE__, #cond);             \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fputc('\n', stderr);                                                                   \
-            abort();                                                                               \
-        }                                                                                          \
-    } while (0)
 
 typedef struct tbuf {
     char *data;

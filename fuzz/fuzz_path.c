@@ -23,25 +23,10 @@
 #include <cshttp/web/error.h>
 #include <cshttp/web/url.h>
 
+#include "web_check.h"
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "fuzz_path: %s:%d: %s: ", __FILE__, __LINE__, #cond);                  \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fputc('\n', stderr);                                                                   \
-            abort();                                                                               \
-        }                                                                                          \
-    } while (0)
-
-static int hexval(unsigned char c)
-{
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-}
 
 /* The reference: segments decoded one by one onto a stack of (offset,
  * length) pairs in `out`. Returns 0 or the error; *out_len the length. */
