@@ -755,6 +755,7 @@ class Progress(WithCshttpd):
                     break
                 got += d
             p.stdout.read()
+            p.stdout.close()
             return p.wait(timeout=60), got
         finally:
             if slave is not None:
