@@ -69,8 +69,7 @@ void report_print_end(FILE *out, const load_report *rep)
 {
     const load_options *o = rep->opt;
     if (o->idle) {
-        fprintf(out, "idle       %u held, %u answered (of %u opened)\n", rep->idle_held,
-                rep->idle_answered, o->idle);
+        fprintf(out, "idle       %u held, %u answered\n", rep->idle_held, rep->idle_answered);
         if (rep->idle_error[0]) fprintf(out, "idle error %s\n", rep->idle_error);
     }
     if (rep->num_results > 1) {
