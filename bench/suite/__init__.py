@@ -1,0 +1,1 @@
+"""bench/run: the server benchmark suite."""

@@ -1,0 +1,195 @@
+"""The load generators: cshttp-load (most runs), wrk (W1's cross-check) and
+ab (W4). Each run is measured the same way: the server's CPU time (utime +
+stime of its process tree, /proc/PID/stat) just before and just after the
+client's run, divided by the requests the client completed."""
+
+import csv
+import os
+import re
+import subprocess
+import time
+
+from . import proc
+
+LOAD_FIELDS = ["requests", "rps", "read_bytes_per_s", "p50_ms", "p90_ms", "p99_ms", "p999_ms",
+               "max_ms", "status_2xx", "err_connect", "err_timeout", "err_reset",
+               "err_bad_response", "non_2xx", "idle_held", "idle_answered", "connections"]
+
+
+def _run(cmd, timeout):
+    """(returncode, stdout, stderr); returncode None on a timeout."""
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                           stdin=subprocess.DEVNULL)
+        return p.returncode, p.stdout, p.stderr
+    except subprocess.TimeoutExpired as e:
+        out = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
+        return None, out, "timed out after %.0f s" % timeout
+
+
+def measured(server, cmd, timeout, parse):
+    """Runs cmd against a running server; returns a result dict: status
+    ('ok', 'errors', 'crashed', 'refused', 'timeout', 'failed'), the parsed
+    figures and cpu_us (server CPU per request)."""
+    res = {"cmd": " ".join(cmd), "status": "ok", "note": ""}
+    if not server.alive():
+        res.update(status="crashed", note="server not running: " + server.log_tail())
+        return res
+    c0 = proc.cpu_seconds(server.pid)
+    t0 = time.monotonic()
+    rc, out, err = _run(cmd, timeout)
+    wall = time.monotonic() - t0
+    c1 = proc.cpu_seconds(server.pid)
+    res["wall_s"] = wall
+    try:
+        res.update(parse(out, res))
+    except (ValueError, KeyError, IndexError, OSError) as e:
+        res["parse_error"] = str(e)
+    if not server.alive():
+        res.update(status="crashed", note="server exited (status %s): %s" % (
+            server.proc.returncode, server.log_tail()))
+        return res
+    if rc is None:
+        res.update(status="timeout", note=err)
+        return res
+    if c0 is not None and c1 is not None and res.get("requests"):
+        res["cpu_us"] = (c1 - c0) * 1e6 / res["requests"]
+    if res.get("parse_error"):
+        res.update(status="failed", note="exit %s; %s; %s" % (
+            rc, res["parse_error"], (err.strip() or out.strip())[-200:]))
+    elif rc == 3:
+        res.update(status="refused", note=err.strip()[-200:])
+    elif rc not in (0, 1):
+        res.update(status="failed", note="exit %s: %s" % (rc, (err.strip() or out.strip())[-200:]))
+    elif not res.get("requests"):
+        res.update(status="no responses", note="no response completed in the measured time")
+    elif res.get("errors"):
+        res.update(status="errors")
+    return res
+
+
+def load_cmd(paths, url, csv_file, label, extra):
+    return [paths["cshttp-load"], "--no-progress", "--csv", csv_file, "--label", label] + \
+        extra + [url]
+
+
+def parse_load_csv(path):
+    """The rows of cshttp-load's CSV as dicts of numbers."""
+    rows = []
+    with open(path, newline="") as f:
+        for row in csv.DictReader(f):
+            r = {}
+            for k, v in row.items():
+                if k == "label":
+                    continue
+                try:
+                    r[k] = float(v)
+                except (TypeError, ValueError):
+                    r[k] = v
+            rows.append(r)
+    return rows
+
+
+def load_figures(row):
+    fig = {k: row.get(k) for k in LOAD_FIELDS}
+    fig["requests"] = int(row["requests"])
+    fig["mbps"] = row["read_bytes_per_s"] / 1e6
+    fig["errors"] = int(row["err_connect"] + row["err_timeout"] + row["err_reset"] +
+                        row["err_bad_response"] + row["non_2xx"])
+    if row.get("idle_held", 0) and row.get("idle_answered", 0) < row.get("idle_held", 0):
+        fig["errors"] += int(row["idle_held"] - row["idle_answered"])
+    return fig
+
+
+def run_load(paths, server, url, extra, tag, tmp, timeout):
+    """One cshttp-load run (one level); its CSV row's figures."""
+    csv_file = os.path.join(tmp, "%s.csv" % tag)
+    if os.path.exists(csv_file):
+        os.unlink(csv_file)
+    cmd = load_cmd(paths, url, csv_file, server.name, extra)
+
+    def parse(out, res):
+        rows = parse_load_csv(csv_file)
+        return load_figures(rows[-1])
+    return measured(server, cmd, timeout, parse)
+
+
+def run_sweep(paths, server, url, levels, extra, tag, tmp, timeout):
+    """One cshttp-load --levels run: the figures of each level in 'levels',
+    CPU per request over the whole sweep (warm-ups included)."""
+    csv_file = os.path.join(tmp, "%s.csv" % tag)
+    if os.path.exists(csv_file):
+        os.unlink(csv_file)
+    cmd = load_cmd(paths, url, csv_file, server.name,
+                   ["--levels", ",".join(str(l) for l in levels)] + extra)
+
+    def parse(out, res):
+        rows = parse_load_csv(csv_file)
+        per = [load_figures(r) for r in rows]
+        return {"levels": per, "requests": sum(p["requests"] for p in per),
+                "errors": sum(p["errors"] for p in per)}
+    return measured(server, cmd, timeout, parse)
+
+
+def warm(paths, url, connections, seconds, timeout=60):
+    """Load before a measured run, not counted (a separate cshttp-load run, so
+    that the server's CPU time of the measured run excludes it)."""
+    _run([paths["cshttp-load"], "--no-progress", "-c", str(connections), "-d", str(seconds), url],
+         timeout)
+
+
+_UNITS = {"": 1, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9}
+
+
+def run_wrk(server, url, connections, seconds, timeout):
+    cmd = ["wrk", "-t1", "-c%d" % connections, "-d%ss" % seconds, "--latency", url]
+
+    def parse(out, res):
+        fig = {}
+        m = re.search(r"(\d+) requests in", out)
+        fig["requests"] = int(m.group(1))
+        fig["rps"] = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+        m = re.search(r"^\s+99%\s+([\d.]+)(us|ms|s)", out, re.M)
+        if m:
+            fig["p99_ms"] = float(m.group(1)) * {"us": 1e-3, "ms": 1, "s": 1e3}[m.group(2)]
+        errs = 0
+        m = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out)
+        if m:
+            errs += sum(int(x) for x in m.groups())
+        m = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+        if m:
+            errs += int(m.group(1))
+        fig["errors"] = errs
+        return fig
+    return measured(server, cmd, timeout, parse)
+
+
+def run_ab(server, url, connections, requests, keepalive, timeout):
+    cmd = ["ab", "-q", "-r", "-s", "10", "-c", str(connections), "-n", str(requests)]
+    if keepalive:
+        cmd.append("-k")
+    cmd.append(url)
+
+    def parse(out, res):
+        def num(label, cast=float, default=None):
+            m = re.search(r"^%s:\s+([\d.]+)" % re.escape(label), out, re.M)
+            if not m:
+                if default is not None:
+                    return default
+                raise ValueError("ab printed no '%s'" % label)
+            return cast(m.group(1))
+        fig = {"requests": num("Complete requests", int),
+               "rps": num("Requests per second"),
+               "failed": num("Failed requests", int),
+               "non_2xx": num("Non-2xx responses", int, 0),
+               "keepalive_reqs": num("Keep-Alive requests", int, 0)}
+        m = re.search(r"^\s+99%\s+(\d+)", out, re.M)
+        if m:
+            fig["p99_ms"] = float(m.group(1))
+        fig["errors"] = fig["failed"] + fig["non_2xx"]
+        # ab counts "complete" requests that failed too; CPU per request is
+        # over the requests that completed.
+        if fig["requests"] == 0:
+            raise ValueError("ab completed no request")
+        return fig
+    return measured(server, cmd, timeout, parse)

@@ -1,0 +1,411 @@
+"""bench/run: the server workloads W1..W5 of DESIGN.md, idle-connection memory
+and a concurrency sweep, on cshttpd and its peers side by side (see
+bench/README.md). Builds nothing: the binaries must exist (make bench-suite
+builds them first)."""
+
+import argparse
+import datetime
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+from . import clients, proc, report, servers
+
+WORKLOADS = ["W1", "W2", "W3", "W4", "W5", "MEM", "SWEEP"]
+CEILING_W2 = 128 / 0.015
+SWEEP_LEVELS = [1, 2, 4, 8, 16, 32, 64, 128, 256]
+W1_WRK = ("cshttpd", "nginx-1")       # servers that also get a wrk run in W1
+SWEEP_SERVERS = ("cshttpd", "nginx-1")
+
+
+def parse_args(argv):
+    ap = argparse.ArgumentParser(
+        prog="bench/run",
+        description="cshttpd and its peers (nginx, h2o, libmicrohttpd) under the workloads "
+        "W1..W5, idle-connection memory and a concurrency sweep; interleaved rounds, "
+        "medians. Results in bench/results/suite-<UTC time>.{md,csv,svg}.")
+    ap.add_argument("workloads", nargs="*", metavar="WORKLOAD",
+                    help="any of %s (default: all)" % " ".join(WORKLOADS))
+    ap.add_argument("--rounds", type=int, help="rounds (default 3; --quick: 1)")
+    ap.add_argument("--duration", type=float,
+                    help="measured seconds per run (default 4; --quick: 2)")
+    ap.add_argument("--quick", action="store_true",
+                    help="a smoke check: 1 round, 2 s runs, fewer ab requests")
+    ap.add_argument("--servers", help="comma-separated subset of: cshttpd,nginx-1,nginx-auto,"
+                    "h2o,mhd-tpc,mhd-pool (default: all)")
+    ap.add_argument("--build", default="build-release", help="build folder (default build-release)")
+    ap.add_argument("--out", default=None, help="results folder (default bench/results)")
+    ap.add_argument("--port-base", type=int, default=19100, help="first port (default 19100)")
+    a = ap.parse_args(argv)
+    wl = [w.upper() for w in a.workloads] or list(WORKLOADS)
+    for w in wl:
+        if w not in WORKLOADS:
+            ap.error("unknown workload %r (choose from %s)" % (w, " ".join(WORKLOADS)))
+    a.workloads = [w for w in WORKLOADS if w in wl]
+    if a.rounds is None:
+        a.rounds = 1 if a.quick else 3
+    if a.duration is None:
+        a.duration = 2.0 if a.quick else 4.0
+    if a.rounds < 1 or a.duration <= 0:
+        ap.error("--rounds and --duration must be positive")
+    a.warmup = 0.5 if a.quick else 1.0
+    a.ab_keepalive_n = 20000 if a.quick else 100000
+    a.ab_close_n = 5000 if a.quick else 20000
+    a.mem_hold = 2.0 if a.quick else 3.0
+    a.mem_counts = (1500, 10000)
+    a.sweep_duration = 0.5 if a.quick else 1.0
+    return a
+
+
+def fmt_s(x):
+    return ("%g" % x)
+
+
+class Suite:
+    def __init__(self, args, repo, argv):
+        self.a = args
+        self.argv = argv
+        self.repo = repo
+        self.results = []
+        self.commands = {}
+        self.next_port = args.port_base
+        self.log_lines = []
+
+    def say(self, text):
+        line = "%s %s" % (time.strftime("%H:%M:%S"), text)
+        print(line, flush=True)
+
+    def port(self):
+        p = self.next_port
+        self.next_port += 1
+        return p
+
+    def url(self, server, path):
+        return "http://127.0.0.1:%d%s" % (server.port, path)
+
+    # -- servers --------------------------------------------------------
+
+    def ensure_up(self, server):
+        """None when the server runs (restarted after a crash if needed),
+        else the reason it does not."""
+        if server.alive():
+            return None
+        if server.proc is not None:
+            self.notes.append("%s stopped (status %s) and was restarted: %s" % (
+                server.name, server.proc.returncode, server.log_tail()))
+            server.stop()
+        why = server.start(self.port())
+        if why:
+            self.notes.append("%s did not start: %s" % (server.name, why))
+        return why
+
+    def record(self, workload, variant, server, rnd, tool, res):
+        row = {"workload": workload, "variant": variant, "server": server.name, "round": rnd,
+               "tool": tool}
+        row.update(res)
+        self.results.append(row)
+        key = (workload, variant, server.name, tool)
+        if key not in self.commands and res.get("cmd"):
+            self.commands[key] = res["cmd"]
+        fig = ""
+        if res.get("rps") is not None:
+            fig = "%10.0f req/s" % res["rps"]
+            if res.get("cpu_us") is not None:
+                fig += "  %6.1f us CPU/req" % res["cpu_us"]
+            if res.get("p99_ms") is not None:
+                fig += "  p99 %.2f ms" % res["p99_ms"]
+            if workload == "W5":
+                fig += "  %.0f MB/s" % res.get("mbps", 0)
+            if workload == "W3":
+                fig += "  idle %s/%s" % (int(res.get("idle_held") or 0),
+                                        int(res.get("idle_answered") or 0))
+            if res.get("errors"):
+                fig += "  errors %d" % res["errors"]
+        self.say("  %-5s %-9s %-10s %-11s %s %s" % (workload, variant, server.name, tool, fig,
+                                                    "" if res["status"] == "ok" else
+                                                    "[%s] %s" % (res["status"], res.get("note", "")[:150])))
+
+    def down(self, workload, variant, server, rnd, tool, why):
+        self.record(workload, variant, server, rnd, tool, {"status": "down", "note": why})
+
+    def restart_all(self):
+        for s in self.live:
+            s.stop()
+            why = s.start(self.port())
+            if why:
+                self.notes.append("%s did not restart: %s" % (s.name, why))
+
+    # -- workloads ------------------------------------------------------
+
+    def load(self, workload, variant, server, rnd, path, extra, warm_conns, timeout_extra=60):
+        why = self.ensure_up(server)
+        if why:
+            return self.down(workload, variant, server, rnd, "cshttp-load", why)
+        url = self.url(server, path)
+        if warm_conns:
+            clients.warm(self.paths, url, warm_conns, self.a.warmup)
+        tag = "%s-%s-%s-%d" % (workload, variant, server.name, rnd)
+        res = clients.run_load(self.paths, server, url, ["-d", fmt_s(self.a.duration)] + extra,
+                               tag, self.tmp, self.a.duration + timeout_extra)
+        self.record(workload, variant, server, rnd, "cshttp-load", res)
+
+    def w1(self, rnd):
+        for s in self.live:
+            self.load("W1", "plaintext", s, rnd, "/demo/plaintext", ["-c", "32"], 32)
+        for s in self.live:
+            if s.name not in W1_WRK:
+                continue
+            why = self.ensure_up(s)
+            if why:
+                self.down("W1", "plaintext", s, rnd, "wrk", why)
+                continue
+            url = self.url(s, "/demo/plaintext")
+            clients.warm(self.paths, url, 32, self.a.warmup)
+            res = clients.run_wrk(s, url, 32, fmt_s(self.a.duration), self.a.duration + 60)
+            self.record("W1", "plaintext", s, rnd, "wrk", res)
+
+    def w2(self, rnd):
+        for s in self.live:
+            if s.blocking:
+                self.load("W2", "sleep15", s, rnd, "/demo/sleep?ms=15", ["-c", "128"], 128)
+
+    def w3(self, rnd):
+        for s in self.live:
+            self.load("W3", "idle1500", s, rnd, "/demo/plaintext",
+                      ["--idle", "1500", "-c", "50"], 50, timeout_extra=120)
+
+    def w4(self, rnd):
+        for keepalive, n in ((True, self.a.ab_keepalive_n), (False, self.a.ab_close_n)):
+            variant = "ab-k" if keepalive else "ab-close"
+            for s in self.live:
+                why = self.ensure_up(s)
+                if why:
+                    self.down("W4", variant, s, rnd, "ab", why)
+                    continue
+                res = clients.run_ab(s, self.url(s, "/demo/plaintext"), 1024, n, keepalive,
+                                     timeout=180)
+                self.record("W4", variant, s, rnd, "ab", res)
+
+    def w5(self, rnd):
+        for name, size in servers.FILES.items():
+            variant = "1KiB" if size == 1024 else "1MiB"
+            for s in self.live:
+                self.load("W5", variant, s, rnd, "/files/" + name, ["-c", "32"], 32)
+
+    def sweep(self, rnd):
+        for s in self.live:
+            if s.name not in SWEEP_SERVERS:
+                continue
+            why = self.ensure_up(s)
+            if why:
+                self.down("SWEEP", "levels", s, rnd, "cshttp-load", why)
+                continue
+            tag = "SWEEP-%s-%d" % (s.name, rnd)
+            url = self.url(s, "/demo/plaintext")
+            # One warm-up run before the sweep instead of cshttp-load's -w
+            # per level (-w currently ends its run with no requests counted).
+            clients.warm(self.paths, url, 32, self.a.warmup)
+            res = clients.run_sweep(self.paths, s, url, SWEEP_LEVELS,
+                                    ["-d", fmt_s(self.a.sweep_duration)], tag, self.tmp,
+                                    self.a.sweep_duration * len(SWEEP_LEVELS) + 60)
+            self.record("SWEEP", "levels", s, rnd, "cshttp-load", res)
+
+    def memory(self, rnd):
+        """Each server started afresh: RSS with no connection, then while
+        cshttp-load holds 1,500 and then 10,000 idle keep-alive connections
+        (each made one request first)."""
+        for s in self.all:
+            if s.name not in self.selected or s.available():
+                continue
+            s.stop()
+            why = s.start(self.port())
+            if why:
+                self.notes.append("%s did not start for the memory run: %s" % (s.name, why))
+                self.down("MEM", "idle", s, rnd, "cshttp-load", why)
+                continue
+            time.sleep(0.5)
+            base = proc.rss_bytes(s.pid)
+            out = {"status": "ok", "note": "", "rss_0": base, "threads_0": proc.threads(s.pid)}
+            for n in self.a.mem_counts:
+                r = self.hold_idle(s, n)
+                out["rss_%d" % n] = r.get("rss")
+                out["held_%d" % n] = r.get("held")
+                out["answered_%d" % n] = r.get("answered")
+                out["threads_%d" % n] = r.get("threads")
+                out.setdefault("cmd", r.get("cmd"))
+                if r["status"] != "ok":
+                    out["status"] = r["status"]
+                    out["note"] = (out["note"] + " %d: %s" % (n, r.get("note", ""))).strip()
+                if not s.alive():
+                    break
+            lo, hi = self.a.mem_counts
+            if out.get("rss_%d" % lo) and out.get("rss_%d" % hi) and \
+                    out.get("held_%d" % hi) == hi and out.get("held_%d" % lo) == lo:
+                out["bytes_per_conn"] = (out["rss_%d" % hi] - out["rss_%d" % lo]) / (hi - lo)
+            self.results.append(dict({"workload": "MEM", "variant": "idle", "server": s.name,
+                                      "round": rnd, "tool": "cshttp-load"}, **out))
+            key = ("MEM", "idle", s.name, "cshttp-load")
+            self.commands.setdefault(key, out.get("cmd"))
+            self.say("  MEM   idle      %-10s RSS %s / %s / %s MiB (0 / %d / %d idle)%s%s" % (
+                s.name, *["%.1f" % (out[k] / 1048576) if out.get(k) else "-"
+                          for k in ("rss_0", "rss_%d" % lo, "rss_%d" % hi)], lo, hi,
+                "  %.0f bytes/conn" % out["bytes_per_conn"] if out.get("bytes_per_conn") else "",
+                "" if out["status"] == "ok" else " [%s] %s" % (out["status"], out["note"][:150])))
+            s.stop()
+
+    def hold_idle(self, s, n):
+        """cshttp-load --idle n -c 0: samples the server's RSS while the
+        connections are held; the sample kept is the last one taken at the
+        highest count of established connections seen."""
+        tag = "MEM-%s-%d" % (s.name, n)
+        csv_file = os.path.join(self.tmp, tag + ".csv")
+        cmd = clients.load_cmd(self.paths, self.url(s, "/demo/plaintext"), csv_file, s.name,
+                               ["--idle", str(n), "-c", "0", "-d", fmt_s(self.a.mem_hold),
+                                "--timeout", "30"])
+        res = {"cmd": " ".join(cmd), "status": "ok"}
+        best = (-1, None, 0)
+        t_end = time.monotonic() + 120
+        p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                             stdin=subprocess.DEVNULL)
+        while p.poll() is None and time.monotonic() < t_end:
+            count = proc.established(s.port)
+            if s.alive():
+                rss = proc.rss_bytes(s.pid)
+                if count >= best[0] and rss:
+                    best = (count, rss, proc.threads(s.pid))
+            time.sleep(0.25)
+        if p.poll() is None:
+            p.kill()
+            res.update(status="timeout", note="cshttp-load still running after 120 s")
+        err = p.stderr.read().decode(errors="replace") if p.stderr else ""
+        p.wait()
+        res["rss"], res["threads"] = best[1], best[2]
+        res["seen"] = best[0]
+        try:
+            row = clients.parse_load_csv(csv_file)[-1]
+            res["held"], res["answered"] = int(row["idle_held"]), int(row["idle_answered"])
+        except (OSError, IndexError, KeyError, ValueError):
+            res["held"] = best[0]
+            if res["status"] == "ok":
+                res.update(status="failed", note="exit %s: %s" % (p.returncode, err.strip()[-200:]))
+        if not s.alive():
+            res.update(status="crashed", note="server exited: " + s.log_tail())
+        elif res["status"] == "ok" and res.get("held") != n:
+            res.update(status="errors", note="%s of %d held" % (res.get("held"), n))
+        return res
+
+    # -- the whole run --------------------------------------------------
+
+    def run(self):
+        a = self.a
+        self.paths = {
+            "cshttpd": os.path.join(a.build, "apps", "cshttpd"),
+            "cshttp-load": os.path.join(a.build, "apps", "cshttp-load"),
+            "bench_mhd": os.path.join(a.build, "bench", "mhd", "bench_mhd"),
+        }
+        self.paths = {k: os.path.abspath(v) for k, v in self.paths.items()}
+        missing = [p for k, p in self.paths.items() if k != "bench_mhd" and not os.access(p, os.X_OK)]
+        for tool in ("wrk", "ab", "gnuplot"):
+            if not shutil.which(tool):
+                missing.append(tool + " (scripts/install-deps.sh bench)")
+        if missing:
+            print("bench/run: missing: " + ", ".join(missing) +
+                  "\n(make bench-suite builds build-release and installs the tools)", file=sys.stderr)
+            return 2
+        try:
+            self.paths["commit"] = subprocess.run(
+                ["git", "-C", self.repo, "describe", "--always", "--dirty"], capture_output=True,
+                text=True).stdout.strip() or "?"
+        except OSError:
+            self.paths["commit"] = "?"
+        nofile = proc.fd_limit()
+        self.notes = []
+        self.started = datetime.datetime.now(datetime.timezone.utc)
+        self.machine = proc.machine()
+        self.tmp = tempfile.mkdtemp(prefix="cshttp-bench-")
+        os.chmod(self.tmp, 0o755)  # nginx's workers run as nobody
+        root = servers.make_root(self.tmp)
+        self.all = servers.all_servers(self.paths, self.tmp, root, nofile)
+        names = [s.name for s in self.all]
+        self.selected = names
+        if a.servers:
+            self.selected = [x.strip() for x in a.servers.split(",") if x.strip()]
+            bad = [x for x in self.selected if x not in names]
+            if bad:
+                print("bench/run: unknown server %s (choose from %s)" % (
+                    ", ".join(bad), ",".join(names)), file=sys.stderr)
+                return 2
+        self.versions = {}
+        self.tool_versions = {
+            "cshttp-load": proc.output_of([self.paths["cshttp-load"], "--version"]),
+            "wrk": proc.output_of(["wrk", "--version"]).split(" Copyright")[0],
+            "ab": proc.output_of(["ab", "-V"]).replace("This is ", ""),
+        }
+        self.checks = {}
+        self.unavailable = {}
+        self.fd_limit = nofile
+        try:
+            return self._run(a)
+        finally:
+            for s in self.all:
+                s.stop()
+            if os.environ.get("BENCH_KEEP_TMP"):
+                print("bench/run: kept " + self.tmp)
+            else:
+                shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def _run(self, a):
+        self.say("bench/run: %s; %d round(s), %g s per run; servers %s; fd limit %d" % (
+            " ".join(a.workloads), a.rounds, a.duration, ",".join(self.selected), self.fd_limit))
+        self.live = []
+        for s in self.all:
+            if s.name not in self.selected:
+                continue
+            self.versions[s.name] = s.version()
+            why = s.available()
+            if why:
+                self.unavailable[s.name] = why
+                self.say("  %-10s not available: %s" % (s.name, why))
+                continue
+            why = s.start(self.port())
+            if why:
+                self.unavailable[s.name] = "did not start: " + why
+                self.say("  %-10s did not start: %s" % (s.name, why))
+                continue
+            self.checks[s.name] = s.check()
+            self.say("  %-10s port %d, pid %d: %s" % (s.name, s.port, s.pid,
+                                                      "; ".join(self.checks[s.name]) or "checks passed"))
+            self.live.append(s)
+        phases = {"W1": self.w1, "W2": self.w2, "W3": self.w3, "W4": self.w4, "W5": self.w5,
+                  "SWEEP": self.sweep, "MEM": self.memory}
+        # The memory runs restart every server: they come last.
+        order = [w for w in a.workloads if w != "MEM"] + (["MEM"] if "MEM" in a.workloads else [])
+        for i, w in enumerate(order):
+            # Every workload starts on servers started afresh: what one
+            # workload leaves behind (W2's blocked handlers still sleeping,
+            # grown thread pools) does not weigh on the next.
+            if i and w != "MEM":
+                self.restart_all()
+            for rnd in range(1, a.rounds + 1):
+                self.say("%s, round %d of %d" % (w, rnd, a.rounds))
+                phases[w](rnd)
+        for s in self.live:
+            s.stop()
+        self.finished = datetime.datetime.now(datetime.timezone.utc)
+        self.machine["loadavg_end"] = " ".join(open("/proc/loadavg").read().split()[:3])
+        out = a.out or os.path.join(self.repo, "bench", "results")
+        files = report.write(self, out)
+        for f in files:
+            self.say("wrote " + os.path.relpath(f, os.getcwd()))
+        return 0
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    args = parse_args(argv)
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    os.chdir(repo)
+    return Suite(args, repo, argv).run()

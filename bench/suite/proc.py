@@ -1,0 +1,148 @@
+"""What the suite reads from /proc and the machine: a process tree's CPU time
+and resident memory, the descriptor limit children get, the machine's
+description and the tools' versions."""
+
+import os
+import platform
+import re
+import resource
+import subprocess
+
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def _stat_fields(pid):
+    """The fields of /proc/PID/stat after the ')' of comm: index 0 is state,
+    1 ppid, 11 utime, 12 stime (stat(5) fields 3, 4, 14 and 15)."""
+    with open("/proc/%d/stat" % pid) as f:
+        return f.read().rsplit(")", 1)[1].split()
+
+
+def descendants(pid):
+    """pid and every process below it (nginx's and h2o's workers)."""
+    children = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            ppid = int(_stat_fields(int(name))[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(int(name))
+    tree, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        tree.append(p)
+        todo.extend(children.get(p, []))
+    return tree
+
+
+def cpu_seconds(pid):
+    """utime + stime of pid and its descendants, all their threads, in
+    seconds; None when pid is gone."""
+    total = 0
+    found = False
+    for p in descendants(pid):
+        try:
+            f = _stat_fields(p)
+        except OSError:
+            continue
+        found = True
+        total += int(f[11]) + int(f[12])
+    return total / TICKS if found else None
+
+
+def rss_bytes(pid):
+    """VmRSS of pid and its descendants (each process counted whole: pages
+    nginx's master and workers share are counted in each)."""
+    total = 0
+    found = False
+    for p in descendants(pid):
+        try:
+            with open("/proc/%d/status" % p) as f:
+                for line in f:
+                    if line.startswith("VmRSS:"):
+                        total += int(line.split()[1]) * 1024
+                        found = True
+                        break
+        except OSError:
+            continue
+    return total if found else None
+
+
+def threads(pid):
+    n = 0
+    for p in descendants(pid):
+        try:
+            with open("/proc/%d/status" % p) as f:
+                for line in f:
+                    if line.startswith("Threads:"):
+                        n += int(line.split()[1])
+        except OSError:
+            pass
+    return n
+
+
+def fd_limit():
+    """Raises this process's descriptor limit, which the children inherit:
+    to 65536 when the process may raise its hard limit (CAP_SYS_RESOURCE),
+    else the soft limit to the hard one. Returns the limit in force."""
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    try:
+        new_hard = hard if hard == resource.RLIM_INFINITY else max(65536, hard)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (65536, new_hard))
+    except (ValueError, OSError):
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+
+
+def established(port):
+    """Connections in ESTABLISHED state whose local port is port (the
+    server's side of each connection, accepted or waiting in the queue)."""
+    n = 0
+    want = ":%04X" % port
+    for name in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(name) as f:
+                next(f)
+                for line in f:
+                    cols = line.split(None, 4)
+                    if cols[1].endswith(want) and cols[3] == "01":
+                        n += 1
+        except OSError:
+            pass
+    return n
+
+
+def _first(path, pattern):
+    try:
+        with open(path) as f:
+            for line in f:
+                m = re.match(pattern, line)
+                if m:
+                    return m.group(1).strip()
+    except OSError:
+        pass
+    return "?"
+
+
+def machine():
+    """CPU model, cores, memory, kernel, load average."""
+    mem_kib = _first("/proc/meminfo", r"MemTotal:\s+(\d+)")
+    return {
+        "cpu": _first("/proc/cpuinfo", r"model name\s*:\s*(.*)"),
+        "cores": os.cpu_count(),
+        "memory": "%.1f GiB" % (int(mem_kib) / 1048576) if mem_kib.isdigit() else "?",
+        "kernel": "%s %s %s" % (platform.system(), platform.release(), platform.machine()),
+        "loadavg": " ".join(open("/proc/loadavg").read().split()[:3]),
+    }
+
+
+def output_of(cmd):
+    """First line of a command's output (stdout, else stderr), or '?'."""
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return "?"
+    text = (p.stdout.strip() or p.stderr.strip()).splitlines()
+    return text[0].strip() if text else "?"

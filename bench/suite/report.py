@@ -1,0 +1,522 @@
+"""The suite's outputs: one CSV row per run (per level for the sweep), the
+Markdown report (machine, versions, commands, tables of medians, ratios and
+every round's figure) and the SVG charts, drawn by gnuplot."""
+
+import csv
+import os
+import shutil
+import statistics
+import subprocess
+
+CSV_FIELDS = ["workload", "variant", "server", "round", "tool", "status", "connections", "rps",
+              "requests", "p50_ms", "p99_ms", "mbps", "cpu_us", "errors", "failed", "non_2xx",
+              "keepalive_reqs", "idle_held", "idle_answered", "rss_0", "rss_1500", "rss_10000",
+              "held_1500", "held_10000", "threads_0", "threads_1500", "threads_10000",
+              "bytes_per_conn", "wall_s", "note", "cmd"]
+GOOD = ("ok", "errors")
+
+
+def _num(x, fmt="%.0f"):
+    if x is None:
+        return "–"
+    return fmt % x
+
+
+def _thousands(x):
+    return "–" if x is None else "{:,.0f}".format(x)
+
+
+class Table:
+    """Medians over rounds of the suite's results."""
+
+    def __init__(self, suite):
+        self.s = suite
+        self.rows = suite.results
+
+    def runs(self, workload, variant, server, tool):
+        return [r for r in self.rows if r["workload"] == workload and r["variant"] == variant and
+                r["server"] == server and r["tool"] == tool]
+
+    def median(self, workload, variant, server, tool, key):
+        vals = [r[key] for r in self.runs(workload, variant, server, tool)
+                if r["status"] in GOOD and r.get(key) is not None]
+        return statistics.median(vals) if vals else None
+
+    def state(self, workload, variant, server, tool):
+        """'' when every round ran, else what went wrong ('crashed 1/3')."""
+        runs = self.runs(workload, variant, server, tool)
+        if not runs:
+            return "not run"
+        bad = {}
+        for r in runs:
+            if r["status"] != "ok":
+                bad[r["status"]] = bad.get(r["status"], 0) + 1
+        return ", ".join("%s %d/%d" % (k, v, len(runs)) for k, v in bad.items())
+
+    def rounds(self, workload, variant, server, tool, key, fmt=_thousands):
+        out = []
+        for r in self.runs(workload, variant, server, tool):
+            if r.get(key) is None or r["status"] not in GOOD:
+                out.append(r["status"])
+            else:
+                out.append(fmt(r[key]))
+        return " / ".join(out) or "–"
+
+
+def _ratio(x, ref):
+    return "%.2f" % (x / ref) if x is not None and ref else "–"
+
+
+def write_csv(suite, path):
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=CSV_FIELDS, extrasaction="ignore")
+        w.writeheader()
+        for r in suite.results:
+            if r["workload"] == "SWEEP" and r.get("levels"):
+                for lv in r["levels"]:
+                    row = dict(r)
+                    row.update(lv)
+                    row["variant"] = "c=%d" % int(lv["connections"])
+                    row["cpu_us"] = r.get("cpu_us")
+                    w.writerow(row)
+            else:
+                w.writerow(r)
+
+
+# -- charts -------------------------------------------------------------
+
+def _gnuplot(script, tmp):
+    p = subprocess.run(["gnuplot"], input=script, capture_output=True, text=True, timeout=60,
+                       cwd=tmp)
+    return p.returncode == 0, p.stderr.strip()
+
+
+def _head(out, title, ylabel, size="820,460"):
+    return ("set terminal svg size %s dynamic enhanced font 'sans,11' background rgb 'white'\n"
+            "set output '%s'\nset title \"%s\"\nset ylabel \"%s\"\nset grid ytics\n"
+            "set datafile missing 'NaN'\nset key top right\n" % (size, out, title, ylabel))
+
+
+def bar_chart(out, tmp, title, ylabel, labels, series, hline=None, log=False, value_fmt="%.0f"):
+    """Bars: one group per label, one bar per series (name, values)."""
+    data = os.path.join(tmp, os.path.basename(out) + ".dat")
+    with open(data, "w") as f:
+        for i, lab in enumerate(labels):
+            vals = ["NaN" if s[1][i] is None else "%g" % s[1][i] for s in series]
+            f.write("\"%s\" %s\n" % (lab, " ".join(vals)))
+    g = _head(out, title, ylabel)
+    g += ("set style data histograms\nset style histogram clustered gap 1\n"
+          "set style fill solid 0.85 border -1\nset boxwidth 0.9\nset xrange [-0.6:%g]\n"
+          % (len(labels) - 0.4))
+    g += "set bmargin 4\n"
+    if log:
+        g += "set logscale y\nset yrange [*:*]\n"
+    elif hline:
+        top = max([hline[0]] + [v for s in series for v in s[1] if v is not None])
+        g += "set yrange [0:%g]\nset key top left\n" % (top * 1.2)
+    else:
+        g += "set yrange [0:*]\n"
+    plots = []
+    for j, (name, _) in enumerate(series):
+        plots.append("'%s' using %d:xtic(1) title \"%s\"" % (data, j + 2, name) if len(series) > 1
+                     else "'%s' using %d:xtic(1) notitle" % (data, j + 2))
+    if len(series) == 1:
+        plots.append("'%s' using 0:2:(sprintf('%s',$2)) with labels offset 0,0.8 notitle"
+                     % (data, value_fmt))
+    if hline:
+        plots.append("%g with lines lw 2 dt 2 lc rgb 'black' title \"%s\"" % hline)
+    g += "plot " + ", \\\n     ".join(plots) + "\n"
+    return _gnuplot(g, tmp)
+
+
+def line_chart(out, tmp, title, xlabel, ylabel, xs, series, logy=False):
+    data = os.path.join(tmp, os.path.basename(out) + ".dat")
+    with open(data, "w") as f:
+        for i, x in enumerate(xs):
+            vals = ["NaN" if s[1][i] is None else "%g" % s[1][i] for s in series]
+            f.write("%g %s\n" % (x, " ".join(vals)))
+    g = _head(out, title, ylabel)
+    g += "set xlabel \"%s\"\nset logscale x 2\nset key top left\n" % xlabel
+    g += "set logscale y\n" if logy else "set yrange [0:*]\n"
+    g += "plot " + ", \\\n     ".join(
+        "'%s' using 1:%d with linespoints lw 2 pt 7 title \"%s\"" % (data, j + 2, name)
+        for j, (name, _) in enumerate(series)) + "\n"
+    return _gnuplot(g, tmp)
+
+
+def charts(suite, t, prefix):
+    """Draws the charts whose workloads ran; returns {name: file}."""
+    tmp, made, fails = suite.tmp, {}, []
+    names = [s.name for s in suite.live]
+
+    def want(w):
+        return w in suite.a.workloads and names
+
+    def draw(chart, ok_err):
+        ok, err = ok_err
+        if ok:
+            made[chart] = prefix + "-" + chart + ".svg"
+        else:
+            fails.append("%s: %s" % (chart, err[-200:]))
+
+    def path(chart):
+        return prefix + "-" + chart + ".svg"
+
+    if want("W1"):
+        draw("w1-rps", bar_chart(path("w1-rps"), tmp, "W1: 32 keep-alive connections, plaintext "
+                                 "(cshttp-load, median)", "requests/s", names,
+                                 [("req/s", [t.median("W1", "plaintext", n, "cshttp-load", "rps")
+                                             for n in names])]))
+        draw("w1-cpu", bar_chart(path("w1-cpu"), tmp, "W1: server CPU time per request (median)",
+                                 "µs per request", names,
+                                 [("µs", [t.median("W1", "plaintext", n, "cshttp-load", "cpu_us")
+                                          for n in names])], value_fmt="%.1f"))
+    w2 = [n for n in names if any(s.name == n and s.blocking for s in suite.live)]
+    if want("W2") and w2:
+        draw("w2", bar_chart(path("w2"), tmp, "W2: 128 connections, handler blocks 15 ms (median)",
+                             "requests/s", w2,
+                             [("req/s", [t.median("W2", "sleep15", n, "cshttp-load", "rps")
+                                         for n in w2])], hline=(128 / 0.015, "ceiling 8,533")))
+    if want("W3"):
+        labels = []
+        for n in names:
+            held = t.median("W3", "idle1500", n, "cshttp-load", "idle_held")
+            ans = t.median("W3", "idle1500", n, "cshttp-load", "idle_answered")
+            labels.append("%s\\n%s/%s answered" % (n, _num(ans), _num(held)))
+        draw("w3", bar_chart(path("w3"), tmp, "W3: 50 active + 1,500 idle keep-alive connections "
+                             "(median; idle ones that answered after the load)", "requests/s",
+                             labels, [("req/s", [t.median("W3", "idle1500", n, "cshttp-load", "rps")
+                                                 for n in names])]))
+    if want("W5"):
+        draw("w5", bar_chart(path("w5"), tmp, "W5: static files, 32 connections (MB/s read, "
+                             "median; log scale)", "MB/s", names,
+                             [(v, [t.median("W5", v, n, "cshttp-load", "mbps") for n in names])
+                              for v in ("1KiB", "1MiB")], log=True))
+    if want("MEM"):
+        mem = [s.name for s in suite.all if s.name in suite.selected and
+               s.name not in suite.unavailable]
+        vals = [t.median("MEM", "idle", n, "cshttp-load", "bytes_per_conn") for n in mem]
+        pos = [v for v in vals if v]
+        draw("memory", bar_chart(path("memory"), tmp, "Server RSS per idle keep-alive connection "
+                                 "((RSS@10,000 - RSS@1,500) / 8,500; median)", "bytes", mem,
+                                 [("bytes", vals)],
+                                 log=bool(pos) and max(pos) > 20 * max(min(pos), 1)))
+    sweep = [n for n in names if n in ("cshttpd", "nginx-1")]
+    if want("SWEEP") and sweep:
+        levels = suite_levels(t, sweep)
+        if levels:
+            draw("sweep-rps", line_chart(path("sweep-rps"), tmp, "Concurrency sweep, plaintext: "
+                                         "throughput (median)", "connections", "requests/s", levels,
+                                         [(n, [sweep_median(t, n, l, "rps") for l in levels])
+                                          for n in sweep]))
+            draw("sweep-p99", line_chart(path("sweep-p99"), tmp, "Concurrency sweep, plaintext: "
+                                         "p99 latency (median)", "connections", "p99 ms", levels,
+                                         [(n, [sweep_median(t, n, l, "p99_ms") for l in levels])
+                                          for n in sweep], logy=True))
+    return made, fails
+
+
+def suite_levels(t, servers):
+    levels = set()
+    for r in t.rows:
+        if r["workload"] == "SWEEP" and r["server"] in servers:
+            for lv in r.get("levels") or []:
+                levels.add(int(lv["connections"]))
+    return sorted(levels)
+
+
+def sweep_median(t, server, level, key):
+    vals = []
+    for r in t.runs("SWEEP", "levels", server, "cshttp-load"):
+        if r["status"] not in GOOD:
+            continue
+        for lv in r.get("levels") or []:
+            if int(lv["connections"]) == level and lv.get(key) is not None:
+                vals.append(lv[key])
+    return statistics.median(vals) if vals else None
+
+
+# -- Markdown -----------------------------------------------------------
+
+def markdown(suite, t, chart_files, chart_fails):
+    a, m = suite.a, suite.machine
+    L = []
+    add = L.append
+    names = [s.name for s in suite.live]
+    add("# Server benchmark suite, %s UTC" % suite.started.strftime("%Y-%m-%d %H:%M"))
+    add("")
+    add("`bench/run %s` (cshttp %s); %s to %s UTC. Figures compare servers within this run on "
+        "this machine, never absolute." % (
+            " ".join(suite.argv), suite.paths.get("commit"), suite.started.strftime("%H:%M:%S"),
+            suite.finished.strftime("%H:%M:%S")))
+    add("")
+    add("## Machine")
+    add("")
+    add("| | |")
+    add("|---|---|")
+    add("| CPU | %s |" % m["cpu"])
+    add("| cores | %s |" % m["cores"])
+    add("| memory | %s |" % m["memory"])
+    add("| kernel | %s |" % m["kernel"])
+    add("| load average | %s at the start, %s at the end |" % (m["loadavg"], m.get("loadavg_end")))
+    add("| descriptor limit | %d for every server and client |" % suite.fd_limit)
+    add("")
+    add("## Servers")
+    add("")
+    add("| server | version | configuration | checks |")
+    add("|---|---|---|---|")
+    conf = {
+        "cshttpd": "`--max-connections 20000 --keepalive-timeout-ms 300000 --backlog 4096`, "
+                   "2 workers + supervisor (default)",
+        "nginx-1": "worker_processes 1; `return 200` for the plaintext; sendfile, tcp_nopush",
+        "nginx-auto": "worker_processes auto (%s); otherwise as nginx-1" % m["cores"],
+        "h2o": "num-threads 1; mruby.handler for the plaintext, file.dir for the files",
+        "mhd-tpc": "bench_mhd --mode tpc: a thread per connection, poll",
+        "mhd-pool": "bench_mhd --mode pool: epoll, %s I/O threads that run the handlers" % m["cores"],
+    }
+    for s in suite.all:
+        if s.name not in suite.selected:
+            continue
+        chk = suite.unavailable.get(s.name) or "; ".join(suite.checks.get(s.name, [])) or "passed"
+        add("| %s | %s | %s | %s |" % (s.name, suite.versions.get(s.name, "?"), conf.get(s.name, ""),
+                                       chk))
+    add("")
+    add("Load generators: %s; %s; %s. Every server listens on 127.0.0.1 and shares the %s "
+        "cores with the load generator." % (suite.tool_versions.get("cshttp-load"),
+                                            suite.tool_versions.get("wrk"),
+                                            suite.tool_versions.get("ab"), m["cores"]))
+    add("")
+    add("Method: each workload runs in %d round(s); in each round every server runs once, one "
+        "after the other (A B C ..., then the next round), %g s per run after %g s of warm-up "
+        "(a separate, unmeasured run). Quoted: the **median** over the rounds, with every round's "
+        "figure. **CPU/req** is the server's own CPU time (utime + stime of its process and "
+        "children from /proc/PID/stat, all threads) over the measured run divided by the "
+        "requests the client completed. Runs with errors keep their figures and are marked; a "
+        "server that crashed, refused or timed out is marked and restarted for the next run."
+        % (a.rounds, a.duration, a.warmup))
+    add("")
+    if suite.notes:
+        add("Events:")
+        add("")
+        for n in suite.notes:
+            add("- %s" % n)
+        add("")
+
+    def figure_table(workload, variant, tool, ref_name, ref_label, ceiling=None, extra=()):
+        ref = (ceiling if ceiling else
+               t.median(workload, variant, ref_name, tool, "rps") if ref_name else None)
+        cols = ["server", "req/s (median)", ref_label, "CPU/req µs", "p99 ms"] + \
+            [c[0] for c in extra] + ["errors (all rounds)", "req/s each round", "state"]
+        add("| " + " | ".join(cols) + " |")
+        add("|" + "|".join(["---"] + ["--:"] * (len(cols) - 3) + ["---", "---"]) + "|")
+        for n in names:
+            runs = t.runs(workload, variant, n, tool)
+            if not runs:
+                continue
+            rps = t.median(workload, variant, n, tool, "rps")
+            errs = sum(int(r.get("errors") or 0) for r in runs)
+            row = [n, _thousands(rps), _ratio(rps, ref),
+                   _num(t.median(workload, variant, n, tool, "cpu_us"), "%.1f"),
+                   _num(t.median(workload, variant, n, tool, "p99_ms"), "%.2f")]
+            row += [c[1](n) for c in extra]
+            row += [str(errs), t.rounds(workload, variant, n, tool, "rps"),
+                    t.state(workload, variant, n, tool) or "ok"]
+            add("| " + " | ".join(row) + " |")
+        add("")
+
+    def chart(name, alt):
+        if name in chart_files:
+            add("![%s](%s)" % (alt, os.path.basename(chart_files[name])))
+            add("")
+
+    if "W1" in a.workloads:
+        add("## W1: 32 keep-alive connections, GET /demo/plaintext")
+        add("")
+        add("`cshttp-load -c 32`; ratio to nginx-1.")
+        add("")
+        figure_table("W1", "plaintext", "cshttp-load", "nginx-1", "/nginx-1")
+        chart("w1-rps", "W1 req/s")
+        chart("w1-cpu", "W1 CPU per request")
+        add("The same load from `wrk -t1 -c32` on cshttpd and nginx-1 in each round, against "
+            "cshttp-load's figure:")
+        add("")
+        add("| server | cshttp-load req/s | wrk req/s | wrk / cshttp-load | CPU/req µs (wrk) | "
+            "p99 ms (wrk) | wrk each round |")
+        add("|---|--:|--:|--:|--:|--:|---|")
+        for n in names:
+            if not t.runs("W1", "plaintext", n, "wrk"):
+                continue
+            cl = t.median("W1", "plaintext", n, "cshttp-load", "rps")
+            wk = t.median("W1", "plaintext", n, "wrk", "rps")
+            add("| %s | %s | %s | %s | %s | %s | %s |" % (
+                n, _thousands(cl), _thousands(wk), _ratio(wk, cl),
+                _num(t.median("W1", "plaintext", n, "wrk", "cpu_us"), "%.1f"),
+                _num(t.median("W1", "plaintext", n, "wrk", "p99_ms"), "%.2f"),
+                t.rounds("W1", "plaintext", n, "wrk", "rps")))
+        add("")
+    if "W2" in a.workloads:
+        add("## W2: 128 connections, GET /demo/sleep?ms=15 (ceiling 128 / 0.015 s = 8,533 req/s)")
+        add("")
+        add("`cshttp-load -c 128`; ratio to the ceiling. nginx and h2o have no handler that "
+            "blocks (their work here is a `return` or a Ruby block), so they do not run W2.")
+        add("")
+        figure_table("W2", "sleep15", "cshttp-load", None, "/ceiling", ceiling=128 / 0.015)
+        chart("w2", "W2 against the ceiling")
+    if "W3" in a.workloads:
+        add("## W3: 1,500 idle keep-alive connections + 50 active, GET /demo/plaintext")
+        add("")
+        add("`cshttp-load --idle 1500 -c 50`: the idle connections each make one request before "
+            "the load and one more after it; held = still open at the end, answered = answered "
+            "that last request. Ratio to nginx-1. CPU/req includes the idle connections' "
+            "requests.")
+        add("")
+        figure_table("W3", "idle1500", "cshttp-load", "nginx-1", "/nginx-1", extra=(
+            ("idle held / answered", lambda n: "%s / %s" % (
+                _num(t.median("W3", "idle1500", n, "cshttp-load", "idle_held")),
+                _num(t.median("W3", "idle1500", n, "cshttp-load", "idle_answered")))),))
+        chart("w3", "W3 rate and idle connections answered")
+    if "W4" in a.workloads:
+        add("## W4: ab -c 1024, GET /demo/plaintext, with and without keep-alive")
+        add("")
+        add("`ab -k -c 1024 -n %d` and `ab -c 1024 -n %d` (ab speaks HTTP/1.0; with -k it sends "
+            "`Connection: Keep-Alive`). failed = ab's failed requests (connect, receive, length, "
+            "exceptions), non-2xx counted separately; ab's p99 is in whole ms. Ratio to nginx-1."
+            % (a.ab_keepalive_n, a.ab_close_n))
+        add("")
+        for variant, title in (("ab-k", "keep-alive (-k)"), ("ab-close", "a connection per request")):
+            add("### %s" % title)
+            add("")
+            figure_table("W4", variant, "ab", "nginx-1", "/nginx-1", extra=(
+                ("failed", lambda n, v=variant: _num(t.median("W4", v, n, "ab", "failed"))),
+                ("non-2xx", lambda n, v=variant: _num(t.median("W4", v, n, "ab", "non_2xx"))),
+                ("kept alive", lambda n, v=variant: _num(t.median("W4", v, n, "ab",
+                                                                  "keepalive_reqs")))))
+    if "W5" in a.workloads:
+        add("## W5: static files, 32 keep-alive connections")
+        add("")
+        add("`cshttp-load -c 32` on /files/1k.bin (1,024 bytes) and /files/1m.bin (1,048,576 "
+            "bytes), the same bytes for every server. MB/s = bytes read by the client per "
+            "second (heads included), 10^6 bytes. Ratio to nginx-1.")
+        add("")
+        for variant in ("1KiB", "1MiB"):
+            add("### %s" % variant.replace("KiB", " KiB").replace("MiB", " MiB"))
+            add("")
+            figure_table("W5", variant, "cshttp-load", "nginx-1", "/nginx-1", extra=(
+                ("MB/s", lambda n, v=variant: _num(t.median("W5", v, n, "cshttp-load", "mbps"))),))
+        chart("w5", "W5 MB/s")
+    if "MEM" in a.workloads:
+        lo, hi = a.mem_counts
+        add("## Memory: idle keep-alive connections")
+        add("")
+        add("Each server started afresh; VmRSS of its process and children (/proc/PID/status) "
+            "with no connection, then while `cshttp-load --idle N -c 0 -d %g` holds N = %d and "
+            "then %d idle keep-alive connections (each made one request first; the sample is "
+            "the last one taken at the highest count of established connections). bytes/conn = "
+            "(RSS@%d - RSS@%d) / %d." % (a.mem_hold, lo, hi, hi, lo, hi - lo))
+        add("")
+        add("| server | RSS idle MiB | RSS @%d MiB | RSS @%d MiB | bytes/conn (median) | "
+            "threads 0 / %d / %d | held %d / %d | bytes/conn each round | state |" % (
+                lo, hi, lo, hi, lo, hi))
+        add("|---|--:|--:|--:|--:|--:|--:|---|---|")
+        for s in suite.all:
+            n = s.name
+            runs = t.runs("MEM", "idle", n, "cshttp-load")
+            if not runs:
+                continue
+
+            def mib(k):
+                v = t.median("MEM", "idle", n, "cshttp-load", k)
+                return _num(v / 1048576 if v else None, "%.1f")
+            add("| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+                n, mib("rss_0"), mib("rss_%d" % lo), mib("rss_%d" % hi),
+                _thousands(t.median("MEM", "idle", n, "cshttp-load", "bytes_per_conn")),
+                " / ".join(_num(t.median("MEM", "idle", n, "cshttp-load", "threads_%s" % k))
+                           for k in (0, lo, hi)),
+                " / ".join(_num(t.median("MEM", "idle", n, "cshttp-load", "held_%d" % k))
+                           for k in (lo, hi)),
+                t.rounds("MEM", "idle", n, "cshttp-load", "bytes_per_conn"),
+                t.state("MEM", "idle", n, "cshttp-load") or "ok"))
+        add("")
+        chart("memory", "bytes per idle connection")
+    if "SWEEP" in a.workloads:
+        sw = [n for n in names if t.runs("SWEEP", "levels", n, "cshttp-load")]
+        levels = suite_levels(t, sw)
+        if sw and levels:
+            add("## Concurrency sweep, GET /demo/plaintext")
+            add("")
+            add("`cshttp-load --levels %s -d %g` after a %g s warm-up at 32 connections: one "
+                "run per server per round, medians per level. CPU/req over the whole sweep: %s."
+                % (",".join(str(l) for l in levels), a.sweep_duration, a.warmup,
+                    ", ".join("%s %s µs" % (n, _num(t.median("SWEEP", "levels", n, "cshttp-load",
+                                                              "cpu_us"), "%.1f")) for n in sw)))
+            add("")
+            head = ["connections"]
+            for n in sw:
+                head += ["%s req/s" % n, "%s p99 ms" % n]
+            if "nginx-1" in sw and "cshttpd" in sw:
+                head.append("cshttpd/nginx-1")
+            add("| " + " | ".join(head) + " |")
+            add("|" + "|".join(["--:"] * len(head)) + "|")
+            for lv in levels:
+                row = [str(lv)]
+                for n in sw:
+                    row += [_thousands(sweep_median(t, n, lv, "rps")),
+                            _num(sweep_median(t, n, lv, "p99_ms"), "%.2f")]
+                if "nginx-1" in sw and "cshttpd" in sw:
+                    row.append(_ratio(sweep_median(t, "cshttpd", lv, "rps"),
+                                      sweep_median(t, "nginx-1", lv, "rps")))
+                add("| " + " | ".join(row) + " |")
+            add("")
+            chart("sweep-rps", "sweep req/s")
+            chart("sweep-p99", "sweep p99")
+    add("## Commands")
+    add("")
+    add("The first round's command of each run (ports differ between runs; warm-ups, not "
+        "shown, are the same cshttp-load command with `-d %g`)." % a.warmup)
+    add("")
+    add("```")
+    for s in suite.all:
+        if getattr(s, "cmdline", None):
+            add("# %s: %s" % (s.name, " ".join(s.cmdline)))
+    for (w, v, n, tool), cmd in suite.commands.items():
+        if cmd:
+            add("%s %s %s: %s" % (w, v, n, cmd))
+    add("```")
+    add("")
+    add("Server configurations written by the suite: see `bench/suite/servers.py` (nginx.conf, "
+        "h2o.conf). Every run's figures: the CSV beside this file.")
+    if chart_fails:
+        add("")
+        add("Charts that gnuplot could not draw: " + "; ".join(chart_fails))
+    add("")
+    return "\n".join(L)
+
+
+def write(suite, outdir):
+    os.makedirs(outdir, exist_ok=True)
+    stamp = suite.started.strftime("%Y%m%dT%H%M%SZ")
+    prefix = os.path.join(outdir, "suite-" + stamp)
+    t = Table(suite)
+    files = []
+    write_csv(suite, prefix + ".csv")
+    files.append(prefix + ".csv")
+    made, fails = charts(suite, t, prefix)
+    md = markdown(suite, t, made, fails)
+    with open(prefix + ".md", "w") as f:
+        f.write(md)
+    files.append(prefix + ".md")
+    files.extend(made.values())
+    # latest.*: copies of this run; the chart links are rewritten to the
+    # latest-*.svg copies.
+    for old in os.listdir(outdir):
+        if old.startswith("latest-") and old.endswith(".svg"):
+            os.unlink(os.path.join(outdir, old))
+    shutil.copyfile(prefix + ".csv", os.path.join(outdir, "latest.csv"))
+    latest_md = md
+    for chart, f in made.items():
+        shutil.copyfile(f, os.path.join(outdir, "latest-%s.svg" % chart))
+        latest_md = latest_md.replace("(%s)" % os.path.basename(f), "(latest-%s.svg)" % chart)
+    with open(os.path.join(outdir, "latest.md"), "w") as f:
+        f.write(latest_md)
+    files.append(os.path.join(outdir, "latest.md"))
+    return files
