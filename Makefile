@@ -17,7 +17,7 @@ FUZZ_SECONDS ?= 30
 FUZZ_SMOKE_SEED ?= 1
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build run test test-unit test-asan test-tsan fuzz fuzz-smoke fuzz-build afl-build bench bench-server format clean
+.PHONY: all deps deps-bench build run test test-unit test-asan test-tsan fuzz fuzz-smoke fuzz-build afl-build bench bench-release bench-parser bench-suite bench-server format clean
 
 all: build
 
@@ -71,17 +71,26 @@ afl-build: deps
 	      -DCSHTTP_FUZZ_ENGINE=afl -DCSHTTP_BUILD_TESTS=OFF -DCSHTTP_BUILD_APPS=OFF -DCSHTTP_BUILD_BENCH=OFF >/dev/null
 	cmake --build $(AFL_BUILD) -j $(JOBS) --target fuzz_all
 
-bench: deps
+deps-bench:
+	@bash scripts/install-deps.sh bench
+
+# make bench = the parser benchmark, then the server suite; each alone with
+# make bench-parser / make bench-suite (BENCH_ARGS="--quick" or "W1 W3", ...).
+bench: bench-parser bench-suite
+
+bench-release: deps-bench
 	cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release -DCSHTTP_BUILD_TESTS=OFF >/dev/null
 	cmake --build build-release -j $(JOBS)
+
+bench-parser: bench-release
 	bash bench/parser/run.sh build-release
 
-# cshttpd and nginx side by side under wrk (W1, W2): bench/server/run.sh
-bench-server:
-	@bash scripts/install-deps.sh bench
-	cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release -DCSHTTP_BUILD_TESTS=OFF >/dev/null
-	cmake --build build-release -j $(JOBS)
-	bash bench/server/run.sh build-release
+# cshttpd, nginx (1 worker and auto), h2o and libmicrohttpd (two modes) under
+# W1..W5, idle-connection memory and a concurrency sweep: bench/run.
+bench-suite: bench-release
+	bench/run --build build-release $(BENCH_ARGS)
+
+bench-server: bench-suite
 
 format:
 	find libcshttp libcshttp-web libcshttp-server apps fuzz bench tests -name '*.[ch]' | xargs clang-format -i

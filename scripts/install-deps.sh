@@ -2,7 +2,7 @@
 # Installs the Debian packages the build, the tests, the fuzzers and the
 # benchmarks need, and only those that are missing. Run as root (or with sudo).
 #   install-deps.sh         what make build, make test and make run need
-#   install-deps.sh bench   and the load generator of bench/server
+#   install-deps.sh bench   and the peers and tools of the benchmark suite (bench/run)
 set -euo pipefail
 
 packages=(
@@ -16,10 +16,16 @@ packages=(
   zlib1g-dev                          # libcshttp-web: gzip responses
   libssl-dev openssl                  # libcshttp-server: HTTPS (OpenSSL 3), test certificates
   curl                                # tests/server: a real client against cshttpd
-  nginx-light                         # tests/server: cshttpd behind a reverse proxy; bench/server peer
+  nginx-light                         # tests/server: cshttpd behind a reverse proxy; bench/run peer
 )
 if [ "${1:-}" = bench ]; then
-  packages+=(wrk)                      # bench/server: the load generator
+  packages+=(
+    wrk                                 # bench/run: W1 cross-check of cshttp-load's figure
+    apache2-utils                       # bench/run: ab, workload W4 (-c 1024, with and without keep-alive)
+    h2o                                 # bench/run: a peer server (Debian builds it with mruby)
+    libmicrohttpd-dev                   # bench/mhd: bench_mhd, the libmicrohttpd peer
+    gnuplot-nox                         # bench/run: the SVG charts
+  )
 fi
 
 missing=()
