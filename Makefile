@@ -75,15 +75,18 @@ deps-bench:
 	@bash scripts/install-deps.sh bench
 
 # make bench = the parser benchmark, then the server suite; each alone with
-# make bench-parser / make bench-suite (BENCH_ARGS="--quick" or "W1 W3", ...).
+# make bench-parser (PARSER_ARGS="--rounds 21") / make bench-suite
+# (BENCH_ARGS="--quick" or "W1 W3", ...).
 bench: bench-parser bench-suite
 
 bench-release: deps-bench
 	cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release -DCSHTTP_BUILD_TESTS=OFF >/dev/null
 	cmake --build build-release -j $(JOBS)
 
+# PARSER_ARGS: bench_parser options (run.sh reads them as BENCH_ARGS, which
+# here belongs to bench/run).
 bench-parser: bench-release
-	bash bench/parser/run.sh build-release
+	BENCH_ARGS="$(PARSER_ARGS)" bash bench/parser/run.sh build-release
 
 # cshttpd, nginx (1 worker and auto), h2o and libmicrohttpd (two modes) under
 # W1..W5, idle-connection memory and a concurrency sweep: bench/run.
