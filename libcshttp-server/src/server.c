@@ -286,7 +286,14 @@ static void *worker_main(void *arg)
         if (tag == TAG_WAKE) continue; /* exiting */
         atomic_store(&w->busy_since_us, cshs__now_us());
         uint64_t busy = atomic_fetch_add(&s->c_busy, 1) + 1;
-        if (busy >= s->nworkers - atomic_load(&s->c_parked)) pthread_cond_signal(&s->sup_cv);
+        if (busy >= s->nworkers - atomic_load(&s->c_parked) && atomic_load(&s->sup_sleeping) &&
+            atomic_exchange(&s->sup_sleeping, 0)) {
+            /* under the mutex: the supervisor is then either inside its
+             * wait or has not looked at c_busy yet, so the signal is not lost */
+            pthread_mutex_lock(&s->mu);
+            pthread_cond_signal(&s->sup_cv);
+            pthread_mutex_unlock(&s->mu);
+        }
         uint64_t peak = atomic_load(&s->busy_peak);
         while (busy > peak && !atomic_compare_exchange_weak(&s->busy_peak, &peak, busy)) {
         }
@@ -408,11 +415,18 @@ static void *supervisor_main(void *arg)
                 }
             }
         }
-        /* a short tick while workers are busy, else until the next sweep or
-         * park window */
+        /* a short tick while every worker is busy (growth is decided in
+         * about grow_after_us), else until the next sweep or park window, or
+         * until a worker says they all became busy. sup_sleeping is set
+         * before c_busy is read: a worker that raised c_busy after that read
+         * sees the flag and signals. */
         int64_t next = next_sweep < next_park ? next_sweep : next_park;
-        int64_t wait_us = atomic_load(&s->c_busy) ? (int64_t)s->o.grow_after_us / 2 + 100
-                                                  : (next - cshs__now_ms()) * 1000;
+        atomic_store(&s->sup_sleeping, 1);
+        unsigned active_now = s->nworkers - (unsigned)atomic_load(&s->c_parked);
+        int all_busy = atomic_load(&s->c_busy) >= active_now;
+        if (all_busy) atomic_store(&s->sup_sleeping, 0);
+        int64_t wait_us = all_busy ? (int64_t)s->o.grow_after_us / 2 + 100
+                                   : (next - cshs__now_ms()) * 1000;
         if (wait_us < 100) wait_us = 100;
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
@@ -420,6 +434,7 @@ static void *supervisor_main(void *arg)
         ts.tv_sec += (time_t)(wait_us / 1000000 + ns / 1000000000);
         ts.tv_nsec = (long)(ns % 1000000000);
         pthread_cond_timedwait(&s->sup_cv, &s->mu, &ts);
+        atomic_store(&s->sup_sleeping, 0);
     }
     pthread_mutex_unlock(&s->mu);
     return NULL;

@@ -105,6 +105,10 @@ struct cshs_server {
 
     _Atomic uint64_t c_open, c_idle, c_active, c_total, c_requests, c_bytes_in, c_bytes_out;
     _Atomic uint64_t c_idle_buffers, c_busy, c_parked;
+    /* 1 while the supervisor sleeps a long wait (not every worker busy): the
+     * worker that makes them all busy wakes it, once; otherwise it is left
+     * alone, so a busy server pays no wake-up per request */
+    _Atomic int sup_sleeping;
     _Atomic uint64_t e_parse, e_rejected, e_head, e_idle, e_body, e_send, e_io, e_tls;
     _Atomic uint64_t c_tls_handshakes;
     _Atomic uint64_t busy_peak; /* most workers busy at once since the last look */
