@@ -31,7 +31,7 @@ def parse_args(argv):
                     help="any of %s (default: all)" % " ".join(WORKLOADS))
     ap.add_argument("--rounds", type=int, help="rounds (default 3; --quick: 1)")
     ap.add_argument("--duration", type=float,
-                    help="measured seconds per run (default 4; --quick: 2)")
+                    help="measured seconds per run (default 5; --quick: 2)")
     ap.add_argument("--quick", action="store_true",
                     help="a smoke check: 1 round, 2 s runs, fewer ab requests")
     ap.add_argument("--servers", help="comma-separated subset of: cshttpd,nginx-1,nginx-auto,"
@@ -48,7 +48,7 @@ def parse_args(argv):
     if a.rounds is None:
         a.rounds = 1 if a.quick else 3
     if a.duration is None:
-        a.duration = 2.0 if a.quick else 4.0
+        a.duration = 2.0 if a.quick else 5.0
     if a.rounds < 1 or a.duration <= 0:
         ap.error("--rounds and --duration must be positive")
     a.warmup = 0.5 if a.quick else 1.0
@@ -111,7 +111,12 @@ class Suite:
         if key not in self.commands and res.get("cmd"):
             self.commands[key] = res["cmd"]
         fig = ""
-        if res.get("rps") is not None:
+        if res.get("levels"):
+            peak = max(res["levels"], key=lambda lv: lv.get("rps") or 0)
+            fig = "peak %.0f req/s at %d connections" % (peak["rps"] or 0, peak["connections"])
+            if res.get("cpu_us") is not None:
+                fig += "  %6.1f us CPU/req" % res["cpu_us"]
+        elif res.get("rps") is not None:
             fig = "%10.0f req/s" % res["rps"]
             if res.get("cpu_us") is not None:
                 fig += "  %6.1f us CPU/req" % res["cpu_us"]
