@@ -247,9 +247,12 @@ class Suite:
                 if not s.alive():
                     break
             lo, hi = self.a.mem_counts
-            if out.get("rss_%d" % lo) and out.get("rss_%d" % hi) and \
-                    out.get("held_%d" % hi) == hi and out.get("held_%d" % lo) == lo:
-                out["bytes_per_conn"] = (out["rss_%d" % hi] - out["rss_%d" % lo]) / (hi - lo)
+            # Over the connections actually held (the run is marked when
+            # that is not all of them).
+            held_lo, held_hi = out.get("held_%d" % lo) or 0, out.get("held_%d" % hi) or 0
+            if out.get("rss_%d" % lo) and out.get("rss_%d" % hi) and held_hi > held_lo:
+                out["bytes_per_conn"] = (out["rss_%d" % hi] - out["rss_%d" % lo]) / (
+                    held_hi - held_lo)
             self.results.append(dict({"workload": "MEM", "variant": "idle", "server": s.name,
                                       "round": rnd, "tool": "cshttp-load"}, **out))
             key = ("MEM", "idle", s.name, "cshttp-load")

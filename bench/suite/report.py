@@ -104,7 +104,7 @@ def bar_chart(out, tmp, title, ylabel, labels, series, hline=None, log=False, va
         for i, lab in enumerate(labels):
             vals = ["NaN" if s[1][i] is None else "%g" % s[1][i] for s in series]
             f.write("\"%s\" %s\n" % (lab, " ".join(vals)))
-    g = _head(out, title, ylabel)
+    g = _head(out, title, ylabel + (" (log scale)" if log else ""))
     g += ("set style data histograms\nset style histogram clustered gap 1\n"
           "set style fill solid 0.85 border -1\nset boxwidth 0.9\nset xrange [-0.6:%g]\n"
           % (len(labels) - 0.4))
@@ -189,7 +189,7 @@ def charts(suite, t, prefix):
                                                  for n in names])]))
     if want("W5"):
         draw("w5", bar_chart(path("w5"), tmp, "W5: static files, 32 connections (MB/s read, "
-                             "median; log scale)", "MB/s", names,
+                             "median)", "MB/s", names,
                              [(v, [t.median("W5", v, n, "cshttp-load", "mbps") for n in names])
                               for v in ("1KiB", "1MiB")], log=True))
     if want("MEM"):
@@ -412,7 +412,8 @@ def markdown(suite, t, chart_files, chart_fails):
             "with no connection, then while `cshttp-load --idle N -c 0 -d %g` holds N = %d and "
             "then %d idle keep-alive connections (each made one request first; the sample is "
             "the last one taken at the highest count of established connections). bytes/conn = "
-            "(RSS@%d - RSS@%d) / %d." % (a.mem_hold, lo, hi, hi, lo, hi - lo))
+            "(RSS@%d - RSS@%d) / %d (over the connections actually held, when a run held "
+            "fewer: see held and state)." % (a.mem_hold, lo, hi, hi, lo, hi - lo))
         add("")
         add("| server | RSS idle MiB | RSS @%d MiB | RSS @%d MiB | bytes/conn (median) | "
             "threads 0 / %d / %d | held %d / %d | bytes/conn each round | state |" % (
