@@ -46,8 +46,8 @@ def measured(server, cmd, timeout, parse):
     except (ValueError, KeyError, IndexError, OSError) as e:
         res["parse_error"] = str(e)
     if not server.alive():
-        res.update(status="crashed", note="server exited (status %s): %s" % (
-            server.proc.returncode, server.log_tail()))
+        res.update(status="crashed", note="server %s: %s" % (
+            proc.exit_text(server.proc.returncode), server.log_tail()))
         return res
     if rc is None:
         res.update(status="timeout", note=err)

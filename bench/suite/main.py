@@ -94,8 +94,8 @@ class Suite:
         if server.alive():
             return None
         if server.proc is not None:
-            self.notes.append("%s stopped (status %s) and was restarted: %s" % (
-                server.name, server.proc.returncode, server.log_tail()))
+            self.notes.append("%s %s and was restarted: %s" % (
+                server.name, proc.exit_text(server.proc.returncode), server.log_tail()))
             server.stop()
         why = server.start(self.port())
         if why:

@@ -114,6 +114,16 @@ def established(port):
     return n
 
 
+def exit_text(returncode):
+    """'exited with status N' or 'was killed by signal N' (Popen's negative
+    return codes)."""
+    if returncode is None:
+        return "is running"
+    if returncode < 0:
+        return "was killed by signal %d" % -returncode
+    return "exited with status %d" % returncode
+
+
 def _first(path, pattern):
     try:
         with open(path) as f:
