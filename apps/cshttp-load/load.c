@@ -746,7 +746,7 @@ int load_run_level(const load_plan *p, unsigned connections, load_result *out, l
         if (tick_now) next_tick = now;
         ph = atomic_load(&sh.progress.phase);
         if (ph == LOAD_PHASE_WARMUP && now - t0 >= warm_ns) {
-            measure_ns = load_now_ns();
+            measure_ns = now; /* not a later reading: now - measure_ns must not wrap */
             atomic_store(&sh.progress.phase, LOAD_PHASE_MEASURE);
             ph = LOAD_PHASE_MEASURE;
         }

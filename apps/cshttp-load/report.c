@@ -62,6 +62,8 @@ void report_print_level(FILE *out, const load_report *rep, const load_result *r)
         fprintf(out, "stopped    nothing answered for longer than --timeout (%.3g s)\n",
                 o->timeout_s);
     if (r->interrupted) fprintf(out, "stopped    interrupted\n");
+    if (r->connections && !c->requests && !r->stalled && !r->interrupted)
+        fprintf(out, "stopped    no response completed in the measured window\n");
     fputc('\n', out);
 }
 
@@ -96,8 +98,9 @@ int report_has_errors(const load_report *rep)
     for (size_t i = 0; i < rep->num_results; i++) {
         const load_result *r = &rep->results[i];
         const load_counts *c = &r->counts;
+        /* a level that measured nothing is no result either */
         if (c->err_connect || c->err_timeout || c->err_reset || c->err_bad_response || non_2xx(r) ||
-            r->stalled)
+            r->stalled || (r->connections && !c->requests))
             return 1;
     }
     return rep->opt->idle && rep->idle_answered < rep->opt->idle;
@@ -267,6 +270,9 @@ void report_write_markdown(FILE *out, const load_report *rep)
             fprintf(out,
                     "\nAt %u connections the run stopped: nothing answered for longer "
                     "than the timeout.\n",
+                    r->connections);
+        else if (r->connections && !r->counts.requests)
+            fprintf(out, "\nAt %u connections no response completed in the measured window.\n",
                     r->connections);
     }
     if (o->idle) {

@@ -884,6 +884,17 @@ class KeepAlive(Base):
         self.assertGreater(len(fs.requests), 50, "warm-up requests reached the server")
 
 
+    def test_warmup_then_duration(self):
+        # a warm-up before a measured window given in seconds: the window is
+        # measured and counted (it once ended at once, with 0 requests)
+        with FakeServer() as fs:
+            r = self.load("-w", "0.3", "-d", "0.5", "-c", "2", fs.url("/wd"))
+            row = self.ok(r)
+        self.assertGreater(row["requests"], 0, row)
+        self.assertGreaterEqual(row["duration_s"], 0.5, row)
+        self.assertGreater(len(fs.requests), row["requests"], "warm-up requests not counted")
+
+
 class Pipelining(Base):
 
     def test_pipeline_writes_ahead(self):
@@ -1010,6 +1021,16 @@ class Errors(Base):
         # each timeout closes its connection and opens a new one
         self.assertGreater(fs.connections, 2, "new connections after timeouts")
         self.assertRegex(r.out, r"(?m)^errors\s.*timeout [1-9]\d*", str(r))
+
+    def test_no_response_in_window(self):
+        # nothing answered within the window, and the timeout is longer than
+        # it: no error of a kind was counted, but a run that measured nothing
+        # is not a clean run
+        with FakeServer("silent") as fs:
+            r = self.load("-c", "2", "-d", "0.5", "--timeout", "30", fs.url("/n"), timeout=60)
+        row = self.completed(r, rc=1)
+        self.assertEqual(row["requests"], 0, row)
+        self.assertRegex(r.out, r"(?m)^stopped\s+no response completed in the measured window")
 
     def test_closed_after_request(self):
         with FakeServer("close") as fs:
