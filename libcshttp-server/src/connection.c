@@ -567,6 +567,17 @@ static void go_idle(cshs_conn *c)
     TSAN_UNLOCK(fd);
 }
 
+void cshs__conn_rearm(cshs_conn *c)
+{
+    struct epoll_event ev;
+    ev.events = EPOLLIN | EPOLLRDHUP | EPOLLONESHOT;
+    ev.data.ptr = c;
+    int fd = c->fd;
+    TSAN_LOCK(fd);
+    epoll_ctl(c->srv->epfd, EPOLL_CTL_MOD, fd, &ev);
+    TSAN_UNLOCK(fd);
+}
+
 /* What an idle connection holds besides its struct: a head in progress. */
 uint64_t cshs__conn_idle_held(const cshs_conn *c)
 {

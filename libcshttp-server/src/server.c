@@ -240,6 +240,9 @@ static void accept_some(cshs_server *s, cshs_listener *l)
 
 /* ---- workers ---- */
 
+#define WORKER_SLOW_US 200   /* an event served slower than this is slow */
+#define HELD_RESCUE_US 2000  /* the supervisor hands back events held longer */
+
 /* Parks the calling worker off the epoll queue, if more than min_threads
  * would be left waiting in it, until the supervisor hands out a token. */
 static void park_self(cshs_server *s, cshs_worker *w)
@@ -258,6 +261,61 @@ static void park_self(cshs_server *s, cshs_worker *w)
     pthread_mutex_unlock(&s->mu);
 }
 
+/* One ready event: a connection or a listener, with the busy accounting
+ * the supervisor reads. */
+static void serve_event(cshs_server *s, cshs_worker *w, void *ptr, int tag, int64_t now_us)
+{
+    atomic_store(&w->busy_since_us, now_us);
+    uint64_t busy = atomic_fetch_add(&s->c_busy, 1) + 1;
+    if (busy >= s->nworkers - atomic_load(&s->c_parked) && atomic_load(&s->sup_sleeping) &&
+        atomic_exchange(&s->sup_sleeping, 0)) {
+        /* under the mutex: the supervisor is then either inside its wait or
+         * has not looked at c_busy yet, so the signal is not lost */
+        pthread_mutex_lock(&s->mu);
+        pthread_cond_signal(&s->sup_cv);
+        pthread_mutex_unlock(&s->mu);
+    }
+    uint64_t peak = atomic_load(&s->busy_peak);
+    while (busy > peak && !atomic_compare_exchange_weak(&s->busy_peak, &peak, busy)) {
+    }
+    if (tag == TAG_LISTENER)
+        accept_some(s, ptr);
+    else
+        cshs__conn_event(w, ptr);
+    atomic_fetch_sub(&s->c_busy, 1);
+    atomic_store(&w->busy_since_us, 0);
+}
+
+/* Puts events 1..n-1 where the supervisor can take them back. */
+static void hold_events(cshs_server *s, cshs_worker *w, struct epoll_event *evs, int n,
+                        int64_t now_us)
+{
+    for (int i = 1; i < n; i++) atomic_store(&w->held[i], evs[i].data.ptr);
+    atomic_store(&w->held_since_us, now_us);
+    atomic_fetch_add(&s->c_holding, 1);
+    /* a supervisor in its long wait would not look for a while */
+    if (atomic_load(&s->sup_sleeping) && atomic_exchange(&s->sup_sleeping, 0)) {
+        pthread_mutex_lock(&s->mu);
+        pthread_cond_signal(&s->sup_cv);
+        pthread_mutex_unlock(&s->mu);
+    }
+}
+
+/* Arms the one-shot registrations of the events still in w->held again:
+ * they fire for other workers. */
+static void hand_back(cshs_server *s, cshs_worker *w)
+{
+    for (int i = 1; i < CSHS_WORKER_BATCH; i++) {
+        void *ptr = atomic_exchange(&w->held[i], NULL);
+        if (!ptr) continue;
+        int tag = *(int *)ptr;
+        if (tag == TAG_CONN)
+            cshs__conn_rearm(ptr);
+        else if (tag == TAG_LISTENER && !atomic_load(&s->stopping))
+            arm(s, EPOLL_CTL_MOD, ((cshs_listener *)ptr)->fd, ptr);
+    }
+}
+
 static void *worker_main(void *arg)
 {
     cshs_worker *w = arg;
@@ -269,9 +327,18 @@ static void *worker_main(void *arg)
     sigemptyset(&pipe);
     sigaddset(&pipe, SIGPIPE);
     pthread_sigmask(SIG_BLOCK, &pipe, NULL);
+    /* A worker takes up to CSHS_WORKER_BATCH ready events per epoll_wait
+     * while its events are served quickly: on a busy server one wait then
+     * serves several connections (W1: a quarter fewer system calls per
+     * request). A slow event (a blocking handler) makes it take one at a
+     * time and hand back what it still holds; and if it is stuck in a
+     * handler while holding events, the supervisor hands them back within
+     * about HELD_RESCUE_US, so no event waits long behind another's
+     * handler and the supervisor sees them as ready. */
+    int batch = 1;
     while (!atomic_load(&s->exiting)) {
-        struct epoll_event ev;
-        int n = epoll_wait(s->epfd, &ev, 1, (int)s->o.park_after_ms);
+        struct epoll_event evs[CSHS_WORKER_BATCH];
+        int n = epoll_wait(s->epfd, evs, batch, (int)s->o.park_after_ms);
         if (n < 0) {
             if (errno == EINTR) continue;
             break;
@@ -282,27 +349,27 @@ static void *worker_main(void *arg)
             park_self(s, w);
             continue;
         }
-        int tag = *(int *)ev.data.ptr;
-        if (tag == TAG_WAKE) continue; /* exiting */
-        atomic_store(&w->busy_since_us, cshs__now_us());
-        uint64_t busy = atomic_fetch_add(&s->c_busy, 1) + 1;
-        if (busy >= s->nworkers - atomic_load(&s->c_parked) && atomic_load(&s->sup_sleeping) &&
-            atomic_exchange(&s->sup_sleeping, 0)) {
-            /* under the mutex: the supervisor is then either inside its
-             * wait or has not looked at c_busy yet, so the signal is not lost */
-            pthread_mutex_lock(&s->mu);
-            pthread_cond_signal(&s->sup_cv);
-            pthread_mutex_unlock(&s->mu);
+        int64_t start = cshs__now_us();
+        if (n > 1) hold_events(s, w, evs, n, start);
+        batch = CSHS_WORKER_BATCH;
+        void *ptr = evs[0].data.ptr;
+        for (int i = 0;;) {
+            int tag = *(int *)ptr;
+            if (tag != TAG_WAKE) serve_event(s, w, ptr, tag, i ? cshs__now_us() : start);
+            if (++i >= n) break;
+            if (cshs__now_us() - start > WORKER_SLOW_US) {
+                batch = 1;
+                hand_back(s, w);
+                break;
+            }
+            ptr = atomic_exchange(&w->held[i], NULL);
+            if (!ptr) break; /* the supervisor took them */
         }
-        uint64_t peak = atomic_load(&s->busy_peak);
-        while (busy > peak && !atomic_compare_exchange_weak(&s->busy_peak, &peak, busy)) {
+        if (n > 1) {
+            atomic_store(&w->held_since_us, 0);
+            atomic_fetch_sub(&s->c_holding, 1);
         }
-        if (tag == TAG_LISTENER)
-            accept_some(s, ev.data.ptr);
-        else
-            cshs__conn_event(w, ev.data.ptr);
-        atomic_fetch_sub(&s->c_busy, 1);
-        atomic_store(&w->busy_since_us, 0);
+        if (cshs__now_us() - start > WORKER_SLOW_US) batch = 1;
         /* Surplus workers leave the epoll queue at once: with many waiters
          * the kernel wakes them in turn (FIFO) and requests spread over
          * cold threads. */
@@ -404,6 +471,12 @@ static void *supervisor_main(void *arg)
             unsigned keep = peak > s->o.min_threads ? (unsigned)peak : s->o.min_threads;
             atomic_store(&s->park_wanted, active > keep ? (int)(active - keep) : 0);
         }
+        int64_t now_us = cshs__now_us();
+        for (unsigned i = 0; i < s->nworkers; i++) {
+            cshs_worker *w = s->workers[i];
+            int64_t since = atomic_load(&w->held_since_us);
+            if (since && now_us - since > HELD_RESCUE_US) hand_back(s, w);
+        }
         if (all_busy_long(s, cshs__now_us())) {
             struct pollfd p = {s->epfd, POLLIN, 0};
             if (poll(&p, 1, 0) > 0) {
@@ -424,9 +497,12 @@ static void *supervisor_main(void *arg)
         atomic_store(&s->sup_sleeping, 1);
         unsigned active_now = s->nworkers - (unsigned)atomic_load(&s->c_parked);
         int all_busy = atomic_load(&s->c_busy) >= active_now;
-        if (all_busy) atomic_store(&s->sup_sleeping, 0);
-        int64_t wait_us = all_busy ? (int64_t)s->o.grow_after_us / 2 + 100
-                                   : (next - cshs__now_ms()) * 1000;
+        int holding = atomic_load(&s->c_holding) > 0;
+        if (all_busy || holding) atomic_store(&s->sup_sleeping, 0);
+        int64_t wait_us = (next - cshs__now_ms()) * 1000;
+        if (holding) wait_us = HELD_RESCUE_US / 2;
+        if (all_busy && wait_us > (int64_t)s->o.grow_after_us / 2 + 100)
+            wait_us = (int64_t)s->o.grow_after_us / 2 + 100;
         if (wait_us < 100) wait_us = 100;
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);

@@ -16,6 +16,9 @@
 /* What an epoll registration points at: the first member of each. */
 enum { TAG_CONN = 1, TAG_LISTENER = 2, TAG_WAKE = 3 };
 
+/* Events a worker takes per epoll_wait (server.c, worker_main). */
+#define CSHS_WORKER_BATCH 8
+
 /* Connection states: who may touch it. IDLE: nobody (in epoll); BUSY: one
  * worker; EXPIRED: the sweep shut it down while idle, the worker that
  * receives its event closes it. */
@@ -73,6 +76,12 @@ typedef struct cshs_worker {
     cshs_reader *spare_rd;
     _Atomic int64_t busy_since_us; /* 0: waiting in epoll */
     _Atomic int parked;
+    /* Events taken in one epoll_wait beyond the one being served. Each slot
+     * is emptied by exchange, by the worker (to serve it) or by the
+     * supervisor (to hand it back when the worker is stuck in a slow
+     * handler), so exactly one of them owns it. */
+    _Atomic(void *) held[CSHS_WORKER_BATCH];
+    _Atomic int64_t held_since_us; /* 0: nothing held */
 } cshs_worker;
 
 struct cshs_server {
@@ -109,6 +118,7 @@ struct cshs_server {
      * worker that makes them all busy wakes it, once; otherwise it is left
      * alone, so a busy server pays no wake-up per request */
     _Atomic int sup_sleeping;
+    _Atomic unsigned c_holding; /* workers holding taken events (held[]) */
     _Atomic uint64_t e_parse, e_rejected, e_head, e_idle, e_body, e_send, e_io, e_tls;
     _Atomic uint64_t c_tls_handshakes;
     _Atomic uint64_t busy_peak; /* most workers busy at once since the last look */
@@ -122,6 +132,9 @@ int64_t cshs__now_us(void);
 cshs_conn *cshs__conn_new(struct cshs_server *s, int fd, const struct sockaddr *sa);
 /* Serves what the connection's event brought; re-arms or closes it. */
 void cshs__conn_event(cshs_worker *w, cshs_conn *c);
+/* Hands an event this worker took but did not serve back to epoll: the
+ * one-shot registration is armed again and fires for another worker. */
+void cshs__conn_rearm(cshs_conn *c);
 void cshs__conn_close(cshs_conn *c);
 /* Bytes an idle connection holds beyond its struct (a head in progress). */
 uint64_t cshs__conn_idle_held(const cshs_conn *c);

@@ -244,6 +244,56 @@ static void test_wait_and_graceful_stop(void **state)
     s = NULL;
 }
 
+/* A worker takes several ready events at once on a busy server. When the
+ * first one turns out to run a slow handler, the others must not wait for
+ * it: they are handed back to epoll for another worker. With max_threads = 2
+ * no worker is added, so only the hand-back serves them in time.
+ * One worker is kept busy (d: 300 ms); a quick request (e), a slow one
+ * (a: 2 s) and two quick ones (b, c) are sent together, so the other worker
+ * serves e quickly and finds a, b and c ready in its next epoll_wait. b and
+ * c must be answered while a still sleeps. */
+static void test_slow_handler_holds_no_events(void **state)
+{
+    (void)state;
+    cshs_options o2 = o;
+    o2.unix_path = NULL;
+    o2.min_threads = 2;
+    o2.max_threads = 2;
+    s2 = cshs_server_new(&o2, hello, NULL);
+    assert_non_null(s2);
+    assert_int_equal(cshs_server_start(s2), 0);
+    unsigned p2 = cshs_server_port(s2, 0);
+    const char *slow = "GET /slow?sleep=2000 HTTP/1.1\r\nHost: x\r\n\r\n";
+    const char *busy = "GET /busy?sleep=300 HTTP/1.1\r\nHost: x\r\n\r\n";
+    const char *quick = "GET /quick HTTP/1.1\r\nHost: x\r\n\r\n";
+    for (int round = 0; round < 2; round++) {
+        int a = dial(p2), b = dial(p2), c = dial(p2), d = dial(p2), e = dial(p2);
+        assert_true(a >= 0 && b >= 0 && c >= 0 && d >= 0 && e >= 0);
+        struct timespec ts = {0, 50 * 1000 * 1000}; /* all accepted and idle */
+        nanosleep(&ts, NULL);
+        assert_int_equal(send(d, busy, strlen(busy), MSG_NOSIGNAL), (ssize_t)strlen(busy));
+        nanosleep(&ts, NULL);
+        /* a, b and c become ready while the free worker serves e */
+        assert_int_equal(send(e, quick, strlen(quick), MSG_NOSIGNAL), (ssize_t)strlen(quick));
+        assert_int_equal(send(a, slow, strlen(slow), MSG_NOSIGNAL), (ssize_t)strlen(slow));
+        assert_int_equal(send(b, quick, strlen(quick), MSG_NOSIGNAL), (ssize_t)strlen(quick));
+        assert_int_equal(send(c, quick, strlen(quick), MSG_NOSIGNAL), (ssize_t)strlen(quick));
+        assert_int_equal(exchange(e, NULL, "hello /quick", buf, sizeof buf), 0);
+        assert_int_equal(exchange(b, NULL, "hello /quick", buf, sizeof buf), 0);
+        assert_int_equal(exchange(c, NULL, "hello /quick", buf, sizeof buf), 0);
+        /* the slow one is still being served: nothing to read on a yet */
+        char one;
+        assert_int_equal(recv(a, &one, 1, MSG_DONTWAIT), -1);
+        assert_int_equal(exchange(a, NULL, "hello /slow", buf, sizeof buf), 0);
+        assert_int_equal(exchange(d, NULL, "hello /busy", buf, sizeof buf), 0);
+        close(a);
+        close(b);
+        close(c);
+        close(d);
+        close(e);
+    }
+}
+
 /* a stop whose deadline passes cuts the request */
 static void test_stop_cuts_at_deadline(void **state)
 {
@@ -274,6 +324,7 @@ int main(void)
         cmocka_unit_test_teardown(test_counters, teardown),
         cmocka_unit_test_teardown(test_wait_and_graceful_stop, teardown),
         cmocka_unit_test_teardown(test_stop_cuts_at_deadline, teardown),
+        cmocka_unit_test_teardown(test_slow_handler_holds_no_events, teardown),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
