@@ -45,12 +45,13 @@ test-asan: deps
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --test-dir $(ASAN_BUILD) --output-on-failure -j $(JOBS)
 
-# The engine and cshttpd under ThreadSanitizer (only the server's targets and tests).
+# The engine, cshttpd and cshttp-load (threads too) under ThreadSanitizer: their targets and tests.
 test-tsan: deps
 	cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCSHTTP_SANITIZE=thread \
 	      -DCSHTTP_BUILD_BENCH=OFF $(CMAKE_FLAGS) >/dev/null
-	cmake --build $(TSAN_BUILD) -j $(JOBS) --target cshttpd libcshttp_server_test_options libcshttp_server_test_server
-	TSAN_OPTIONS=halt_on_error=1 ctest --test-dir $(TSAN_BUILD) -L server --output-on-failure -j $(JOBS)
+	cmake --build $(TSAN_BUILD) -j $(JOBS) --target cshttpd libcshttp_server_test_options libcshttp_server_test_server \
+	      cshttp-load cshttp_load_test_histogram cshttp_load_test_options
+	TSAN_OPTIONS=halt_on_error=1 ctest --test-dir $(TSAN_BUILD) -L 'server|load' --output-on-failure -j $(JOBS)
 
 fuzz-build: deps
 	CC=clang cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCSHTTP_BUILD_FUZZ=ON \
