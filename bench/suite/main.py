@@ -210,12 +210,12 @@ class Suite:
                 continue
             tag = "SWEEP-%s-%d" % (s.name, rnd)
             url = self.url(s, "/demo/plaintext")
-            # One warm-up run before the sweep instead of cshttp-load's -w
-            # per level (-w currently ends its run with no requests counted).
-            clients.warm(self.paths, url, 32, self.a.warmup)
+            # each level warms up at its own concurrency (-w), then measures
             res = clients.run_sweep(self.paths, s, url, SWEEP_LEVELS,
-                                    ["-d", fmt_s(self.a.sweep_duration)], tag, self.tmp,
-                                    self.a.sweep_duration * len(SWEEP_LEVELS) + 60)
+                                    ["-d", fmt_s(self.a.sweep_duration),
+                                     "-w", fmt_s(self.a.warmup)], tag, self.tmp,
+                                    (self.a.sweep_duration + self.a.warmup) * len(SWEEP_LEVELS)
+                                    + 60)
             self.record("SWEEP", "levels", s, rnd, "cshttp-load", res)
 
     def memory(self, rnd):
