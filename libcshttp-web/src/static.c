@@ -296,13 +296,22 @@ static int serve_file(serve *s, const char *name, int fd, struct stat *st)
     const char *type = cshw_mime_type(name);
     int gzip = 0, vary = 0;
     struct stat gst; /* the sibling's, when it is served: st points here */
-    if (o->precompressed) {
+    const char *ae[MAX_LIST_FIELDS];
+    size_t nae = o->precompressed
+                     ? cshw_request_header_all(s->req, "Accept-Encoding", ae, MAX_LIST_FIELDS)
+                     : 0;
+    int accepts =
+        nae && cshw__accept_q(ae, nae < MAX_LIST_FIELDS ? nae : MAX_LIST_FIELDS, "gzip") > 0;
+    /* The sibling is looked for when the client takes gzip, or when the
+     * type is one that is stored compressed (text, scripts, SVG...): then
+     * an identity answer says Vary too, since a gzip-capable client would
+     * get other bytes. For other types (images, archives, octet-stream) a
+     * client without gzip costs no extra open; its answer has no Vary. */
+    if (o->precompressed && (accepts || cshw__compressible(type))) {
         int gfd;
         if (open_gz_sibling(s, name, &gfd, &gst) == 0) {
             vary = 1; /* the answer depends on Accept-Encoding either way */
-            const char *ae[MAX_LIST_FIELDS];
-            size_t n = cshw_request_header_all(s->req, "Accept-Encoding", ae, MAX_LIST_FIELDS);
-            if (cshw__accept_q(ae, n < MAX_LIST_FIELDS ? n : MAX_LIST_FIELDS, "gzip") > 0) {
+            if (accepts) {
                 int rc = keep_fd(s->arena, gfd);
                 if (rc) return rc;
                 fd = gfd;

@@ -79,4 +79,8 @@ int cshw__range_parse(const char *value, uint64_t size, cshw__range *out, size_t
  * "x-gzip" counts as "gzip" (RFC 9110 §8.4.1.3). */
 int cshw__accept_q(const char *const *values, size_t n, const char *coding);
 
+/* 1 when the content type is worth compressing (gzip.c): text, scripts,
+ * JSON, XML, SVG and the like. */
+int cshw__compressible(const char *content_type);
+
 #endif

@@ -8,6 +8,7 @@
  *     index.html hello.txt data.bin (1000 bytes) big.bin (200000 bytes)
  *     empty.txt page.html (4000 bytes) app.js unknown.xyz
  *     style.css style.css.gz     a precompressed sibling
+ *     photo.png photo.png.gz     one of a type not stored compressed
  *     .secret .well-known/acme.txt
  *     docs/index.html            a folder with an index
  *     sub/                       a folder without one: a.txt "b c.txt"
@@ -146,6 +147,8 @@ static int fix_make(fixture *f)
     r |= fix_str(R, "unknown.xyz", "?\n");
     r |= fix_str(R, "style.css", "body { color: red; }\n");
     r |= fix_write(R, "style.css.gz", "\x1f\x8b\x08\x00GZIPPED-CSS", 15);
+    r |= fix_write(R, "photo.png", "\x89PNG-BYTES", 10);
+    r |= fix_write(R, "photo.png.gz", "\x1f\x8b\x08\x00GZIPPED-PNG", 15);
     r |= fix_str(R, ".secret", "dot secret\n");
     r |= fix_mkdir(R, ".well-known");
     char wk[400];

@@ -1004,7 +1004,7 @@ static int make_file(size_t len)
 static void test_send_file(void **state)
 {
     (void)state;
-    file_fd = make_file(5000);
+    file_fd = make_file(50000);
     file_len = 3000;
     setup_plan(0, NULL, 0);
     tw_run run;
@@ -1040,11 +1040,12 @@ static void test_send_file(void **state)
     cshw_options_init(&o);
     o.response_buffer = 1000; /* several reads */
     cshw_context *ctx = cshw_context_new(&o);
+    file_len = 30000; /* beyond the small-file path */
     assert_int_equal(tw_run_one(ctx, &t, head, file_handler), 1);
     tw_collect(&run, m, head);
     assert_int_equal(run.error, 0);
-    assert_int_equal(run.r[0].body_len, 3000);
-    assert_memory_equal(run.r[0].body, pattern + 10, 3000);
+    assert_int_equal(run.r[0].body_len, 30000);
+    assert_memory_equal(run.r[0].body, pattern + 10, 30000);
     tw_free(&run);
     cshw_memory_free(m);
 
@@ -1052,12 +1053,85 @@ static void test_send_file(void **state)
      * closes, the client sees a truncated body */
     m = cshw_memory_new("", 0, 0);
     t.io = cshw_memory_transport(m)->io;
-    file_len = 6000;
+    file_len = 60000;
     setup_plan(0, NULL, 0);
     assert_int_equal(tw_run_one(ctx, &t, head, file_handler), CSHW_E_FILE_READ);
     assert_int_equal(plan.results[0], CSHW_E_FILE_READ);
     tw_collect(&run, m, head);
-    assert_string_equal(tw_field(&run.r[0], "content-length"), "6000");
+    assert_string_equal(tw_field(&run.r[0], "content-length"), "60000");
+    assert_int_equal(run.error, CSH_E_BODY_TRUNCATED);
+    tw_free(&run);
+    cshw_memory_free(m);
+    cshw_context_free(ctx);
+    close(file_fd);
+}
+
+/* A transport that counts its writes and send_files. */
+static const cshw_transport_ops *real_ops;
+static int n_writes, n_send_files;
+
+static int counting_write(void *io, const void *data, size_t len)
+{
+    n_writes++;
+    return real_ops->write(io, data, len);
+}
+
+static int counting_send_file(void *io, int fd, off_t offset, size_t len)
+{
+    n_send_files++;
+    return real_ops->send_file(io, fd, offset, len);
+}
+
+/* Up to 16 KiB a file goes out with its head in one write (one segment on a
+ * socket); above, the head is written and the body sent with send_file. A
+ * small file shorter than announced takes the send_file path, which cuts
+ * the response as for a large one. */
+static void test_send_file_small_in_one_write(void **state)
+{
+    (void)state;
+    file_fd = make_file(50000);
+    static const char head[] = GET("/", "");
+    cshw_options o;
+    cshw_options_init(&o);
+    cshw_context *ctx = cshw_context_new(&o);
+    struct {
+        uint64_t len;
+        int writes, send_files;
+    } cases[] = {{1, 1, 0}, {3000, 1, 0}, {16384, 1, 0}, {16385, 1, 1}, {40000, 1, 1}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        cshw_memory *m = cshw_memory_new("", 0, 0);
+        cshw_transport t = *cshw_memory_transport(m);
+        cshw_transport_ops ops = *t.ops;
+        real_ops = t.ops;
+        ops.write = counting_write;
+        ops.send_file = counting_send_file;
+        t.ops = &ops;
+        file_len = cases[i].len;
+        n_writes = n_send_files = 0;
+        setup_plan(0, NULL, 0);
+        assert_int_equal(tw_run_one(ctx, &t, head, file_handler), 1);
+        assert_int_equal(n_writes, cases[i].writes);
+        assert_int_equal(n_send_files, cases[i].send_files);
+        tw_run run;
+        tw_collect(&run, m, head);
+        assert_int_equal(run.error, 0);
+        assert_int_equal(run.r[0].body_len, cases[i].len);
+        assert_memory_equal(run.r[0].body, pattern + 10, cases[i].len);
+        tw_free(&run);
+        cshw_memory_free(m);
+    }
+    close(file_fd);
+
+    /* 200 bytes announced, 100 on disk: the transport's send_file fails
+     * (the memory transport says -EIO, a socket's sendfile the same way) */
+    file_fd = make_file(110);
+    file_len = 200;
+    cshw_memory *m = cshw_memory_new("", 0, 0);
+    setup_plan(0, NULL, 0);
+    assert_int_equal(tw_run_one(ctx, cshw_memory_transport(m), head, file_handler), -EIO);
+    tw_run run;
+    tw_collect(&run, m, head);
+    assert_string_equal(tw_field(&run.r[0], "content-length"), "200");
     assert_int_equal(run.error, CSH_E_BODY_TRUNCATED);
     tw_free(&run);
     cshw_memory_free(m);
@@ -1143,6 +1217,7 @@ int main(void)
         cmocka_unit_test(test_failed_writes),
         cmocka_unit_test(test_write_errors_are_sticky),
         cmocka_unit_test(test_send_file),
+        cmocka_unit_test(test_send_file_small_in_one_write),
         cmocka_unit_test(test_printf),
         cmocka_unit_test(test_close_connection),
     };
