@@ -2,9 +2,10 @@
  * and the deadline sweep), start and graceful stop.
  *
  * Thread model (DESIGN.md, Tier 3): a few workers each wait in epoll_wait
- * for one event at a time; every registration is one-shot, so a connection
- * is served by one worker at a time and nobody hands it over. The
- * supervisor adds a worker only when every worker has been busy for
+ * (taking up to 8 events while they are served quickly, see worker_main);
+ * every registration is one-shot, so a connection is served by one worker
+ * at a time and nobody hands it over. The supervisor adds a worker only
+ * when (nearly) every worker has been inside its current event for
  * grow_after_us and the epoll set has events waiting (a blocked handler
  * costs one thread, hot threads stay few); a worker idle for park_after_ms
  * beyond min_threads parks on a condition variable, off the epoll queue,
@@ -240,8 +241,8 @@ static void accept_some(cshs_server *s, cshs_listener *l)
 
 /* ---- workers ---- */
 
-#define WORKER_SLOW_US 200   /* an event served slower than this is slow */
-#define HELD_RESCUE_US 2000  /* the supervisor hands back events held longer */
+#define WORKER_SLOW_US 200  /* an event served slower than this is slow */
+#define HELD_RESCUE_US 2000 /* the supervisor hands back events held longer */
 
 /* Parks the calling worker off the epoll queue, if more than min_threads
  * would be left waiting in it, until the supervisor hands out a token. */
@@ -261,14 +262,21 @@ static void park_self(cshs_server *s, cshs_worker *w)
     pthread_mutex_unlock(&s->mu);
 }
 
+/* 7 in 8 of `of` (all of them below 8): the share of busy workers that
+ * counts as "every worker" for growth (workers_stuck says why). */
+static int nearly_all(uint64_t n, unsigned of)
+{
+    return n > 0 && n * 8 >= (uint64_t)of * 7;
+}
+
 /* One ready event: a connection or a listener, with the busy accounting
  * the supervisor reads. */
 static void serve_event(cshs_server *s, cshs_worker *w, void *ptr, int tag, int64_t now_us)
 {
     atomic_store(&w->busy_since_us, now_us);
     uint64_t busy = atomic_fetch_add(&s->c_busy, 1) + 1;
-    if (busy >= s->nworkers - atomic_load(&s->c_parked) && atomic_load(&s->sup_sleeping) &&
-        atomic_exchange(&s->sup_sleeping, 0)) {
+    if (nearly_all(busy, s->nworkers - (unsigned)atomic_load(&s->c_parked)) &&
+        atomic_load(&s->sup_sleeping) && atomic_exchange(&s->sup_sleeping, 0)) {
         /* under the mutex: the supervisor is then either inside its wait or
          * has not looked at c_busy yet, so the signal is not lost */
         pthread_mutex_lock(&s->mu);
@@ -434,17 +442,24 @@ static void sweep(cshs_server *s, int all_idle)
     pthread_mutex_unlock(&s->mu);
 }
 
-static int all_busy_long(cshs_server *s, int64_t now_us)
+/* Whether the workers are stuck in handlers: at least 7 in 8 of the active
+ * ones (all of them below 8) have been inside their current event longer
+ * than grow_after_us. Not "every one": with many workers cycling through
+ * blocking handlers (W2), some worker is nearly always just starting its
+ * next event, and growth would stall far below the load; with quick
+ * events (W1) no event lasts that long, so none counts. */
+static int workers_stuck(cshs_server *s, int64_t now_us)
 {
-    unsigned active = 0;
+    unsigned active = 0, stuck = 0;
     for (unsigned i = 0; i < s->nworkers; i++) {
         cshs_worker *w = s->workers[i];
         if (atomic_load(&w->parked)) continue;
         active++;
         int64_t b = atomic_load(&w->busy_since_us);
-        if (!b || now_us - b < (int64_t)s->o.grow_after_us) return 0;
+        if (b && now_us - b >= (int64_t)s->o.grow_after_us) stuck++;
     }
-    return active > 0 || s->nworkers == 0;
+    if (active == 0) return s->nworkers == 0;
+    return nearly_all(stuck, active);
 }
 
 static void *supervisor_main(void *arg)
@@ -477,7 +492,7 @@ static void *supervisor_main(void *arg)
             int64_t since = atomic_load(&w->held_since_us);
             if (since && now_us - since > HELD_RESCUE_US) hand_back(s, w);
         }
-        if (all_busy_long(s, cshs__now_us())) {
+        if (workers_stuck(s, cshs__now_us())) {
             struct pollfd p = {s->epfd, POLLIN, 0};
             if (poll(&p, 1, 0) > 0) {
                 if (atomic_load(&s->c_parked) > s->unpark_tokens) {
@@ -488,15 +503,15 @@ static void *supervisor_main(void *arg)
                 }
             }
         }
-        /* a short tick while every worker is busy (growth is decided in
-         * about grow_after_us), else until the next sweep or park window, or
-         * until a worker says they all became busy. sup_sleeping is set
-         * before c_busy is read: a worker that raised c_busy after that read
-         * sees the flag and signals. */
+        /* a short tick while (nearly) every worker is busy (growth is
+         * decided in about grow_after_us), else until the next sweep or park
+         * window, or until a worker says they all became busy. sup_sleeping
+         * is set before c_busy is read: a worker that raised c_busy after
+         * that read sees the flag and signals. */
         int64_t next = next_sweep < next_park ? next_sweep : next_park;
         atomic_store(&s->sup_sleeping, 1);
         unsigned active_now = s->nworkers - (unsigned)atomic_load(&s->c_parked);
-        int all_busy = atomic_load(&s->c_busy) >= active_now;
+        int all_busy = nearly_all(atomic_load(&s->c_busy), active_now);
         int holding = atomic_load(&s->c_holding) > 0;
         if (all_busy || holding) atomic_store(&s->sup_sleeping, 0);
         int64_t wait_us = (next - cshs__now_ms()) * 1000;
