@@ -324,6 +324,24 @@ static void hand_back(cshs_server *s, cshs_worker *w)
     }
 }
 
+/* One event another worker holds, taken from its slot (NULL: none). The
+ * workers array only grows, and a slot is emptied by exchange, so each
+ * event is served once. */
+static void *steal_held(cshs_server *s, cshs_worker *self)
+{
+    unsigned n = s->nworkers;
+    for (unsigned i = 0; i < n; i++) {
+        cshs_worker *w = s->workers[i];
+        if (w == self || !atomic_load(&w->held_since_us)) continue;
+        for (int k = 1; k < CSHS_WORKER_BATCH; k++) {
+            if (!atomic_load(&w->held[k])) continue;
+            void *ptr = atomic_exchange(&w->held[k], NULL);
+            if (ptr) return ptr;
+        }
+    }
+    return NULL;
+}
+
 static void *worker_main(void *arg)
 {
     cshs_worker *w = arg;
@@ -345,6 +363,15 @@ static void *worker_main(void *arg)
      * handler and the supervisor sees them as ready. */
     int batch = 1;
     while (!atomic_load(&s->exiting)) {
+        /* events another worker took and has not started (it may be in a
+         * long handler, or preempted by the load on a shared core) are
+         * served here first, before this worker waits for new ones */
+        void *stolen = atomic_load(&s->c_holding) ? steal_held(s, w) : NULL;
+        if (stolen) {
+            int tag = *(int *)stolen;
+            if (tag != TAG_WAKE) serve_event(s, w, stolen, tag, cshs__now_us());
+            continue;
+        }
         struct epoll_event evs[CSHS_WORKER_BATCH];
         int n = epoll_wait(s->epfd, evs, batch, (int)s->o.park_after_ms);
         if (n < 0) {
@@ -360,18 +387,19 @@ static void *worker_main(void *arg)
         int64_t start = cshs__now_us();
         if (n > 1) hold_events(s, w, evs, n, start);
         batch = CSHS_WORKER_BATCH;
-        void *ptr = evs[0].data.ptr;
-        for (int i = 0;;) {
-            int tag = *(int *)ptr;
-            if (tag != TAG_WAKE) serve_event(s, w, ptr, tag, i ? cshs__now_us() : start);
-            if (++i >= n) break;
+        int tag0 = *(int *)evs[0].data.ptr;
+        if (tag0 != TAG_WAKE) serve_event(s, w, evs[0].data.ptr, tag0, start);
+        for (int i = 1; i < n; i++) {
             if (cshs__now_us() - start > WORKER_SLOW_US) {
                 batch = 1;
                 hand_back(s, w);
                 break;
             }
-            ptr = atomic_exchange(&w->held[i], NULL);
-            if (!ptr) break; /* the supervisor took them */
+            /* empty: another worker or the supervisor took it */
+            void *ptr = atomic_exchange(&w->held[i], NULL);
+            if (!ptr) continue;
+            int tag = *(int *)ptr;
+            if (tag != TAG_WAKE) serve_event(s, w, ptr, tag, cshs__now_us());
         }
         if (n > 1) {
             atomic_store(&w->held_since_us, 0);
@@ -407,7 +435,10 @@ static int spawn_worker(cshs_server *s)
         free(w);
         return -r;
     }
-    s->workers[s->nworkers++] = w;
+    /* the slot first, then the count: steal_held reads the array without
+     * the mutex, up to the count it loaded */
+    s->workers[s->nworkers] = w;
+    atomic_fetch_add(&s->nworkers, 1);
     return 0;
 }
 
@@ -556,8 +587,10 @@ static void join_all(cshs_server *s)
     pthread_mutex_unlock(&s->mu);
     if (s->supervisor) pthread_join(s->supervisor, NULL);
     s->supervisor = 0;
+    /* every worker joined before any is freed: a running worker reads the
+     * others' held slots (steal_held) */
+    for (unsigned i = 0; i < s->nworkers; i++) pthread_join(s->workers[i]->thread, NULL);
     for (unsigned i = 0; i < s->nworkers; i++) {
-        pthread_join(s->workers[i]->thread, NULL);
         cshw_context_free(s->workers[i]->ctx);
         free(s->workers[i]->spare_buf);
         free(s->workers[i]->spare_rd);
