@@ -4,16 +4,16 @@
 #   1. perf record (cpu-clock, works without hardware counters) of each
 #      server while cshttp-load runs W1 for SECONDS: the share of kernel,
 #      libc and each library, and the top symbols;
-#   2. strace -c of each server over a fixed number of W1 requests: system
-#      calls per request (strace slows the server; only the counts matter).
-# Usage: bench/profile.sh [BUILD_DIR] [SECONDS]   (needs perf, strace, nginx)
+#   2. the system calls each server makes per request over another W1 run
+#      (perf stat on the syscall tracepoints: counts without slowing it).
+# Usage: bench/profile.sh [BUILD_DIR] [SECONDS]   (needs perf and nginx)
 set -euo pipefail
 BUILD=${1:-build-release}
 SECS=${2:-5}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 LOAD=$BUILD/apps/cshttp-load
 CSHTTPD=$BUILD/apps/cshttpd
-for tool in perf strace /usr/sbin/nginx; do
+for tool in perf /usr/sbin/nginx; do
   command -v "$tool" >/dev/null || [ -x "$tool" ] || { echo "bench/profile.sh: $tool is missing"; exit 2; }
 done
 [ -x "$LOAD" ] && [ -x "$CSHTTPD" ] || { echo "bench/profile.sh: build $BUILD first (make bench-release)"; exit 2; }
@@ -68,20 +68,20 @@ for name in cshttpd nginx; do
   "$LOAD" --no-progress -c 32 -d "$SECS" "$URL" | grep '^requests'
   wait $REC || true
   echo "== $name: samples by object"
-  perf report -i "$TMP/$name.data" --no-children --sort dso 2>/dev/null | grep '%' | head -8
+  perf report -i "$TMP/$name.data" --no-children --sort dso 2>/dev/null | grep "%" | head -8 || true
   echo "== $name: top symbols"
-  perf report -i "$TMP/$name.data" --no-children --sort sym 2>/dev/null | grep '%' | head -25
-  # system calls per request over a fixed count
-  strace -f -c -o "$TMP/$name.strace" -p "$SERVER_PID" &
-  ST=$!
-  sleep 0.5
-  "$LOAD" --no-progress -c 32 -n 20000 "$URL" >/dev/null
-  kill -INT $ST
-  wait $ST 2>/dev/null || true
-  echo "== $name: system calls per request (20,000 requests)"
-  # columns: % time, seconds, usecs/call, calls, [errors], syscall
-  awk '/^ *[0-9]/ && $NF != "total" { printf "%-16s %6.2f\n", $NF, $4 / 20000 }' "$TMP/$name.strace" |
-    sort -k2 -nr | head -8
+  perf report -i "$TMP/$name.data" --no-children --sort sym 2>/dev/null | grep "%" | head -25 || true
+  # system calls per request: syscall tracepoints counted over a W1 run (no
+  # slowdown, unlike strace)
+  calls=syscalls:sys_enter_epoll_wait,syscalls:sys_enter_epoll_ctl,syscalls:sys_enter_recvfrom
+  calls=$calls,syscalls:sys_enter_sendto,syscalls:sys_enter_writev,syscalls:sys_enter_futex
+  calls=$calls,syscalls:sys_enter_read,syscalls:sys_enter_write
+  perf stat -x, -e "$calls" -p "$SERVER_PID" -o "$TMP/$name.stat" -- sleep "$SECS" &
+  REC=$!
+  reqs=$("$LOAD" --no-progress -c 32 -d "$SECS" "$URL" | awk '/^requests/ {print $2}')
+  wait $REC || true
+  echo "== $name: system calls per request ($reqs requests)"
+  awk -F, -v n="$reqs" '$1 ~ /^[0-9]+$/ && $1 > 0 { sub("syscalls:sys_enter_", "", $3); printf "%-12s %6.3f\n", $3, $1 / n }' "$TMP/$name.stat"
   for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
   PIDS=()
   sleep 0.5

@@ -445,8 +445,9 @@ def markdown(suite, t, chart_files, chart_fails):
         if sw and levels:
             add("## Concurrency sweep, GET /demo/plaintext")
             add("")
-            add("`cshttp-load --levels %s -d %g` after a %g s warm-up at 32 connections: one "
-                "run per server per round, medians per level. CPU/req over the whole sweep: %s."
+            add("`cshttp-load --levels %s -d %g -w %g` (each level warms up at its own "
+                "concurrency): one run per server per round, medians per level. CPU/req over "
+                "the whole sweep, warm-ups included: %s."
                 % (",".join(str(l) for l in levels), a.sweep_duration, a.warmup,
                     ", ".join("%s %s µs" % (n, _num(t.median("SWEEP", "levels", n, "cshttp-load",
                                                               "cpu_us"), "%.1f")) for n in sw)))
