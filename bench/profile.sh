@@ -11,6 +11,8 @@ set -euo pipefail
 BUILD=${1:-build-release}
 SECS=${2:-5}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=server/nginx-w1.sh
+. "$ROOT/bench/server/nginx-w1.sh"
 LOAD=$BUILD/apps/cshttp-load
 CSHTTPD=$BUILD/apps/cshttpd
 for tool in perf /usr/sbin/nginx; do
@@ -24,24 +26,7 @@ trap cleanup EXIT
 PORT_C=19180
 PORT_N=19181
 
-mkdir -p "$TMP/nginx/logs"
-cat >"$TMP/nginx/nginx.conf" <<NGX
-worker_processes 1;
-daemon off;
-pid $TMP/nginx/nginx.pid;
-error_log $TMP/nginx/logs/error.log;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  client_body_temp_path $TMP/nginx/body; proxy_temp_path $TMP/nginx/proxy;
-  fastcgi_temp_path $TMP/nginx/fcgi; uwsgi_temp_path $TMP/nginx/uwsgi; scgi_temp_path $TMP/nginx/scgi;
-  keepalive_requests 1000000;
-  server {
-    listen 127.0.0.1:$PORT_N;
-    location = /demo/plaintext { default_type text/plain; return 200 "Hello, World!"; }
-  }
-}
-NGX
+nginx_w1_conf "$TMP/nginx" $PORT_N
 
 # start NAME: the server NAME, its pid (nginx: the worker) in $SERVER_PID
 start() {

@@ -28,6 +28,8 @@ SECS=${2:-5}
 ROUNDS=${3:-3}
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
+# shellcheck source=nginx-w1.sh
+. "$HERE/nginx-w1.sh"
 CSHTTPD=$BUILD/apps/cshttpd
 PORT_C=${PORT_C:-18080}
 PORT_N=${PORT_N:-18081}
@@ -86,24 +88,7 @@ FPID=${PIDS[-1]}
 NPID=""
 if command -v nginx >/dev/null || [ -x /usr/sbin/nginx ]; then
   NGINX=$(command -v nginx || echo /usr/sbin/nginx)
-  mkdir -p "$TMP/nginx/logs"
-  cat >"$TMP/nginx/nginx.conf" <<NGX
-worker_processes 1;
-daemon off;
-pid $TMP/nginx/nginx.pid;
-error_log $TMP/nginx/logs/error.log;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  client_body_temp_path $TMP/nginx/body; proxy_temp_path $TMP/nginx/proxy;
-  fastcgi_temp_path $TMP/nginx/fcgi; uwsgi_temp_path $TMP/nginx/uwsgi; scgi_temp_path $TMP/nginx/scgi;
-  keepalive_requests 1000000;
-  server {
-    listen 127.0.0.1:$PORT_N;
-    location = /demo/plaintext { default_type text/plain; return 200 "Hello, World!"; }
-  }
-}
-NGX
+  nginx_w1_conf "$TMP/nginx" $PORT_N
   "$NGINX" -p "$TMP/nginx" -c "$TMP/nginx/nginx.conf" &
   NPID=$!
   PIDS+=($NPID)

@@ -355,8 +355,8 @@ static void *worker_main(void *arg)
     pthread_sigmask(SIG_BLOCK, &pipe, NULL);
     /* A worker takes up to CSHS_WORKER_BATCH ready events per epoll_wait
      * while its events are served quickly: on a busy server one wait then
-     * serves several connections (W1: a quarter fewer system calls per
-     * request). A slow event (a blocking handler) makes it take one at a
+     * serves several connections (W1: 3.4 system calls per request instead
+     * of 4). A slow event (a blocking handler) makes it take one at a
      * time and hand back what it still holds; and if it is stuck in a
      * handler while holding events, the supervisor hands them back within
      * about HELD_RESCUE_US, so no event waits long behind another's
