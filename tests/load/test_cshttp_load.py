@@ -233,6 +233,7 @@ class FakeServer:
         self.mode, self.batch_delay = mode, batch_delay
         self.lock = threading.Lock()
         self.connections = 0
+        self.peers = []  # the client address of each connection
         self.requests = []
         self.batches = []
         self.errors = []
@@ -256,12 +257,13 @@ class FakeServer:
     def _accept(self):
         while not self.stopping:
             try:
-                c, _ = self.sock.accept()
+                c, peer = self.sock.accept()
             except socket.timeout:
                 continue
             except OSError:
                 return
             with self.lock:
+                self.peers.append(peer[0])
                 self.connections += 1
                 n = self.connections
                 self.conns.append(c)
@@ -498,6 +500,11 @@ class Arguments(Base):
         self.assertEqual(len(lines), 1, "one line on stderr\n" + str(r))
         self.assertRegex(lines[0], option_re(*names), str(r))
         return lines[0]
+
+    def test_source_addrs_off_loopback(self):
+        # 127.0.0.x cannot reach a target that is not on 127.0.0.0/8
+        self.bad(["--source-addrs"], "--source-addrs", "2", "-c", "1", "-d", "0.1",
+                 "http://[::1]:%d/" % closed_port())
 
     def test_no_url(self):
         line = self.bad(["URL", "url"], "-c", "1", "-d", "0.1")
@@ -893,6 +900,19 @@ class KeepAlive(Base):
         self.assertGreater(row["requests"], 0, row)
         self.assertGreaterEqual(row["duration_s"], 0.5, row)
         self.assertGreater(len(fs.requests), row["requests"], "warm-up requests not counted")
+
+
+    def test_source_addresses(self):
+        # --source-addrs 3: connections come from 127.0.0.1, .2 and .3 in turn
+        with FakeServer() as fs:
+            r = self.load("--source-addrs", "3", "-n", "60", "-c", "6", fs.url("/s"))
+            row = self.ok(r)
+        self.assertEqual(row["requests"], 60, row)
+        self.assertEqual(set(fs.peers), {"127.0.0.1", "127.0.0.2", "127.0.0.3"}, fs.peers)
+        # one address only by default (few connections)
+        with FakeServer() as fs:
+            self.ok(self.load("-n", "20", "-c", "4", fs.url("/s")))
+        self.assertEqual(set(fs.peers), {"127.0.0.1"}, fs.peers)
 
 
 class Pipelining(Base):
