@@ -82,7 +82,6 @@ typedef struct sent {
 } sent;
 
 typedef struct shared {
-    const load_plan *plan;
     load_progress progress;
     uint64_t target;           /* --requests, 0: by duration */
     _Atomic uint64_t taken;    /* requests given a ticket in the measured window */
@@ -166,8 +165,9 @@ static void update_events(loop *l, conn *c, uint32_t want)
     c->events = want;
 }
 
-/* Drops the connection. Outstanding requests are lost: with `counted`, that
- * was an error already counted by the caller. */
+/* Drops the connection; its outstanding requests are lost (their tickets
+ * finish). A caller that sees an error counts it first (conn_fail). A
+ * retry_ns of 0 lets the next tick reopen it at once. */
 static void conn_close(loop *l, conn *c, uint64_t retry_ns)
 {
     for (unsigned k = 0; k < c->outstanding; k++) finish_ticket(l, ring_at(l, c, k)->measured);
@@ -709,7 +709,7 @@ int load_run_level(const load_plan *p, unsigned connections, load_result *out, l
     load_histogram_init(&out->hist);
     unsigned threads = o->threads < connections ? o->threads : connections;
     if (threads == 0) threads = 1;
-    shared sh = {.plan = p, .target = o->requests};
+    shared sh = {.target = o->requests};
     atomic_init(&sh.progress.phase, o->warmup_s > 0 ? LOAD_PHASE_WARMUP : LOAD_PHASE_MEASURE);
     loop *loops = calloc(threads, sizeof *loops);
     if (!loops) return -1;

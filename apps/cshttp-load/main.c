@@ -32,7 +32,6 @@ static void on_interrupt(int sig)
 }
 
 typedef struct progress_state {
-    const load_options *opt;
     unsigned connections;
     bool show;
     uint64_t last_responses;
@@ -156,7 +155,7 @@ int main(int argc, char **argv)
         }
     }
     for (size_t i = 0; i < o.num_levels && !interrupted; i++) {
-        progress_state ps = {.opt = &o, .connections = o.levels[i], .show = o.progress != 0};
+        progress_state ps = {.connections = o.levels[i], .show = o.progress != 0};
         if (o.levels[i] == 0) { /* only the idle connections: hold them for the duration */
             results[i].connections = 0;
             uint64_t t0 = load_now_ns(), end = t0 + (uint64_t)((o.warmup_s + o.duration_s) * 1e9);
