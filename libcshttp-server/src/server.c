@@ -91,6 +91,16 @@ void cshs_server_set_log(cshs_server *s, cshs_log_fn fn, void *user)
     s->log_user = user;
 }
 
+void cshs_server_set_app_data(cshs_server *s, void *data)
+{
+    s->app_data = data;
+}
+
+void *cshs_server_app_data(const cshs_server *s)
+{
+    return s->app_data;
+}
+
 /* ---- listeners ---- */
 
 static int listen_tcp(cshs_server *s, const char *address, unsigned port, int tls, cshs_listener *l)
@@ -429,6 +439,7 @@ static int spawn_worker(cshs_server *s)
         free(w);
         return -ENOMEM;
     }
+    cshw_context_set_app_data(w->ctx, s->app_data);
     int r = pthread_create(&w->thread, NULL, worker_main, w);
     if (r) {
         cshw_context_free(w->ctx);

@@ -90,6 +90,7 @@ struct cshs_server {
     cshw_router *router;
     cshs_log_fn log_fn;
     void *log_user;
+    void *app_data; /* cshs_server_set_app_data, handed to every context */
 
     int epfd;
     int wake_tag; /* TAG_WAKE, what the eventfd's registration points at */

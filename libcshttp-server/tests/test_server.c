@@ -129,6 +129,39 @@ static int teardown(void **state)
     return 0;
 }
 
+/* The application's pointer reaches every handler through its context, on
+ * whichever worker runs it (libuv's `data` convention). */
+static void app_data_handler(cshw_context *ctx)
+{
+    const char *name = cshw_context_app_data(ctx);
+    cshw_response_printf(cshw_context_response(ctx), "app=%s", name ? name : "(null)");
+}
+
+static void test_app_data(void **state)
+{
+    (void)state;
+    cshs_options lo;
+    cshs_options_init(&lo);
+    lo.port = 0;
+    lo.min_threads = 2;
+    lo.max_threads = 4;
+    static char app[] = "the-app";
+    s2 = cshs_server_new(&lo, app_data_handler, NULL);
+    assert_non_null(s2);
+    assert_null(cshs_server_app_data(s2));
+    cshs_server_set_app_data(s2, app);
+    assert_ptr_equal(cshs_server_app_data(s2), app);
+    assert_int_equal(cshs_server_start(s2), 0);
+    for (int i = 0; i < 4; i++) {
+        f2 = dial(cshs_server_port(s2, 0));
+        assert_true(f2 >= 0);
+        assert_int_equal(exchange(f2, "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+                                  "app=the-app", buf, sizeof buf),
+                         0);
+        close_fd(&f2);
+    }
+}
+
 /* free(NULL) does nothing; a handler and a router together are refused */
 static void test_free_null_and_new_refusal(void **state)
 {
@@ -324,6 +357,7 @@ int main(void)
         cmocka_unit_test_teardown(test_counters, teardown),
         cmocka_unit_test_teardown(test_wait_and_graceful_stop, teardown),
         cmocka_unit_test_teardown(test_stop_cuts_at_deadline, teardown),
+        cmocka_unit_test_teardown(test_app_data, teardown),
         cmocka_unit_test_teardown(test_slow_handler_holds_no_events, teardown),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -167,6 +167,16 @@ void cshw_context_set_user_data(cshw_context *ctx, void *data)
     ctx->user_data = data;
 }
 
+void *cshw_context_app_data(const cshw_context *ctx)
+{
+    return ctx->app_data;
+}
+
+void cshw_context_set_app_data(cshw_context *ctx, void *data)
+{
+    ctx->app_data = data;
+}
+
 const char *cshw_context_param(const cshw_context *ctx, const char *name)
 {
     return cshw_pairs_get(&ctx->params, name);

@@ -95,7 +95,8 @@ struct cshw_context {
     cshw_transport transport;
     cshw_request req;
     cshw_response res;
-    void *user_data;
+    void *user_data; /* per request */
+    void *app_data;  /* per context, the owner's (cshw_context_set_app_data) */
     cshw_pairs params;
     int active;
 

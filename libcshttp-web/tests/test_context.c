@@ -149,6 +149,12 @@ static void test_arena_user_data_params(void **state)
     assert_int_equal(cshw_arena_used(cshw_context_arena(ctx)), 0);
     assert_null(cshw_context_user_data(ctx));
     assert_int_equal(cshw_context_params(ctx)->count, 0);
+    /* the application's pointer, unlike user data, outlives the request */
+    assert_null(cshw_context_app_data(ctx));
+    static int app;
+    cshw_context_set_app_data(ctx, &app);
+    assert_int_equal(tw_run_one(ctx, cshw_memory_transport(m), get11, arena_handler), 1);
+    assert_ptr_equal(cshw_context_app_data(ctx), &app);
     assert_null(cshw_context_param(ctx, "id"));
     cshw_context_set_params(ctx, NULL);
     assert_int_equal(cshw_context_params(ctx)->count, 0);

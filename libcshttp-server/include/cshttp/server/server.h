@@ -88,6 +88,12 @@ CSHS_EXPORT cshs_server *cshs_server_new(const cshs_options *options, cshw_handl
 /* An access-log callback (NULL: none). Call before start. */
 CSHS_EXPORT void cshs_server_set_log(cshs_server *s, cshs_log_fn fn, void *user);
 
+/* The application's pointer (libuv's `data` convention): every handler
+ * reaches it as cshw_context_app_data(ctx). Set before start; the engine
+ * never reads or frees it. */
+CSHS_EXPORT void cshs_server_set_app_data(cshs_server *s, void *data);
+CSHS_EXPORT void *cshs_server_app_data(const cshs_server *s);
+
 /* Binds the listeners and starts the workers and the supervisor. 0, or
  * -errno (bind: -EADDRINUSE...), nothing left running on failure. */
 CSHS_EXPORT int cshs_server_start(cshs_server *s);

@@ -103,6 +103,13 @@ CSHW_EXPORT cshw_arena *cshw_context_arena(cshw_context *ctx);
 CSHW_EXPORT void *cshw_context_user_data(const cshw_context *ctx);
 CSHW_EXPORT void cshw_context_set_user_data(cshw_context *ctx, void *data);
 
+/* The application's pointer for every request of this context (libuv's
+ * `data` convention): set once by whoever owns the context (the engine sets
+ * it from cshs_server_set_app_data), kept across requests, NULL by default.
+ * The toolkit never reads or frees it. */
+CSHW_EXPORT void *cshw_context_app_data(const cshw_context *ctx);
+CSHW_EXPORT void cshw_context_set_app_data(cshw_context *ctx, void *data);
+
 /* Route parameters ("{id}" in "/users/{id}"), set by the router. The
  * pairs are not copied: items and strings must live until the request ends
  * (allocate them in the request's arena). Cleared at begin and end. */
