@@ -321,6 +321,7 @@ void fz_limits_tiny(csh_limits *l)
     l->max_fields = 6;
     l->max_chunk_ext = 12;
     l->max_trailer = 64;
+    l->max_method = 7;
 }
 
 int fz_verbose(void)

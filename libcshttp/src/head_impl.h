@@ -30,6 +30,12 @@ static CSH_V_ATTR int CSH_V(parse_request_line)(csh_parser *p, const char *buf, 
     }
 
     pos = CSH_V_SCAN_NAME(pos, end);
+    if ((size_t)(pos - line) > p->limits_.max_method) {
+        /* RFC 9112 §3: a method longer than any the server implements is
+         * 501. Decided by the byte after the limit, however the bytes came. */
+        const char *lim = line + p->limits_.max_method;
+        return start_line_error(p, buf, line, lim, lim + 1, CSH_E_METHOD_TOO_LONG);
+    }
     if (pos == end) goto incomplete;
     c = *pos;
     if (pos == line) {

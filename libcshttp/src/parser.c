@@ -46,6 +46,7 @@ void csh_limits_init(csh_limits *l)
     l->max_fields = 100;
     l->max_chunk_ext = 1024;
     l->max_trailer = 8192;
+    l->max_method = 32;
 }
 
 void csh_parser_init(csh_parser *p, csh_parser_type type, csh_header *fields, size_t fields_cap,
@@ -280,22 +281,27 @@ static int on_content_length(csh_parser *p, const char *v, size_t n, const char 
 }
 
 /* Transfer-Encoding = #transfer-coding (RFC 9112 §6.1). One field line only,
- * no empty elements, no parameters: every looseness here has been a
- * smuggling vector somewhere (see SMUGGLING.md). */
+ * no parameters, at least one coding. Empty list elements (",chunked",
+ * "gzip, , chunked") are skipped as RFC 9110 §5.6.1 requires of a recipient:
+ * they are normalised here, once, so they cannot hide a coding from the
+ * checks below (SMUGGLING.md, "TE list with empty elements"). */
 static int on_transfer_encoding(csh_parser *p, const char *buf, const char *v, size_t n,
                                 const char **at)
 {
     const char *s = v, *end = v + n;
-    int other = 0, chunked_last = 0;
+    int other = 0, chunked_last = 0, codings = 0;
 
     if (p->seen_ & SEEN_CL) return CSH_E_CL_AND_TE;
     if (p->seen_ & SEEN_TE) return CSH_E_DUPLICATE_TE;
     if (p->msg.version_minor == 0) return CSH_E_TE_IN_HTTP10; /* RFC 9112 §6.1 */
     for (;;) {
+        while (s < end && (is_ows(*s) || *s == ',')) s++;
+        if (s == end) break;
         const char *e = csh__scan_token(s, end);
         size_t len = (size_t)(e - s);
         *at = s;
         if (len == 0) return CSH_E_INVALID_TE;
+        codings++;
         if (len == 7 && lower_eq(s, "chunked", 7)) {
             if (p->seen_ & SEEN_TE_CHUNKED) return CSH_E_CHUNKED_TWICE; /* §6.1 */
             p->seen_ |= SEEN_TE_CHUNKED;
@@ -312,10 +318,12 @@ static int on_transfer_encoding(csh_parser *p, const char *buf, const char *v, s
         while (e < end && is_ows(*e)) e++;
         if (e == end) break;
         *at = e;
-        if (*e != ',') return CSH_E_INVALID_TE;
-        e++;
-        while (e < end && is_ows(*e)) e++;
-        s = e;
+        if (*e != ',') return CSH_E_INVALID_TE; /* "chunked;x=y", "gzip chunked" */
+        s = e + 1;
+    }
+    if (codings == 0) {
+        *at = v;
+        return CSH_E_INVALID_TE; /* "", ",", " , ": RFC 9112 §6.1 needs one coding */
     }
     /* a request whose final coding is not chunked is refused once the head
      * is whole (finish_head), so that a second Transfer-Encoding line is

@@ -411,6 +411,8 @@ static int handle_key(loader *L, tc_case *c, case_state *cs, const char *key, co
                 c->limits.max_chunk_ext = v;
             else if (strcmp(t, "max_trailer") == 0)
                 c->limits.max_trailer = v;
+            else if (strcmp(t, "max_method") == 0)
+                c->limits.max_method = v;
             else
                 return load_error(L, "unknown limit '%s'", t);
         }

@@ -49,6 +49,7 @@ static void test_limits_defaults(void **state)
     assert_int_equal(l.max_fields, 100);
     assert_int_equal(l.max_chunk_ext, 1024);
     assert_int_equal(l.max_trailer, 8192);
+    assert_int_equal(l.max_method, 32);
 }
 
 /* parser.h: limits == NULL means the defaults; the struct is copied. */

@@ -59,7 +59,8 @@ extern "C" {
     XX(MISSING_CHUNK_CRLF, -40, 400, "chunk data is not followed by CRLF")                         \
     XX(TRAILER_TOO_LARGE, -41, 431, "trailer section is larger than the limit")                    \
     XX(BODY_TRUNCATED, -42, 400, "connection closed before the end of the body")                   \
-    XX(INVALID_ARGUMENT, -43, 500, "invalid argument")
+    XX(INVALID_ARGUMENT, -43, 500, "invalid argument")                                             \
+    XX(METHOD_TOO_LONG, -44, 501, "method is longer than the limit")
 
 typedef enum csh_error {
     CSH_OK = 0,         /* done: head complete, body complete */

@@ -44,6 +44,8 @@ typedef struct csh_limits {
     size_t max_fields;     /* header fields in the head: 100 (→ 431) */
     size_t max_chunk_ext;  /* bytes of extensions on one chunk-size line: 1024 (→ 400) */
     size_t max_trailer;    /* the whole trailer section with its CRLFs: 8192 (→ 431) */
+    size_t max_method;     /* request method token: 32 (→ 501, RFC 9112 §3: longer than any
+                              method a server implements) */
 } csh_limits;
 
 /* Fills `limits` with the defaults. */
