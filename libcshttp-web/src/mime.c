@@ -6,11 +6,19 @@
  * holds are UTF-8 in practice. application/json has no charset
  * parameter (RFC 8259 §11 defines none), nor have XML types, whose
  * encoding the document itself declares (RFC 7303 §3.2). Anything else is
- * application/octet-stream, which a browser downloads rather than renders. */
+ * application/octet-stream, which a browser downloads rather than renders.
+ *
+ * cshw_mime_types (mime.h) is a copy of the table the application owns,
+ * grown from a mime.types file and its own overrides: a sorted array
+ * searched the same way, nothing global. */
+#include "cshttp/web/mime.h"
 #include "cshttp/web/static.h"
 
 #include "static_priv.h"
+#include "util.h"
 
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -92,34 +100,330 @@ static const mime_row mime_table[] = {
 
 #undef UTF8
 
-/* The longest extension in the table is 11 bytes ("webmanifest"). */
+/* The longest extension in the table is 11 bytes ("webmanifest"); a
+ * loaded or set extension is at most MIME_EXT_MAX - 1. */
 #define MIME_EXT_MAX 16
+
+static const char octet[] = "application/octet-stream";
 
 static int row_cmp(const void *key, const void *elem)
 {
     return strcmp((const char *)key, ((const mime_row *)elem)->ext);
 }
 
-const char *cshw_mime_type(const char *filename)
+/* The lower-cased extension of a file name into ext[MIME_EXT_MAX]: 1, or 0
+ * when there is none or it is too long. */
+static int file_ext(const char *filename, char ext[MIME_EXT_MAX])
 {
-    static const char fallback[] = "application/octet-stream";
-    if (!filename) return fallback;
+    if (!filename) return 0;
     const char *base = strrchr(filename, '/');
     base = base ? base + 1 : filename;
     const char *dot = strrchr(base, '.');
     /* ".profile" is a name without an extension; "a." has an empty one. */
-    if (!dot || dot == base || dot[1] == '\0') return fallback;
-    char ext[MIME_EXT_MAX];
+    if (!dot || dot == base || dot[1] == '\0') return 0;
     size_t n = 0;
     for (const char *p = dot + 1; *p; p++) {
-        if (n + 1 >= sizeof ext) return fallback;
+        if (n + 1 >= MIME_EXT_MAX) return 0;
         char c = *p;
         ext[n++] = (c >= 'A' && c <= 'Z') ? (char)(c - 'A' + 'a') : c;
     }
     ext[n] = '\0';
+    return 1;
+}
+
+const char *cshw_mime_type(const char *filename)
+{
+    char ext[MIME_EXT_MAX];
+    if (!file_ext(filename, ext)) return octet;
     const mime_row *row = bsearch(ext, mime_table, sizeof mime_table / sizeof mime_table[0],
                                   sizeof mime_table[0], row_cmp);
-    return row ? row->type : fallback;
+    return row ? row->type : octet;
+}
+
+/* ---- a table the application owns ---- */
+
+/* Precedence of a row's source: a higher one replaces a lower one. */
+enum { FROM_TABLE = 0, FROM_FILE = 1, FROM_CORE = 2, FROM_SET = 3 };
+
+/* The built-in types that a file never replaces. */
+static const char *const core_ext[] = {"css", "htm", "html", "js", "json", "mjs", "svg", "wasm"};
+
+typedef struct own_row {
+    char ext[MIME_EXT_MAX];
+    const char *type; /* the table's static string, or one of m->strings */
+    int from;
+} own_row;
+
+struct cshw_mime_types {
+    own_row *rows; /* sorted by ext, unique */
+    size_t n, cap;
+    char **strings; /* the types copied from files and cshw_mime_types_set */
+    size_t nstrings, capstrings;
+};
+
+static int own_cmp(const void *key, const void *elem)
+{
+    return strcmp((const char *)key, ((const own_row *)elem)->ext);
+}
+
+static int row_sort_cmp(const void *a, const void *b)
+{
+    return strcmp(((const own_row *)a)->ext, ((const own_row *)b)->ext);
+}
+
+static int is_core(const char *ext)
+{
+    for (size_t i = 0; i < sizeof core_ext / sizeof core_ext[0]; i++)
+        if (strcmp(core_ext[i], ext) == 0) return 1;
+    return 0;
+}
+
+static int ext_ok(const char *ext, size_t len)
+{
+    if (len == 0 || len >= MIME_EXT_MAX) return 0;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)ext[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '-' || c == '+' || c == '_' || c == '.'))
+            return 0;
+    }
+    return 1;
+}
+
+/* "type/subtype" of tchars (RFC 9110 §8.3.1), then (with params) anything printable. */
+static int type_ok(const char *t, size_t len, int params)
+{
+    size_t i = 0, slash = 0;
+    while (i < len && cshw__tchar((unsigned char)t[i])) i++;
+    if (i == 0 || i == len || t[i] != '/') return 0;
+    slash = ++i;
+    while (i < len && cshw__tchar((unsigned char)t[i])) i++;
+    if (i == slash) return 0;
+    if (i == len) return 1;
+    if (!params || t[i] != ';') return 0;
+    for (; i < len; i++)
+        if ((unsigned char)t[i] < 0x20 || (unsigned char)t[i] > 0x7e) return 0;
+    return 1;
+}
+
+static const char *keep_string(cshw_mime_types *m, const char *s, size_t len, const char *suffix)
+{
+    /* the same type is kept once for its many extensions */
+    if (m->nstrings) {
+        const char *last = m->strings[m->nstrings - 1];
+        size_t sl = suffix ? strlen(suffix) : 0;
+        if (strlen(last) == len + sl && memcmp(last, s, len) == 0 &&
+            (!suffix || strcmp(last + len, suffix) == 0))
+            return last;
+    }
+    if (m->nstrings == m->capstrings) {
+        size_t cap = m->capstrings ? m->capstrings * 2 : 64;
+        char **p = realloc(m->strings, cap * sizeof *p);
+        if (!p) return NULL;
+        m->strings = p;
+        m->capstrings = cap;
+    }
+    size_t sl = suffix ? strlen(suffix) : 0;
+    char *c = malloc(len + sl + 1);
+    if (!c) return NULL;
+    memcpy(c, s, len);
+    if (sl) memcpy(c + len, suffix, sl);
+    c[len + sl] = '\0';
+    m->strings[m->nstrings++] = c;
+    return c;
+}
+
+/* Puts ext -> type from `from` unless a row of higher precedence holds
+ * ext. Rows appended past m->n stay unsorted until sort_rows. 1 when
+ * taken, 0 when kept out, -ENOMEM. `lower` is the extension lower-cased. */
+static int put(cshw_mime_types *m, const char *lower, const char *type, int from, size_t sorted)
+{
+    own_row *hit = bsearch(lower, m->rows, sorted, sizeof *m->rows, own_cmp);
+    if (!hit)
+        for (size_t i = sorted; i < m->n; i++)
+            if (strcmp(m->rows[i].ext, lower) == 0) {
+                hit = &m->rows[i];
+                break;
+            }
+    if (hit) {
+        if (hit->from > from) return 0;
+        hit->type = type;
+        hit->from = from;
+        return 1;
+    }
+    if (m->n == m->cap) {
+        size_t cap = m->cap ? m->cap * 2 : 128;
+        own_row *p = realloc(m->rows, cap * sizeof *p);
+        if (!p) return -ENOMEM;
+        m->rows = p;
+        m->cap = cap;
+    }
+    own_row *r = &m->rows[m->n++];
+    strcpy(r->ext, lower);
+    r->type = type;
+    r->from = from;
+    return 1;
+}
+
+static void sort_rows(cshw_mime_types *m)
+{
+    qsort(m->rows, m->n, sizeof *m->rows, row_sort_cmp);
+}
+
+static void lower_copy(char *dst, const char *src, size_t len)
+{
+    for (size_t i = 0; i < len; i++) {
+        char c = src[i];
+        dst[i] = (c >= 'A' && c <= 'Z') ? (char)(c - 'A' + 'a') : c;
+    }
+    dst[len] = '\0';
+}
+
+cshw_mime_types *cshw_mime_types_new(void)
+{
+    cshw_mime_types *m = calloc(1, sizeof *m);
+    if (!m) return NULL;
+    size_t n = sizeof mime_table / sizeof mime_table[0];
+    m->rows = malloc(n * sizeof *m->rows);
+    if (!m->rows) {
+        free(m);
+        return NULL;
+    }
+    m->cap = n;
+    for (size_t i = 0; i < n; i++) {
+        strcpy(m->rows[i].ext, mime_table[i].ext);
+        m->rows[i].type = mime_table[i].type;
+        m->rows[i].from = is_core(mime_table[i].ext) ? FROM_CORE : FROM_TABLE;
+    }
+    m->n = n; /* the table is sorted */
+    return m;
+}
+
+void cshw_mime_types_free(cshw_mime_types *m)
+{
+    if (!m) return;
+    for (size_t i = 0; i < m->nstrings; i++) free(m->strings[i]);
+    free(m->strings);
+    free(m->rows);
+    free(m);
+}
+
+static int is_space(char c)
+{
+    return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f';
+}
+
+int cshw_mime_types_load(cshw_mime_types *m, const char *path, char *err, size_t errlen)
+{
+    if (!m || !path) return -EINVAL;
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        int e = errno;
+        if (err && errlen) snprintf(err, errlen, "%s: %s", path, strerror(e));
+        return -e;
+    }
+    size_t sorted = m->n;
+    int taken = 0, r = 0;
+    char line[4096];
+    while (r >= 0 && fgets(line, sizeof line, f)) {
+        size_t len = strlen(line);
+        if (len == sizeof line - 1 && line[len - 1] != '\n') {
+            /* a line longer than any real one: skip the rest of it */
+            int c;
+            while ((c = fgetc(f)) != EOF && c != '\n') {
+            }
+            continue;
+        }
+        char *hash = strchr(line, '#');
+        if (hash) *hash = '\0';
+        char *semi = strchr(line, ';');
+        if (semi) *semi = '\0';
+        char *p = line;
+        while (is_space(*p)) p++;
+        char *type = p;
+        while (*p && !is_space(*p)) p++;
+        size_t tlen = (size_t)(p - type);
+        if (tlen == 0 || !type_ok(type, tlen, 0)) continue;
+        const char *kept = NULL;
+        for (;;) {
+            while (is_space(*p)) p++;
+            if (!*p) break;
+            char *ext = p;
+            while (*p && !is_space(*p)) p++;
+            size_t elen = (size_t)(p - ext);
+            if (!ext_ok(ext, elen)) continue;
+            if (!kept) {
+                kept = keep_string(m, type, tlen,
+                                   tlen > 5 && strncmp(type, "text/", 5) == 0
+                                       ? "; charset=utf-8"
+                                       : NULL);
+                if (!kept) {
+                    r = -ENOMEM;
+                    break;
+                }
+            }
+            char lower[MIME_EXT_MAX];
+            lower_copy(lower, ext, elen);
+            int t = put(m, lower, kept, FROM_FILE, sorted);
+            if (t < 0) {
+                r = t;
+                break;
+            }
+            taken += t;
+        }
+    }
+    int read_error = ferror(f);
+    fclose(f);
+    sort_rows(m);
+    if (r < 0) return r;
+    if (read_error) {
+        if (err && errlen) snprintf(err, errlen, "%s: read error", path);
+        return -EIO;
+    }
+    return taken;
+}
+
+int cshw_mime_types_set(cshw_mime_types *m, const char *ext, const char *type)
+{
+    if (!m || !ext || !type) return -EINVAL;
+    if (*ext == '.') ext++;
+    size_t elen = strlen(ext), tlen = strlen(type);
+    if (!ext_ok(ext, elen) || !type_ok(type, tlen, 1)) return -EINVAL;
+    const char *kept = keep_string(m, type, tlen, NULL);
+    if (!kept) return -ENOMEM;
+    char lower[MIME_EXT_MAX];
+    lower_copy(lower, ext, elen);
+    size_t sorted = m->n;
+    int r = put(m, lower, kept, FROM_SET, sorted);
+    if (r < 0) return r;
+    sort_rows(m);
+    return 0;
+}
+
+int cshw_mime_types_set_pair(cshw_mime_types *m, const char *ext_eq_type)
+{
+    if (!m || !ext_eq_type) return -EINVAL;
+    const char *eq = strchr(ext_eq_type, '=');
+    if (!eq || eq == ext_eq_type || (size_t)(eq - ext_eq_type) >= MIME_EXT_MAX + 1)
+        return -EINVAL;
+    char ext[MIME_EXT_MAX + 1];
+    memcpy(ext, ext_eq_type, (size_t)(eq - ext_eq_type));
+    ext[eq - ext_eq_type] = '\0';
+    return cshw_mime_types_set(m, ext, eq + 1);
+}
+
+const char *cshw_mime_types_lookup(const cshw_mime_types *m, const char *filename)
+{
+    if (!m) return cshw_mime_type(filename);
+    char ext[MIME_EXT_MAX];
+    if (!file_ext(filename, ext)) return octet;
+    const own_row *row = bsearch(ext, m->rows, m->n, sizeof *m->rows, own_cmp);
+    return row ? row->type : octet;
+}
+
+size_t cshw_mime_types_count(const cshw_mime_types *m)
+{
+    return m ? m->n : 0;
 }
 
 /* Row i of the table (its extension, and its type in *type), or NULL past

@@ -39,6 +39,7 @@
 #include "cshttp/web/buf.h"
 #include "cshttp/web/error.h"
 #include "cshttp/web/html.h"
+#include "cshttp/web/mime.h"
 #include "cshttp/web/request.h"
 #include "cshttp/web/response.h"
 #include "cshttp/web/url.h"
@@ -293,7 +294,7 @@ static int serve_file(serve *s, const char *name, int fd, struct stat *st)
 {
     const cshw_static_options *o = s->o;
     cshw_response *res = s->res;
-    const char *type = cshw_mime_type(name);
+    const char *type = cshw_mime_types_lookup(o->mime_types, name);
     int gzip = 0, vary = 0;
     struct stat gst; /* the sibling's, when it is served: st points here */
     const char *ae[MAX_LIST_FIELDS];

@@ -1,14 +1,19 @@
 /* cshw_mime_type: the table's order and rows, lookups, names without an
- * extension. */
+ * extension. cshw_mime_types: a table grown from a mime.types file and
+ * overrides, with its precedence. */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
+#include "cshttp/web/mime.h"
 #include "cshttp/web/static.h"
 #include "static_priv.h"
 
@@ -102,6 +107,135 @@ static void test_no_extension(void **state)
     assert_string_equal(cshw_mime_type(NULL), OCTET);
 }
 
+static char *write_file(const char *text)
+{
+    static char path[64];
+    strcpy(path, "/tmp/test_mime_XXXXXX");
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    close(fd);
+    return path;
+}
+
+/* a table with nothing loaded answers as the built-in one */
+static void test_table_starts_builtin(void **state)
+{
+    (void)state;
+    cshw_mime_types *m = cshw_mime_types_new();
+    assert_non_null(m);
+    const char *type;
+    size_t n = 0;
+    for (const char *ext; (ext = cshw__mime_row(n, &type)) != NULL; n++) {
+        char name[40];
+        snprintf(name, sizeof name, "f.%s", ext);
+        assert_string_equal(cshw_mime_types_lookup(m, name), type);
+    }
+    assert_int_equal(cshw_mime_types_count(m), n);
+    assert_string_equal(cshw_mime_types_lookup(m, "Makefile"), OCTET);
+    assert_string_equal(cshw_mime_types_lookup(m, "x.nope"), OCTET);
+    assert_string_equal(cshw_mime_types_lookup(NULL, "a.png"), "image/png");
+    cshw_mime_types_free(m);
+    cshw_mime_types_free(NULL);
+}
+
+/* the mime.types format, and which source wins */
+static void test_load_file_precedence(void **state)
+{
+    (void)state;
+    char *path = write_file("# comment line\n"
+                            "application/x-test-new\tfoo BAR\n"
+                            "image/x-portable-anymap  pnm ;\n"
+                            "text/x-readme readme\n"
+                            "audio/x-mine mp3\n"             /* a file beats the table */
+                            "application/x-not-html html htm\n" /* core types never lose */
+                            "application/x-js js\n"
+                            "image/x-svg svg\n"
+                            "application/octet-stream wasm\n"
+                            "application/x-nothing\n"         /* no extensions */
+                            "not-a-type ext1\n"               /* no slash: skipped */
+                            "a/b bad$ext averyveryveryverylongext ok2\n");
+    cshw_mime_types *m = cshw_mime_types_new();
+    char err[256] = "";
+    int taken = cshw_mime_types_load(m, path, err, sizeof err);
+    unlink(path);
+    /* foo, bar, pnm, readme, mp3, ok2 */
+    assert_int_equal(taken, 6);
+    assert_string_equal(cshw_mime_types_lookup(m, "x.foo"), "application/x-test-new");
+    assert_string_equal(cshw_mime_types_lookup(m, "X.FOO"), "application/x-test-new");
+    assert_string_equal(cshw_mime_types_lookup(m, "x.bar"), "application/x-test-new");
+    assert_string_equal(cshw_mime_types_lookup(m, "x.pnm"), "image/x-portable-anymap");
+    assert_string_equal(cshw_mime_types_lookup(m, "x.readme"), "text/x-readme; charset=utf-8");
+    assert_string_equal(cshw_mime_types_lookup(m, "a.mp3"), "audio/x-mine");
+    assert_string_equal(cshw_mime_types_lookup(m, "x.ok2"), "a/b");
+    assert_string_equal(cshw_mime_types_lookup(m, "x.ext1"), OCTET);
+    assert_string_equal(cshw_mime_types_lookup(m, "index.html"), "text/html; charset=utf-8");
+    assert_string_equal(cshw_mime_types_lookup(m, "index.htm"), "text/html; charset=utf-8");
+    assert_string_equal(cshw_mime_types_lookup(m, "app.js"), "text/javascript; charset=utf-8");
+    assert_string_equal(cshw_mime_types_lookup(m, "i.svg"), "image/svg+xml");
+    assert_string_equal(cshw_mime_types_lookup(m, "m.wasm"), "application/wasm");
+    /* untouched built-in rows stay */
+    assert_string_equal(cshw_mime_types_lookup(m, "i.png"), "image/png");
+    /* an override beats everything, core types included */
+    assert_int_equal(cshw_mime_types_set(m, "HTML", "text/x-mine; charset=latin1"), 0);
+    assert_int_equal(cshw_mime_types_set_pair(m, "foo=application/x-foo"), 0);
+    assert_int_equal(cshw_mime_types_set_pair(m, ".newext=image/x-new"), 0);
+    assert_string_equal(cshw_mime_types_lookup(m, "a.html"), "text/x-mine; charset=latin1");
+    assert_string_equal(cshw_mime_types_lookup(m, "a.foo"), "application/x-foo");
+    assert_string_equal(cshw_mime_types_lookup(m, "a.NEWEXT"), "image/x-new");
+    /* a later file does not undo an override */
+    path = write_file("text/x-again html foo\n");
+    assert_int_equal(cshw_mime_types_load(m, path, err, sizeof err), 0);
+    unlink(path);
+    assert_string_equal(cshw_mime_types_lookup(m, "a.foo"), "application/x-foo");
+    cshw_mime_types_free(m);
+}
+
+static void test_bad_input(void **state)
+{
+    (void)state;
+    cshw_mime_types *m = cshw_mime_types_new();
+    char err[256] = "";
+    assert_int_equal(cshw_mime_types_load(m, "/nonexistent/mime.types", err, sizeof err), -ENOENT);
+    assert_non_null(strstr(err, "/nonexistent/mime.types"));
+    assert_int_equal(cshw_mime_types_set(m, "", "a/b"), -EINVAL);
+    assert_int_equal(cshw_mime_types_set(m, "x y", "a/b"), -EINVAL);
+    assert_int_equal(cshw_mime_types_set(m, "x", "nocolon"), -EINVAL);
+    assert_int_equal(cshw_mime_types_set(m, "x", "a/b\r\nX-Injected: 1"), -EINVAL);
+    assert_int_equal(cshw_mime_types_set(m, "x", "a/"), -EINVAL);
+    assert_int_equal(cshw_mime_types_set_pair(m, "noequals"), -EINVAL);
+    assert_int_equal(cshw_mime_types_set_pair(m, "=a/b"), -EINVAL);
+    assert_int_equal(cshw_mime_types_set(NULL, "x", "a/b"), -EINVAL);
+    /* a binary file and an over-long line are read without harm */
+    char path[] = "/tmp/test_mime_XXXXXX";
+    int fd = mkstemp(path);
+    char junk[10000];
+    for (size_t i = 0; i < sizeof junk; i++) junk[i] = (char)(i * 7 + 1);
+    assert_int_equal(write(fd, junk, sizeof junk), (ssize_t)sizeof junk);
+    assert_int_equal(write(fd, "\nimage/x-after after\n", 21), 21);
+    close(fd);
+    assert_true(cshw_mime_types_load(m, path, err, sizeof err) >= 1);
+    unlink(path);
+    assert_string_equal(cshw_mime_types_lookup(m, "a.after"), "image/x-after");
+    cshw_mime_types_free(m);
+}
+
+/* Debian's media-types file, when this machine has it: the types that
+ * matter keep their built-in values, and it adds many. */
+static void test_system_file(void **state)
+{
+    (void)state;
+    if (access("/etc/mime.types", R_OK) != 0) skip();
+    cshw_mime_types *m = cshw_mime_types_new();
+    size_t before = cshw_mime_types_count(m);
+    assert_true(cshw_mime_types_load(m, "/etc/mime.types", NULL, 0) > 0);
+    assert_true(cshw_mime_types_count(m) > before);
+    assert_string_equal(cshw_mime_types_lookup(m, "a.html"), "text/html; charset=utf-8");
+    assert_string_equal(cshw_mime_types_lookup(m, "a.js"), "text/javascript; charset=utf-8");
+    assert_string_equal(cshw_mime_types_lookup(m, "a.json"), "application/json");
+    cshw_mime_types_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -109,6 +243,10 @@ int main(void)
         cmocka_unit_test(test_common_types),
         cmocka_unit_test(test_case_insensitive_and_paths),
         cmocka_unit_test(test_no_extension),
+        cmocka_unit_test(test_table_starts_builtin),
+        cmocka_unit_test(test_load_file_precedence),
+        cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_system_file),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -92,6 +92,9 @@ typedef struct cshw_static_options {
     const char *cache_control; /* Cache-Control value, NULL: none (default "max-age=0") */
     int etag;                  /* send ETag and honour If-None-Match (default 1) */
     int hidden_files;          /* serve names starting with '.' (default 0: 404) */
+    /* Content-Type by extension from this table (mime.h; the caller's, it
+     * must outlive the options' use); NULL (default): cshw_mime_type. */
+    const struct cshw_mime_types *mime_types;
 } cshw_static_options;
 
 /* Fills the defaults; root stays NULL until set. */

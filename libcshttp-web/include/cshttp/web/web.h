@@ -12,6 +12,7 @@
 #include "html.h"
 #include "json.h"
 #include "memory.h"
+#include "mime.h"
 #include "multipart.h"
 #include "options.h"
 #include "pairs.h"
