@@ -77,6 +77,12 @@ extern "C" {
     XX(UPLOAD_FAILED, -10113, 500, "an uploaded file could not be written to temp_dir")           \
     XX(FILE_READ, -10114, 500, "the file could not be read to the length announced")              \
     XX(TRANSFER_CODING, -10115, 501, "the request body has a transfer coding other than chunked") \
+    XX(HOST_INVALID, -10116, 400, "Host is not a valid host[:port] (port: digits up to 65535)")   \
+    XX(TARGET_AUTHORITY, -10117, 400,                                                             \
+       "target scheme is not http(s), or its host[:port] (CONNECT: host:port) is not valid")      \
+    XX(TARGET_USERINFO, -10118, 400, "absolute-form target has userinfo (http://user@host/)")     \
+    XX(TARGET_SYNTAX, -10119, 400,                                                                \
+       "target has a fragment ('#'), or a '%' in its path not followed by two hex digits")        \
     /* static files and MapPath: -10200 .. -10299 */                                              \
     XX(NOT_FOUND, -10200, 404, "no such file")                                                     \
     XX(STATIC_FORBIDDEN, -10201, 403, "the file may not be read (permission denied)")              \
