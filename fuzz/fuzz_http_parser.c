@@ -148,7 +148,7 @@ static int cshttp_message(void *ctx, const fz_message *m)
          * http_parser takes everything after a chunk size up to the next CR as
          * chunk extensions, bare LFs included ("5;a\nX\r\n" is one chunk-size
          * line to it), while a recipient lenient about bare LF ends the line
-         * at the LF — the mismatch behind CVE-2025-55315 (SMUGGLING.md). It
+         * at the LF — the mismatch behind CVE-2025-55315 (libcshttp/SMUGGLING.md). It
          * rejects a bare LF anywhere else in chunk framing. So a chunked body
          * with a bare LF outside its data is where the two may frame
          * differently by design: compare only the messages before it. */

@@ -5,7 +5,7 @@
 
 Seeds are small, valid messages of every framing kind (pipelined, chunked with
 extensions and trailers, 1xx, HEAD, CONNECT, until-close...) plus the inputs
-of SMUGGLING.md, each in the input format of its target (setup bytes in front
+of libcshttp/SMUGGLING.md, each in the input format of its target (setup bytes in front
 where the target has them, see each fuzz_*.c). Files are rewritten, never
 deleted: inputs added by hand or from fuzzing runs stay.
 """
@@ -73,7 +73,7 @@ REQUESTS = [
      b'Content-Length:\t0\r\n\r\n'),
 ]
 
-# SMUGGLING.md: each must be rejected (or framed exactly as RFC 9112 says).
+# libcshttp/SMUGGLING.md: each must be rejected (or framed exactly as RFC 9112 says).
 TE = b'Transfer-Encoding: chunked\r\n'
 SMUGGLING = [
     ('smuggle-te-twice', b'POST / HTTP/1.1\r\n' + H + TE + b'Transfer-Encoding: chunked\r\n\r\n'

@@ -284,7 +284,7 @@ static int on_content_length(csh_parser *p, const char *v, size_t n, const char 
  * no parameters, at least one coding. Empty list elements (",chunked",
  * "gzip, , chunked") are skipped as RFC 9110 §5.6.1 requires of a recipient:
  * they are normalised here, once, so they cannot hide a coding from the
- * checks below (SMUGGLING.md, "TE list with empty elements"). */
+ * checks below (libcshttp/SMUGGLING.md, "TE list with empty elements"). */
 static int on_transfer_encoding(csh_parser *p, const char *buf, const char *v, size_t n,
                                 const char **at)
 {

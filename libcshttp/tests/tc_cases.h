@@ -124,7 +124,7 @@ typedef struct tc_case {
     int line;
     char *name;
     char *rfc;
-    char *smuggling;                     /* the SMUGGLING.md row this case checks, or NULL */
+    char *smuggling;                     /* the libcshttp/SMUGGLING.md row this case checks, or NULL */
     int type;                            /* CSH_REQUEST or CSH_RESPONSE */
     int request_methods[TC_MAX_METHODS]; /* responses: method of each request answered */
     size_t n_request_methods;

@@ -280,7 +280,7 @@ static void test_zero_length_call(void **state)
     assert_int_equal(used, 0);
 }
 
-/* SMUGGLING.md (picohttpparser): a million 1-byte chunks decode, counted
+/* libcshttp/SMUGGLING.md (picohttpparser): a million 1-byte chunks decode, counted
  * exactly, whole and in 4 KiB arrivals. */
 static void test_million_one_byte_chunks(void **state)
 {
@@ -309,7 +309,7 @@ static void test_million_one_byte_chunks(void **state)
     tfree(in);
 }
 
-/* SMUGGLING.md (uhttpd): 300 chunks, no 8-bit wrap. */
+/* libcshttp/SMUGGLING.md (uhttpd): 300 chunks, no 8-bit wrap. */
 static void test_300_chunks(void **state)
 {
     (void)state;
@@ -526,7 +526,7 @@ static void test_chunk_ext_default_limit(void **state)
     }
 }
 
-/* RFC 9112 §2.2 (lenient bare LF) and SMUGGLING.md (Kestrel). */
+/* RFC 9112 §2.2 (lenient bare LF) and libcshttp/SMUGGLING.md (Kestrel). */
 static void test_bare_lf_flag(void **state)
 {
     (void)state;
