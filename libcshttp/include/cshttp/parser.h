@@ -122,7 +122,8 @@ typedef struct csh_message {
     csh_span target;             /* requests: the request-target as sent */
     csh_target_form target_form; /* requests */
     int version_major;           /* always 1 for a parsed message */
-    int version_minor;           /* 0 or 1 (1.2 .. 1.9 are read as 1.x, handled as 1.1) */
+    int version_minor;           /* 0 to 9, as sent: 1.2 .. 1.9 are handled as 1.1 (RFC 9110
+                                    §6.2), so test version_minor >= 1, not == 1 */
     int status;                  /* responses: 100..599 */
     csh_span reason;             /* responses: the reason phrase, may be empty */
     csh_header *headers;         /* the array given to csh_parser_init */
