@@ -30,7 +30,7 @@ build: deps
 
 # cshttpd on http://127.0.0.1:8080 with the bundled demo site; Ctrl-C stops it.
 run: build
-	$(BUILD)/apps/cshttpd --port 8080 --root apps/cshttpd/www --access-log -
+	$(BUILD)/apps/cshttpd --port 8080 --root apps/cshttpd/www --demo --access-log -
 
 test: test-unit test-asan test-tsan fuzz-smoke
 	@echo "make test: all suites passed"

@@ -1,8 +1,9 @@
 /* The demo application: plaintext, JSON, an echo of the parsed request, a
- * blocking route, a form and upload page, and the live status page. */
+ * blocking route, a form and upload page. Mounted only with --demo: echo
+ * reflects every request header (cookies included) and upload takes large
+ * bodies, which no public site should offer by accident. */
 #include "demo.h"
 
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,13 +15,6 @@
 #include <cshttp/web/pairs.h>
 #include <cshttp/web/request.h>
 #include <cshttp/web/response.h>
-
-static _Atomic(cshs_server *) the_server;
-
-void demo_set_server(cshs_server *s)
-{
-    atomic_store(&the_server, s);
-}
 
 static void plaintext(cshw_context *ctx)
 {
@@ -184,74 +178,6 @@ static void upload(cshw_context *ctx)
     cshw_response_puts(res, "</ul><p><a href=\"/demo/form\">again</a></p></body></html>\n");
 }
 
-#define COUNTERS(X)                                                                                \
-    X(connections_open)                                                                            \
-    X(connections_idle)                                                                            \
-    X(connections_active)                                                                          \
-    X(connections_total)                                                                           \
-    X(requests)                                                                                    \
-    X(bytes_in)                                                                                    \
-    X(bytes_out)                                                                                   \
-    X(idle_memory)                                                                                 \
-    X(workers_busy)                                                                                \
-    X(workers_total)                                                                               \
-    X(workers_parked)                                                                              \
-    X(err_parse)                                                                                   \
-    X(err_rejected)                                                                                \
-    X(err_head_timeout)                                                                            \
-    X(err_idle_timeout)                                                                            \
-    X(err_body_timeout)                                                                            \
-    X(err_send_timeout)                                                                            \
-    X(err_io)                                                                                      \
-    X(err_tls)                                                                                     \
-    X(tls_handshakes)
-
-static void status_json(cshw_context *ctx)
-{
-    cshs_counters c;
-    cshs_server_counters(atomic_load(&the_server), &c);
-    cshw_buf b;
-    cshw_buf_init(&b, cshw_context_arena(ctx));
-    cshw_json j;
-    cshw_json_init_buf(&j, &b);
-    cshw_json_object_begin(&j);
-#define X(f)                                                                                       \
-    cshw_json_key(&j, #f);                                                                         \
-    cshw_json_uint(&j, c.f);
-    COUNTERS(X)
-#undef X
-    cshw_json_key(&j, "idle_connection_bytes");
-    cshw_json_uint(&j, cshs_idle_connection_bytes());
-    cshw_json_object_end(&j);
-    cshw_buf_append_byte(&b, '\n');
-    cshw_response *res = cshw_context_response(ctx);
-    cshw_response_set_header(res, "Cache-Control", "no-store");
-    send_json(res, &b);
-}
-
-static void status_html(cshw_context *ctx)
-{
-    cshs_counters c;
-    cshs_server_counters(atomic_load(&the_server), &c);
-    cshw_response *res = cshw_context_response(ctx);
-    cshw_response_set_content_type(res, "text/html", "utf-8");
-    cshw_response_set_header(res, "Cache-Control", "no-store");
-    cshw_response_puts(res, "<!doctype html>\n<html><head><meta charset=\"utf-8\">"
-                            "<meta http-equiv=\"refresh\" content=\"1\">"
-                            "<title>cshttpd status</title>"
-                            "<link rel=\"stylesheet\" href=\"/style.css\"></head><body>\n"
-                            "<h1>cshttpd status</h1>\n<table>\n");
-#define X(f)                                                                                       \
-    cshw_response_printf(res, "<tr><th>%s</th><td>%llu</td></tr>\n", #f, (unsigned long long)c.f);
-    COUNTERS(X)
-#undef X
-    cshw_response_printf(res,
-                         "<tr><th>bytes per idle connection</th><td>%zu</td></tr>\n</table>\n"
-                         "<p>Refreshes every second. <a href=\"/status.json\">JSON</a> · "
-                         "<a href=\"/\">home</a></p></body></html>\n",
-                         cshs_idle_connection_bytes());
-}
-
 int demo_routes(cshw_router *r)
 {
     int e = 0;
@@ -262,7 +188,5 @@ int demo_routes(cshw_router *r)
     e = e < 0 ? e : cshw_router_add(r, "GET", "/demo/sleep", sleep_route);
     e = e < 0 ? e : cshw_router_add(r, "GET", "/demo/form", form);
     e = e < 0 ? e : cshw_router_add(r, "POST", "/demo/upload", upload);
-    e = e < 0 ? e : cshw_router_add(r, "GET", "/status", status_html);
-    e = e < 0 ? e : cshw_router_add(r, "GET", "/status.json", status_json);
     return e;
 }

@@ -1,4 +1,4 @@
-/* The demo application of cshttpd: /demo/... and /status. */
+/* The demo application of cshttpd: /demo/... (with --demo). */
 #ifndef CSHTTPD_DEMO_H
 #define CSHTTPD_DEMO_H
 
@@ -7,8 +7,5 @@
 
 /* Adds the demo routes. 0 or the router's error. */
 int demo_routes(cshw_router *r);
-
-/* The server whose counters /status shows. */
-void demo_set_server(cshs_server *s);
 
 #endif

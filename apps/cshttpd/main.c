@@ -1,10 +1,16 @@
 /* cshttpd: the reference server. Serves a folder (--root) through the
- * router's static fallback and a demo application under /demo, with a live
- * status page. Runs in the foreground; SIGTERM or SIGINT stop it
- * gracefully, `cshttpd --stop PIDFILE` sends SIGTERM and waits. */
+ * router's static fallback and nothing else by default; --demo adds the
+ * demo application under /demo and the status page, --status PATH the
+ * status page alone, --listing folder listings. Runs in the foreground:
+ * SIGTERM or SIGINT stop it gracefully, SIGHUP reloads the TLS files,
+ * SIGUSR1 reopens the logs; `cshttpd --stop PIDFILE` sends SIGTERM and
+ * waits. --check-config checks a configuration and exits;
+ * --install-service writes a systemd unit for it. */
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,31 +18,55 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
 #include <cshttp/server.h>
+#include <cshttp/web/mime.h>
 #include <cshttp/web/router.h>
 #include <cshttp/web/static.h>
 
+#include "app.h"
 #include "demo.h"
+#include "log.h"
+#include "service.h"
 
-static FILE *access_log;
+#define PROBLEMS_MAX 32
 
-/* Combined log format, one fwrite per line (stdio locks the stream). */
-static void log_line(void *user, const cshs_request_log *e)
+/* cshttpd's own settings, from the config file and the command line */
+typedef struct settings {
+    char root[4096];
+    char pid_file[4096];
+    char access_log[4096];
+    char access_log_format[16];
+    char error_log[4096];
+    char threads[32];
+    char status_path[1024];
+    char status_allow[1024];
+    char mime_types[4096];
+    int mime_types_set; /* given explicitly: a missing file is a problem */
+    int demo, listing;
+    char *mime_overrides[64];
+    size_t nmime;
+    char config[4096];
+    /* what is wrong, all of it */
+    char problems[PROBLEMS_MAX][600];
+    size_t nproblems;
+    size_t lost_problems;
+} settings;
+
+static void problem(settings *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void problem(settings *s, const char *fmt, ...)
 {
-    (void)user;
-    char when[64], line[4096];
-    time_t t = (time_t)(e->time_unix_ms / 1000);
-    struct tm tm;
-    localtime_r(&t, &tm);
-    strftime(when, sizeof when, "%d/%b/%Y:%H:%M:%S %z", &tm);
-    int n = snprintf(line, sizeof line, "%s - - [%s] \"%s %s HTTP/1.%d\" %d %llu \"%s\" \"%s\"\n",
-                     e->remote_addr, when, e->method, e->target, e->version_minor, e->status,
-                     (unsigned long long)e->bytes_out, e->referer ? e->referer : "-",
-                     e->user_agent ? e->user_agent : "-");
-    if (n > 0) {
-        fwrite(line, 1, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1, access_log);
-        fflush(access_log);
+    if (s->nproblems == PROBLEMS_MAX) {
+        s->lost_problems++;
+        return;
     }
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(s->problems[s->nproblems++], sizeof s->problems[0], fmt, ap);
+    va_end(ap);
 }
 
 static void usage(FILE *out)
@@ -44,16 +74,38 @@ static void usage(FILE *out)
     fprintf(
         out,
         "usage: cshttpd [options]\n"
+        "Serves the folder --root and nothing else unless told (--demo, --status, --listing).\n"
         "  --port N                 TCP port (default: 8080; 0: any free port)\n"
         "  --root DIR               folder served (default: www)\n"
+        "  --listing                list folders that have no index file (default: off)\n"
+        "  --demo                   the demo application under /demo and the status page\n"
+        "                           at /status (default: off)\n"
+        "  --status PATH            the status page at PATH (and PATH.json) (default: none)\n"
+        "  --status-allow CIDR,...  peers that may read it, IPv4/IPv6 CIDRs and 'unix'\n"
+        "                           (default: 127.0.0.0/8,::1,unix; others get 403)\n"
         "  --threads N              workers waiting from the start (default: 2)\n"
-        "  --config FILE            'name = value' lines: every option below (root,\n"
-        "                           access_log, ... too); the command line wins\n"
+        "  --config FILE            'name = value' lines: every option here and below\n"
+        "                           (root, demo = yes, ...); the command line wins\n"
         "  --pid-file FILE          write the process id there (default: none)\n"
         "  --stop PIDFILE           stop the server whose pid is in PIDFILE, and wait\n"
-        "  --access-log FILE|-      combined-format access log (default: none)\n"
+        "  --access-log FILE|-      access log, '-' for stdout (default: none)\n"
+        "  --access-log-format F    combined or json (default: combined)\n"
+        "  --error-log FILE|-       errors and notices with time and level, '-' for\n"
+        "                           stderr (default: -)\n"
+        "  --mime-types FILE        extensions to types, mime.types format (default:\n"
+        "                           /etc/mime.types when it exists; 'none': built-in only)\n"
+        "  --mime-type EXT=TYPE     the type of an extension, above all others (repeatable)\n"
         "  --tls-cert, --tls-key    HTTPS on --tls-port with these PEM files; SIGHUP reloads them\n"
+        "  --check-config           check the config file and options, print every problem,\n"
+        "                           exit 0 (fine) or 1\n"
+        "  --install-service        write a systemd unit that runs cshttpd --config FILE\n"
+        "                           (needs --config) and enable it when systemd runs\n"
+        "  --uninstall-service      disable and remove that unit\n"
+        "  --service-name NAME      the unit's name (default: cshttpd)\n"
+        "  --unit-dir DIR           where the unit goes (default: $CSHTTPD_UNIT_DIR or\n"
+        "                           /etc/systemd/system)\n"
         "  --help                   this text\n"
+        "signals: TERM/INT stop gracefully, HUP reloads the TLS files, USR1 reopens the logs\n"
         "engine options (also accepted in the config file, with '_' for '-'):\n");
     cshs_options_help(out);
 }
@@ -81,14 +133,6 @@ static int stop_other(const char *pidfile)
     return 1;
 }
 
-/* cshttpd's own settings, from the command line or the config file */
-typedef struct app_settings {
-    char root[4096];
-    char pid_file[4096];
-    char log_path[4096];
-    char threads[32];
-} app_settings;
-
 static int name_is(const char *name, const char *want)
 {
     /* dashes and underscores are the same, as for the engine's names */
@@ -99,150 +143,520 @@ static int name_is(const char *name, const char *want)
     return *name == *want;
 }
 
+static int parse_bool(const char *v, int *out)
+{
+    static const char *const yes[] = {"1", "yes", "true", "on"};
+    static const char *const no[] = {"0", "no", "false", "off"};
+    for (size_t i = 0; i < 4; i++) {
+        if (strcmp(v, yes[i]) == 0) return *out = 1, 0;
+        if (strcmp(v, no[i]) == 0) return *out = 0, 0;
+    }
+    return -1;
+}
+
+/* One of cshttpd's settings (config name or flag without "--"). 1 when the
+ * name is cshttpd's (a bad value becomes a problem), 0 when it is not. */
+static int set_app(settings *s, const char *name, const char *value)
+{
+    struct {
+        const char *name;
+        char *dst;
+        size_t cap;
+    } strs[] = {
+        {"root", s->root, sizeof s->root},
+        {"pid_file", s->pid_file, sizeof s->pid_file},
+        {"access_log", s->access_log, sizeof s->access_log},
+        {"access_log_format", s->access_log_format, sizeof s->access_log_format},
+        {"error_log", s->error_log, sizeof s->error_log},
+        {"threads", s->threads, sizeof s->threads},
+        {"status", s->status_path, sizeof s->status_path},
+        {"status_allow", s->status_allow, sizeof s->status_allow},
+        {"mime_types", s->mime_types, sizeof s->mime_types},
+    };
+    for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++) {
+        if (!name_is(name, strs[i].name)) continue;
+        if (strlen(value) >= strs[i].cap)
+            problem(s, "%s: value too long", strs[i].name);
+        else
+            strcpy(strs[i].dst, value);
+        if (strs[i].dst == s->mime_types) s->mime_types_set = 1;
+        return 1;
+    }
+    if (name_is(name, "demo") || name_is(name, "listing")) {
+        int *dst = name_is(name, "demo") ? &s->demo : &s->listing;
+        if (parse_bool(value, dst) < 0)
+            problem(s, "%s: '%s' is not yes or no", name_is(name, "demo") ? "demo" : "listing",
+                    value);
+        return 1;
+    }
+    if (name_is(name, "mime_type")) {
+        if (s->nmime == sizeof s->mime_overrides / sizeof s->mime_overrides[0]) {
+            problem(s, "mime_type: more than %zu", s->nmime);
+        } else {
+            char *c = strdup(value);
+            if (c) s->mime_overrides[s->nmime++] = c;
+        }
+        return 1;
+    }
+    return 0;
+}
+
 static int app_option(void *data, const char *name, const char *value, char *err, size_t errlen)
 {
-    app_settings *a = data;
-    char *dst = name_is(name, "root")         ? a->root
-                : name_is(name, "pid_file")   ? a->pid_file
-                : name_is(name, "access_log") ? a->log_path
-                : name_is(name, "threads")    ? a->threads
-                                              : NULL;
-    size_t cap = dst == a->threads ? sizeof a->threads : sizeof a->root;
-    if (!dst) return 0;
-    if (strlen(value) >= cap) {
-        snprintf(err, errlen, "%s: value too long", name);
-        return -EINVAL;
+    (void)err;
+    (void)errlen;
+    return set_app(data, name, value);
+}
+
+/* The command line's modes */
+typedef struct modes {
+    int help, check, install, uninstall;
+    const char *stop, *service_name, *unit_dir;
+    int others; /* options other than --config and the service's */
+} modes;
+
+static void parse_args(settings *s, cshs_options *o, modes *m, int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strncmp(a, "--", 2) != 0) {
+            problem(s, "unexpected argument '%s' (see --help)", a);
+            continue;
+        }
+        char name[128];
+        const char *eq = strchr(a + 2, '=');
+        size_t nl = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
+        if (nl >= sizeof name) {
+            problem(s, "unknown option '%.40s...' (see --help)", a);
+            continue;
+        }
+        memcpy(name, a + 2, nl);
+        name[nl] = '\0';
+        /* the flags without a value */
+        int *flag = !strcmp(name, "help")                ? &m->help
+                    : !strcmp(name, "check-config")      ? &m->check
+                    : !strcmp(name, "install-service")   ? &m->install
+                    : !strcmp(name, "uninstall-service") ? &m->uninstall
+                                                         : NULL;
+        if (!strcmp(name, "h")) flag = &m->help;
+        if (flag && !eq) {
+            *flag = 1;
+            continue;
+        }
+        if ((!strcmp(name, "demo") || !strcmp(name, "listing")) && !eq) {
+            set_app(s, name, "yes");
+            m->others = 1;
+            continue;
+        }
+        const char *value = eq ? eq + 1 : (i + 1 < argc ? argv[i + 1] : NULL);
+        if (!value) {
+            problem(s, "--%s needs a value (see --help)", name);
+            continue;
+        }
+        if (!eq) i++;
+        if (!strcmp(name, "config")) continue; /* read first */
+        if (!strcmp(name, "stop")) {
+            m->stop = value;
+        } else if (!strcmp(name, "service-name")) {
+            m->service_name = value;
+        } else if (!strcmp(name, "unit-dir")) {
+            m->unit_dir = value;
+        } else if (!strcmp(name, "threads")) {
+            strncpy(s->threads, value, sizeof s->threads - 1);
+            s->threads[sizeof s->threads - 1] = '\0';
+            m->others = 1;
+        } else if (set_app(s, name, value)) {
+            m->others = 1;
+        } else {
+            char err[512];
+            m->others = 1;
+            if (cshs_options_set(o, name, value, err, sizeof err) < 0) {
+                if (!strncmp(err, "unknown option", 14))
+                    problem(s, "unknown option '--%s' (see --help)", name);
+                else
+                    problem(s, "--%s: %s", name, err);
+            }
+        }
     }
-    strcpy(dst, value);
-    return 1;
+}
+
+/* Whether a file can be appended to (or made in its folder). */
+static int check_writable(settings *s, const char *what, const char *path)
+{
+    if (!path[0] || !strcmp(path, "-")) return 0;
+    if (access(path, F_OK) == 0) {
+        if (access(path, W_OK) != 0) {
+            problem(s, "%s %s: %s", what, path, strerror(errno));
+            return -1;
+        }
+        return 0;
+    }
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        strcpy(dir, ".");
+    else if (slash == dir)
+        dir[1] = '\0';
+    else
+        *slash = '\0';
+    if (access(dir, W_OK | X_OK) != 0) {
+        problem(s, "%s %s: cannot be created in %s: %s", what, path, dir, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* The certificate chain and the key load, and the key is the
+ * certificate's. */
+static void check_tls(settings *s, const cshs_options *o)
+{
+    int cert = o->tls_cert && *o->tls_cert, key = o->tls_key && *o->tls_key;
+    if (!cert && !key) return;
+    if (cert != key) {
+        problem(s, "tls_cert and tls_key go together: %s is missing",
+                cert ? "tls_key" : "tls_cert");
+        return;
+    }
+    SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
+    if (!ctx) {
+        problem(s, "TLS: cannot make an OpenSSL context");
+        return;
+    }
+    char why[256];
+    int ok_cert = SSL_CTX_use_certificate_chain_file(ctx, o->tls_cert) == 1;
+    if (!ok_cert) {
+        ERR_error_string_n(ERR_get_error(), why, sizeof why);
+        problem(s, "tls_cert %s: cannot load a PEM certificate: %s", o->tls_cert, why);
+    }
+    ERR_clear_error();
+    int ok_key = SSL_CTX_use_PrivateKey_file(ctx, o->tls_key, SSL_FILETYPE_PEM) == 1;
+    if (!ok_key) {
+        unsigned long e = ERR_get_error();
+        ERR_error_string_n(e, why, sizeof why);
+        /* a loadable key that does not match the certificate fails here too */
+        if (ok_cert && ERR_GET_REASON(e) == X509_R_KEY_VALUES_MISMATCH)
+            problem(s, "tls_key %s does not match the certificate in %s", o->tls_key,
+                    o->tls_cert);
+        else
+            problem(s, "tls_key %s: cannot load a PEM private key: %s", o->tls_key, why);
+    } else if (ok_cert && SSL_CTX_check_private_key(ctx) != 1) {
+        problem(s, "tls_key %s does not match the certificate in %s", o->tls_key, o->tls_cert);
+    }
+    ERR_clear_error();
+    SSL_CTX_free(ctx);
+}
+
+/* Every check that needs no listener; problems go to s. */
+static void check_settings(settings *s, const cshs_options *o, cshw_mime_types *mime)
+{
+    const char *why;
+    if (cshs_options_check(o, &why) < 0) problem(s, "%s", why);
+    struct stat st;
+    if (stat(s->root, &st) < 0)
+        problem(s, "root %s: %s", s->root, strerror(errno));
+    else if (!S_ISDIR(st.st_mode))
+        problem(s, "root %s is not a folder", s->root);
+    else if (access(s->root, R_OK | X_OK) != 0)
+        problem(s, "root %s cannot be read: %s", s->root, strerror(errno));
+    if (strcmp(s->access_log_format, "combined") && strcmp(s->access_log_format, "json"))
+        problem(s, "access_log_format: '%s' is not combined or json", s->access_log_format);
+    check_writable(s, "access_log", s->access_log);
+    check_writable(s, "error_log", s->error_log);
+    check_writable(s, "pid_file", s->pid_file);
+    if (s->status_path[0]) {
+        if (s->status_path[0] != '/' || s->status_path[1] == '\0' ||
+            strpbrk(s->status_path, "?#{}* \t"))
+            problem(s, "status: '%s' is not a path such as /status", s->status_path);
+    }
+    if (s->status_allow[0]) {
+        acl a;
+        char err[256];
+        if (acl_parse(&a, s->status_allow, err, sizeof err) < 0) problem(s, "%s", err);
+    }
+    if (s->threads[0]) {
+        char *end;
+        long t = strtol(s->threads, &end, 10);
+        if (*end || t < 1 || t > 100000) problem(s, "threads: '%s' is not a number of workers", s->threads);
+    }
+    if (mime) {
+        if (strcmp(s->mime_types, "none") != 0 && s->mime_types[0]) {
+            char err[512];
+            if (access(s->mime_types, F_OK) == 0 || s->mime_types_set) {
+                if (cshw_mime_types_load(mime, s->mime_types, err, sizeof err) < 0)
+                    problem(s, "mime_types %s", err);
+            }
+        }
+        for (size_t i = 0; i < s->nmime; i++)
+            if (cshw_mime_types_set_pair(mime, s->mime_overrides[i]) < 0)
+                problem(s, "mime_type: '%s' is not EXT=TYPE (a type such as text/plain)",
+                        s->mime_overrides[i]);
+    }
+    check_tls(s, o);
+}
+
+/* ---- running ---- */
+
+typedef struct logs {
+    log_file access;
+    log_format format;
+    stats *stats;
+} logs;
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Each answered request: its latency into the stats, its line into the
+ * access log (one write per line). */
+static void log_request(void *user, const cshs_request_log *e)
+{
+    logs *l = user;
+    int64_t latency = now_ms() - e->time_unix_ms;
+    if (latency < 0) latency = 0;
+    if (l->stats) stats_record(l->stats, e, latency);
+    if (l->access.fd >= 0) {
+        char line[8192];
+        size_t n = access_log_format(line, sizeof line, l->format, e, latency);
+        log_file_write(&l->access, line, n);
+    }
+}
+
+static void free_settings(settings *s)
+{
+    for (size_t i = 0; i < s->nmime; i++) free(s->mime_overrides[i]);
+    s->nmime = 0;
+}
+
+static int report_problems(settings *s, int code)
+{
+    for (size_t i = 0; i < s->nproblems; i++) fprintf(stderr, "cshttpd: %s\n", s->problems[i]);
+    if (s->lost_problems) fprintf(stderr, "cshttpd: ... and %zu more\n", s->lost_problems);
+    return code;
+}
+
+static int install(settings *s, const cshs_options *o, const modes *m)
+{
+    const char *name = m->service_name ? m->service_name : "cshttpd";
+    const char *dir = m->unit_dir ? m->unit_dir : getenv("CSHTTPD_UNIT_DIR");
+    if (!dir || !*dir) dir = "/etc/systemd/system";
+    if (!service_name_ok(name)) {
+        fprintf(stderr, "cshttpd: --service-name '%s': letters, digits and :_.@- only\n", name);
+        return 2;
+    }
+    if (m->uninstall) return service_uninstall(name, dir);
+    if (!s->config[0]) {
+        fprintf(stderr, "cshttpd: --install-service needs --config FILE: the unit starts "
+                        "cshttpd with that file\n");
+        return 2;
+    }
+    if (m->others) {
+        fprintf(stderr, "cshttpd: --install-service takes only --config, --service-name and "
+                        "--unit-dir: put the other settings in %s\n",
+                s->config);
+        return 2;
+    }
+    if (s->nproblems) {
+        fprintf(stderr, "cshttpd: %s has problems; no unit written:\n", s->config);
+        return report_problems(s, 1);
+    }
+    char exe[PATH_MAX], root[PATH_MAX], cert[PATH_MAX], key[PATH_MAX];
+    char logs_[3][PATH_MAX];
+    if (!realpath("/proc/self/exe", exe) || !realpath(s->root, root)) {
+        fprintf(stderr, "cshttpd: --install-service: %s\n", strerror(errno));
+        return 1;
+    }
+    service_spec spec = {.name = name, .unit_dir = dir, .exe = exe, .config = s->config,
+                         .root = root, .port = o->port};
+    if (o->tls_cert && *o->tls_cert) {
+        spec.tls_port = o->tls_port;
+        if (realpath(o->tls_cert, cert)) spec.readable[0] = cert;
+        if (o->tls_key && realpath(o->tls_key, key)) spec.readable[1] = key;
+    }
+    const char *files[3] = {s->access_log, s->error_log, s->pid_file};
+    size_t nw = 0;
+    for (size_t i = 0; i < 3; i++) {
+        if (!files[i][0] || !strcmp(files[i], "-")) continue;
+        if (files[i][0] == '/')
+            snprintf(logs_[i], sizeof logs_[i], "%s", files[i]);
+        else if (!getcwd(logs_[i], sizeof logs_[i]) ||
+                 strlen(logs_[i]) + strlen(files[i]) + 2 > sizeof logs_[i])
+            continue;
+        else
+            strcat(strcat(logs_[i], "/"), files[i]);
+        spec.writable[nw++] = logs_[i];
+    }
+    return service_install(&spec);
 }
 
 int main(int argc, char **argv)
 {
     cshs_options o;
     cshs_options_init(&o);
+    static settings conf = {.root = "www", .access_log_format = "combined",
+                            .mime_types = "/etc/mime.types"};
+    modes m = {0};
     char err[512];
-    static app_settings conf = {"www", "", "", ""};
-    const char *root, *pid_file = NULL, *log_path = NULL;
 
     /* the config file first, so that the command line overrides it */
     for (int i = 1; i < argc; i++) {
         const char *cfg = NULL;
         if (!strcmp(argv[i], "--config") && i + 1 < argc) cfg = argv[i + 1];
         if (!strncmp(argv[i], "--config=", 9)) cfg = argv[i] + 9;
-        if (cfg && cshs_options_load_file_with(&o, cfg, app_option, &conf, err, sizeof err) < 0) {
-            fprintf(stderr, "cshttpd: %s\n", err);
-            return 2;
-        }
+        if (!cfg) continue;
+        if (!realpath(cfg, conf.config)) snprintf(conf.config, sizeof conf.config, "%s", cfg);
+        if (cshs_options_load_file_with(&o, cfg, app_option, &conf, err, sizeof err) < 0)
+            problem(&conf, "%s", err);
     }
-    root = conf.root;
-    if (conf.pid_file[0]) pid_file = conf.pid_file;
-    if (conf.log_path[0]) log_path = conf.log_path;
+    parse_args(&conf, &o, &m, argc, argv);
+    if (m.help) {
+        usage(stdout);
+        free_settings(&conf);
+        cshs_options_release(&o);
+        return 0;
+    }
+    if (m.stop) {
+        free_settings(&conf);
+        cshs_options_release(&o);
+        return stop_other(m.stop);
+    }
     if (conf.threads[0]) {
-        if (cshs_options_set(&o, "min_threads", conf.threads, err, sizeof err) < 0) {
-            fprintf(stderr, "cshttpd: threads: %s\n", err);
-            return 2;
-        }
-        if (o.max_threads < o.min_threads) o.max_threads = o.min_threads;
+        if (cshs_options_set(&o, "min_threads", conf.threads, err, sizeof err) < 0)
+            problem(&conf, "threads: %s", err);
+        else if (o.max_threads < o.min_threads)
+            o.max_threads = o.min_threads;
     }
-    if (cshs_options_parse_args(&o, &argc, argv, err, sizeof err) < 0) {
-        fprintf(stderr, "cshttpd: %s\n", err);
-        return 2;
+    if (conf.demo && !conf.status_path[0]) strcpy(conf.status_path, "/status");
+
+    cshw_mime_types *mime = cshw_mime_types_new();
+    if (!mime) {
+        fprintf(stderr, "cshttpd: out of memory\n");
+        return 1;
     }
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
-            return 0;
-        } else if (!strcmp(a, "--root") && v) {
-            root = v;
-            i++;
-        } else if (!strcmp(a, "--threads") && v) {
-            if (cshs_options_set(&o, "min_threads", v, err, sizeof err) < 0) {
-                fprintf(stderr, "cshttpd: --threads: %s\n", err);
-                return 2;
-            }
-            if (o.max_threads < o.min_threads) o.max_threads = o.min_threads;
-            i++;
-        } else if (!strcmp(a, "--config") && v) {
-            i++;
-        } else if (!strncmp(a, "--config=", 9)) {
-        } else if (!strcmp(a, "--pid-file") && v) {
-            pid_file = v;
-            i++;
-        } else if (!strcmp(a, "--access-log") && v) {
-            log_path = v;
-            i++;
-        } else if (!strcmp(a, "--stop") && v) {
-            return stop_other(v);
+    check_settings(&conf, &o, mime);
+
+    if (m.install || m.uninstall) {
+        int r = install(&conf, &o, &m);
+        cshw_mime_types_free(mime);
+        free_settings(&conf);
+        cshs_options_release(&o);
+        return r;
+    }
+    if (m.check) {
+        int bad = conf.nproblems > 0;
+        if (bad) {
+            report_problems(&conf, 1);
+            fprintf(stderr, "cshttpd: %zu problem%s%s%s\n", conf.nproblems + conf.lost_problems,
+                    conf.nproblems + conf.lost_problems == 1 ? "" : "s",
+                    conf.config[0] ? " in the configuration from " : "",
+                    conf.config[0] ? conf.config : "");
         } else {
-            fprintf(stderr, "cshttpd: unknown or incomplete option '%s' (see --help)\n", a);
-            return 2;
+            printf("cshttpd: configuration OK%s%s (root %s, port %u%s)\n",
+                   conf.config[0] ? ": " : "", conf.config, conf.root, o.port,
+                   o.tls_cert && *o.tls_cert ? ", HTTPS" : "");
         }
+        cshw_mime_types_free(mime);
+        free_settings(&conf);
+        cshs_options_release(&o);
+        return bad;
     }
-    const char *why;
-    if (cshs_options_check(&o, &why) < 0) {
-        fprintf(stderr, "cshttpd: %s\n", why);
+    if (conf.nproblems) {
+        report_problems(&conf, 2);
+        cshw_mime_types_free(mime);
+        free_settings(&conf);
+        cshs_options_release(&o);
         return 2;
     }
-    struct stat st;
-    if (stat(root, &st) < 0 || !S_ISDIR(st.st_mode)) {
-        fprintf(stderr, "cshttpd: --root %s is not a folder\n", root);
+
+    if (conf.error_log[0] && error_log_open(conf.error_log, err, sizeof err) < 0) {
+        fprintf(stderr, "cshttpd: error_log %s\n", err);
         return 2;
     }
-    if (log_path) {
-        access_log = strcmp(log_path, "-") == 0 ? stdout : fopen(log_path, "a");
-        if (!access_log) {
-            fprintf(stderr, "cshttpd: %s: %s\n", log_path, strerror(errno));
-            return 2;
-        }
+    static logs lg;
+    lg.access.fd = -1;
+    lg.format = strcmp(conf.access_log_format, "json") == 0 ? LOG_JSON : LOG_COMBINED;
+    if (conf.access_log[0] &&
+        log_file_open(&lg.access, conf.access_log, STDOUT_FILENO, err, sizeof err) < 0) {
+        error_log_printf(LOG_ERROR, "access_log %s", err);
+        return 2;
     }
 
     cshw_router *router = cshw_router_new();
-    if (!router || demo_routes(router) < 0) {
-        fprintf(stderr, "cshttpd: routes: %s\n", router ? cshw_router_error(router) : "no memory");
+    if (!router || (conf.demo && demo_routes(router) < 0) ||
+        (conf.status_path[0] && status_routes(router, conf.status_path) < 0)) {
+        error_log_printf(LOG_ERROR, "routes: %s",
+                         router ? cshw_router_error(router) : "no memory");
         return 1;
     }
     cshw_static_options so;
     cshw_static_options_init(&so);
-    so.root = root;
-    so.directory_listing = 1;
+    so.root = conf.root;
+    so.directory_listing = conf.listing;
+    so.mime_types = mime;
     cshw_router_set_static(router, &so);
 
-    /* SIGTERM, SIGINT and SIGHUP are taken by sigwait below: blocked in
-     * every thread, the workers included */
+    /* SIGTERM, SIGINT, SIGHUP and SIGUSR1 are taken by sigwait below, on
+     * this thread: blocked in every thread, the workers included, so no
+     * handler ever runs and the reopen happens on a normal thread. */
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGHUP);
+    sigaddset(&set, SIGUSR1);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
 
     cshs_server *s = cshs_server_new(&o, NULL, router);
     if (!s) {
-        fprintf(stderr, "cshttpd: cannot create the server\n");
+        error_log_printf(LOG_ERROR, "cannot create the server");
         return 1;
     }
-    demo_set_server(s);
-    if (access_log) cshs_server_set_log(s, log_line, NULL);
+    static cshttpd_app app;
+    app.server = s;
+    app.workers_min = o.min_threads;
+    app.workers_max = o.max_threads;
+    if (conf.status_allow[0])
+        acl_parse(&app.status_allow, conf.status_allow, err, sizeof err);
+    else
+        acl_loopback(&app.status_allow);
+    if (conf.status_path[0]) {
+        app.stats = stats_new(s);
+        if (!app.stats) {
+            error_log_printf(LOG_ERROR, "out of memory");
+            return 1;
+        }
+    }
+    lg.stats = app.stats;
+    cshs_server_set_app_data(s, &app);
+    if (lg.access.fd >= 0 || lg.stats) cshs_server_set_log(s, log_request, &lg);
     int r = cshs_server_start(s);
     if (r < 0) {
-        fprintf(stderr, "cshttpd: cannot listen: %s\n", strerror(-r));
+        error_log_printf(LOG_ERROR, "cannot listen: %s", strerror(-r));
         return 1;
     }
-    if (pid_file) {
-        FILE *f = fopen(pid_file, "w");
+    if (app.stats && (r = stats_start(app.stats)) < 0) {
+        error_log_printf(LOG_ERROR, "cannot start the sampler: %s", strerror(-r));
+        return 1;
+    }
+    if (conf.pid_file[0]) {
+        FILE *f = fopen(conf.pid_file, "w");
         if (f) {
             fprintf(f, "%ld\n", (long)getpid());
             fclose(f);
+        } else {
+            error_log_printf(LOG_WARN, "pid_file %s: %s", conf.pid_file, strerror(errno));
         }
     }
-    if (o.address && *o.address)
-        printf("cshttpd: listening on http://%s%s%s:%u/ (root %s)\n",
-               strchr(o.address, ':') ? "[" : "", o.address, strchr(o.address, ':') ? "]" : "",
-               cshs_server_port(s, 0), root);
+    char url[600] = "";
+    if (o.address && *o.address) {
+        snprintf(url, sizeof url, "http://%s%s%s:%u/", strchr(o.address, ':') ? "[" : "",
+                 o.address, strchr(o.address, ':') ? "]" : "", cshs_server_port(s, 0));
+        printf("cshttpd: listening on %s (root %s)\n", url, conf.root);
+    }
     if (o.address6 && *o.address6)
         printf("cshttpd: listening on http://[%s]:%u/\n", o.address6,
                cshs_server_port(s, (o.address && *o.address) ? 1 : 0));
@@ -251,9 +665,12 @@ int main(int argc, char **argv)
         printf("cshttpd: listening on https://%s%s%s:%u/\n", strchr(o.address, ':') ? "[" : "",
                o.address, strchr(o.address, ':') ? "]" : "", cshs_server_tls_port(s, 0));
     fflush(stdout);
+    error_log_printf(LOG_NOTICE, "started (pid %ld, root %s%s%s%s%s%s)", (long)getpid(), conf.root,
+                     url[0] ? ", " : "", url, conf.demo ? ", demo" : "",
+                     conf.status_path[0] ? ", status at " : "", conf.status_path);
 
+    int sig = 0;
     for (;;) {
-        int sig = 0;
         if (sigwait(&set, &sig) != 0) continue;
         if (sig == SIGHUP) {
             /* new certificate and key files for new connections */
@@ -261,20 +678,42 @@ int main(int argc, char **argv)
                 int e = cshs_server_reload_tls(s);
                 printf("cshttpd: TLS reload %s\n", e == 0 ? "done" : "failed, the old files stay");
                 fflush(stdout);
+                error_log_printf(e == 0 ? LOG_NOTICE : LOG_ERROR, "TLS reload %s",
+                                 e == 0 ? "done" : "failed, the old files stay");
             }
+            continue;
+        }
+        if (sig == SIGUSR1) {
+            /* logrotate moved the files away: open them again by name */
+            int ea = log_file_reopen(&lg.access), ee = error_log_reopen();
+            if (ea < 0)
+                error_log_printf(LOG_ERROR, "access_log %s: cannot reopen: %s", lg.access.path,
+                                 strerror(-ea));
+            if (ee < 0)
+                fprintf(stderr, "cshttpd: error_log %s: cannot reopen: %s\n", conf.error_log,
+                        strerror(-ee));
+            error_log_printf(LOG_NOTICE, "logs reopened");
             continue;
         }
         break;
     }
     printf("cshttpd: stopping\n");
     fflush(stdout);
+    error_log_printf(LOG_NOTICE, "stopping (%s)", sig == SIGINT ? "SIGINT" : "SIGTERM");
     int cut = cshs_server_stop(s, -1);
+    if (app.stats) stats_stop(app.stats);
     printf("cshttpd: stopped (%d connection%s cut at the deadline)\n", cut, cut == 1 ? "" : "s");
     fflush(stdout);
+    error_log_printf(LOG_NOTICE, "stopped (%d connection%s cut at the deadline)", cut,
+                     cut == 1 ? "" : "s");
     cshs_server_free(s);
+    stats_free(app.stats);
     cshw_router_free(router);
-    if (pid_file) unlink(pid_file);
-    if (access_log && access_log != stdout) fclose(access_log);
+    cshw_mime_types_free(mime);
+    if (conf.pid_file[0]) unlink(conf.pid_file);
+    log_file_close(&lg.access);
+    error_log_close();
+    free_settings(&conf);
     cshs_options_release(&o);
     return 0;
 }

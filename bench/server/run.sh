@@ -75,7 +75,7 @@ run() {
 start_cshttpd() { # LOG ARGS...: starts it, waits until it listens
   local log=$1
   shift
-  "$CSHTTPD" --root "$ROOT/apps/cshttpd/www" "$@" >"$log" 2>&1 &
+  "$CSHTTPD" --demo --root "$ROOT/apps/cshttpd/www" "$@" >"$log" 2>&1 &
   PIDS+=($!)
   for _ in $(seq 50); do grep -q listening "$log" && break; sleep 0.1; done
 }

@@ -172,7 +172,7 @@ class Cshttpd(Server):
         # Limits as generous as the peers': 20,000 connections (the memory
         # runs hold 10,000), keep-alive 300 s like nginx's, a 4096 backlog
         # like the others' (ab -c 1024 without keep-alive connects in bursts).
-        return [self.paths["cshttpd"], "--root", self.root, "--port", str(port),
+        return [self.paths["cshttpd"], "--demo", "--root", self.root, "--port", str(port),
                 "--max-connections", "20000", "--keepalive-timeout-ms", "300000",
                 "--backlog", "4096"]
 

@@ -116,7 +116,7 @@ class Cshttpd:
     """cshttpd on an ephemeral port of 127.0.0.1 (and an HTTPS one with tls=...)."""
 
     def __init__(self, root, *extra, tls=None):
-        cmd = [CSHTTPD, "--port", "0", "--root", root] + list(extra)
+        cmd = [CSHTTPD, "--port", "0", "--root", root, "--demo"] + list(extra)
         if tls:
             cmd += ["--tls-port", "0", "--tls-cert", tls[0], "--tls-key", tls[1]]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,

@@ -33,10 +33,12 @@ def test(group):
 
 
 class Server:
-    def __init__(self, *extra, root=None, max_fds=None):
-        # root=False: no --root (it comes from a config file)
+    def __init__(self, *extra, root=None, max_fds=None, demo=True):
+        # root=False: no --root (it comes from a config file); demo: the demo
+        # application and /status (--demo), which most tests here talk to
         self.root = ARGS.root if root is None else root
-        cmd = [ARGS.bin, "--port", "0"] + (["--root", self.root] if self.root else []) + list(extra)
+        cmd = [ARGS.bin, "--port", "0"] + (["--root", self.root] if self.root else []) + \
+            (["--demo"] if demo else []) + list(extra)
         pre = None
         if max_fds:
             import resource
@@ -210,7 +212,7 @@ def t_basic(_):
         st = get_json(srv, "/status.json")
         assert st["requests"] >= 5 and st["workers_total"] >= 1, st
         r = curl(srv.url("/status"))
-        assert b"connections_open" in r.stdout and b"refresh" in r.stdout
+        assert b"cshttpd status" in r.stdout and b"<svg" in r.stdout, r.stdout
 
 
 @test("basic")

@@ -64,7 +64,7 @@ class Cshttpd:
     def __init__(self, binary, root, tmp):
         self.log = open(os.path.join(tmp, "cshttpd.err"), "w+")
         self.proc = subprocess.Popen(
-            [binary, "--port", "0", "--root", root, "--temp-dir", tmp],
+            [binary, "--port", "0", "--root", root, "--demo", "--temp-dir", tmp],
             stdout=subprocess.PIPE, stderr=self.log, text=True)
         self.port = None
         deadline = time.time() + 10
