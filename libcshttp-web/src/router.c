@@ -636,6 +636,13 @@ void cshw_router_dispatch(cshw_router *r, cshw_context *ctx)
         w.found->handler(ctx);
         return;
     }
+    if (id == CSH_METHOD_OTHER && w.method == UNKNOWN_METHOD) {
+        /* RFC 9110 §9.1: a method that is not GET .. PATCH and that no
+         * route names is not implemented here, on any path (the static
+         * fallback serves GET and HEAD only) */
+        cshw_response_send_error(res, 501);
+        return;
+    }
     if (w.matched) {
         answer_allow(r, ctx, w.allow, id == CSH_METHOD_OPTIONS ? 204 : 405);
         return;

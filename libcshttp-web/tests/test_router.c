@@ -1,7 +1,8 @@
 /* cshw_router through the in-memory transport: precedence whatever the
  * insertion order, backtracking, parameters (decoded) and the wildcard,
- * 404, 405 with Allow, HEAD through GET, OPTIONS, static fallback, pattern
- * validation, duplicates, many routes, dispatch from several threads. */
+ * 404, 405 with Allow, 501 for unknown methods, HEAD through GET, OPTIONS,
+ * static fallback, pattern validation, duplicates, many routes, dispatch
+ * from several threads. */
 #include <errno.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -375,12 +376,12 @@ static void test_405_carries_the_exact_allow(void **state)
     assert_int_equal(r.status, 405);
     assert_string_equal(header(&r, "Allow"), "DELETE, GET, HEAD, OPTIONS, PUT");
     assert_int_equal(calls, 0);
-    /* an unknown method, and one in the wrong case (methods are case-sensitive) */
+    /* an unknown method, and one in the wrong case (methods are
+     * case-sensitive): not implemented, not "not allowed" (RFC 9110 §9.1) */
     request("BREW", "/r", &r);
-    assert_int_equal(r.status, 405);
-    assert_string_equal(header(&r, "Allow"), "DELETE, GET, HEAD, OPTIONS, PUT");
+    assert_int_equal(r.status, 501);
     request("get", "/r", &r);
-    assert_int_equal(r.status, 405);
+    assert_int_equal(r.status, 501);
     /* no GET: no HEAD */
     request("GET", "/other", &r);
     assert_int_equal(r.status, 405);
@@ -604,13 +605,46 @@ static void test_many_distinct_methods(void **state)
     add_ok("M63", "/other", h_b); /* a known method is still fine */
     expect("M00", "/m", 200, "a");
     expect("M63", "/m", 200, "a");
+    /* M64 could not be added: no route names it (RFC 9110 §9.1) */
+    expect("M64", "/m", 501, NULL);
     reply r;
-    request("M64", "/m", &r);
+    request("GET", "/m", &r);
     assert_int_equal(r.status, 405);
     const char *allow = header(&r, "Allow");
     assert_non_null(allow);
     assert_int_equal(strncmp(allow, "M00, M01, ", 10), 0);
     assert_non_null(strstr(allow, "M62, M63, OPTIONS"));
+}
+
+/* ---- methods not implemented ---- */
+
+/* RFC 9110 §9.1: "An origin server that receives a request method that is
+ * unrecognized or not implemented SHOULD respond with the 501 (Not
+ * Implemented) status code." */
+static void test_unknown_method_is_501(void **state)
+{
+    (void)state;
+    add_ok("GET", "/x", h_get);
+    add_ok("PURGE", "/cache/{key}", h_del);
+    expect("BREW", "/x", 501, NULL);
+    expect("BREW", "/nowhere", 501, NULL);
+    expect("get", "/x", 501, NULL); /* methods are case-sensitive */
+    /* a route for a method of its own still receives it */
+    expect("PURGE", "/cache/a", 200, "del key=a");
+    /* ... and the method is implemented: elsewhere 404 and 405 */
+    expect("PURGE", "/nowhere", 404, NULL);
+    reply r;
+    request("PURGE", "/x", &r);
+    assert_int_equal(r.status, 405);
+    assert_string_equal(header(&r, "Allow"), "GET, HEAD, OPTIONS");
+    /* the methods the router knows keep 404 and 405 */
+    expect("DELETE", "/x", 405, NULL);
+    expect("PATCH", "/nowhere", 404, NULL);
+    expect("TRACE", "/nowhere", 404, NULL);
+    /* a route for any method takes any method, where its path matches */
+    add_ok("*", "/any", h_any);
+    expect("BREW", "/any", 200, "any");
+    expect("BREW", "/x", 501, NULL);
 }
 
 /* ---- static fallback ---- */
@@ -670,6 +704,8 @@ static void test_static_fallback(void **state)
     assert_int_equal(r.status, 405);
     assert_string_equal(header(&r, "Allow"), "GET, HEAD");
     expect("DELETE", "/missing.txt", 404, NULL);
+    /* the fallback serves GET and HEAD: a method no route names is 501 */
+    expect("BREW", "/hello.txt", 501, NULL);
 
     o.root = NULL;
     assert_int_equal(cshw_router_set_static(R, &o), -EINVAL);
@@ -747,6 +783,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_duplicates_by_method_and_shape, setup, teardown),
         cmocka_unit_test_setup_teardown(test_many_routes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_many_distinct_methods, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unknown_method_is_501, setup, teardown),
         cmocka_unit_test_setup_teardown(test_static_fallback, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dispatch_from_several_threads, setup, teardown),
     };

@@ -42,6 +42,10 @@
 // exists.
 //
 // When no route serves the request:
+//   - a method other than GET, HEAD, POST, PUT, DELETE, CONNECT, OPTIONS,
+//     TRACE and PATCH that no route names (on any pattern): 501, as RFC
+//     9110 §9.1 says for a method not implemented; a route for such a
+//     method ("PURGE") or for "*" still takes it where its path matches.
 //   - some routes match the path (for other methods): OPTIONS is answered
 //     204 with Allow; any other method 405 with Allow. Allow lists, sorted
 //     by name and separated by ", ", the methods of those routes, HEAD
@@ -105,7 +109,7 @@ CSHW_EXPORT int cshw_router_set_static(cshw_router *r, const cshw_static_options
 
 /* Finds the route for the context's request, sets the route parameters
  * (cshw_context_set_params) and runs its handler, or answers 400, 404,
- * 405 or OPTIONS (or the static fallback) as described above. Call it from
+ * 405, 501 or OPTIONS (or the static fallback) as described above. Call it from
  * the handler given to the engine (or cshw_memory_serve). */
 CSHW_EXPORT void cshw_router_dispatch(cshw_router *r, cshw_context *ctx);
 
