@@ -2,22 +2,14 @@
  * are inline, in scan.h). */
 #include "scan.h"
 
-/* tchar = "!" / "#" / "$" / "%" / "&" / "'" / "*" / "+" / "-" / "." / "^" /
- *         "_" / "`" / "|" / "~" / DIGIT / ALPHA  (RFC 9110 §5.6.2) */
-#define T1 1
-const unsigned char csh__tchar[256] = {
-    ['!'] = T1, ['#'] = T1, ['$'] = T1, ['%'] = T1, ['&'] = T1, ['\''] = T1, ['*'] = T1,
-    ['+'] = T1, ['-'] = T1, ['.'] = T1, ['^'] = T1, ['_'] = T1, ['`'] = T1, ['|'] = T1,
-    ['~'] = T1, ['0'] = T1, ['1'] = T1, ['2'] = T1, ['3'] = T1, ['4'] = T1, ['5'] = T1,
-    ['6'] = T1, ['7'] = T1, ['8'] = T1, ['9'] = T1, ['A'] = T1, ['B'] = T1, ['C'] = T1,
-    ['D'] = T1, ['E'] = T1, ['F'] = T1, ['G'] = T1, ['H'] = T1, ['I'] = T1, ['J'] = T1,
-    ['K'] = T1, ['L'] = T1, ['M'] = T1, ['N'] = T1, ['O'] = T1, ['P'] = T1, ['Q'] = T1,
-    ['R'] = T1, ['S'] = T1, ['T'] = T1, ['U'] = T1, ['V'] = T1, ['W'] = T1, ['X'] = T1,
-    ['Y'] = T1, ['Z'] = T1, ['a'] = T1, ['b'] = T1, ['c'] = T1, ['d'] = T1, ['e'] = T1,
-    ['f'] = T1, ['g'] = T1, ['h'] = T1, ['i'] = T1, ['j'] = T1, ['k'] = T1, ['l'] = T1,
-    ['m'] = T1, ['n'] = T1, ['o'] = T1, ['p'] = T1, ['q'] = T1, ['r'] = T1, ['s'] = T1,
-    ['t'] = T1, ['u'] = T1, ['v'] = T1, ['w'] = T1, ['x'] = T1, ['y'] = T1, ['z'] = T1,
-};
+#include "cshttp/grammar.h"
+
+/* tchar (RFC 9110 §5.6.2), from its one definition in grammar.h */
+#define T_(c) ((c) < 64 ? (CSH_TCHAR_LO >> (c)) & 1u : (c) < 128 ? (CSH_TCHAR_HI >> ((c)-64)) & 1u : 0u)
+#define T4_(c) T_(c), T_((c) + 1), T_((c) + 2), T_((c) + 3)
+#define T16_(c) T4_(c), T4_((c) + 4), T4_((c) + 8), T4_((c) + 12)
+#define T64_(c) T16_(c), T16_((c) + 16), T16_((c) + 32), T16_((c) + 48)
+const unsigned char csh__tchar[256] = {T64_(0u), T64_(64u), T64_(128u), T64_(192u)};
 
 int csh__simd_available(void)
 {

@@ -129,6 +129,7 @@ static const struct {
     {CSH_E_BODY_TRUNCATED, 400, "RFC 9112 §8: an incomplete request"},
     {CSH_E_INVALID_ARGUMENT, 500, "a caller's mistake, not the peer's"},
     {CSH_E_METHOD_TOO_LONG, 501, "RFC 9112 §3: a method longer than any implemented SHOULD get 501"},
+    {CSH_E_INVALID_GRAMMAR, 400, "RFC 9110 §15.5.1: a malformed field value"},
 };
 
 /* error.h: the status a server answers for each error, as written above;
@@ -160,7 +161,7 @@ static void test_statuses(void **state)
 static void test_unknown_code(void **state)
 {
     (void)state;
-    const int unknown[] = {3, 42, -45, -1000, 1 << 30, -(1 << 30)};
+    const int unknown[] = {3, 42, -46, -1000, 1 << 30, -(1 << 30)};
     for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++) {
         int known = 0;
         for (size_t k = 0; k < NCODES; k++) known |= table[k].value == unknown[i];

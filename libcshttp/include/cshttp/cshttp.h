@@ -6,6 +6,7 @@
 #include "chunked.h"
 #include "error.h"
 #include "export.h"
+#include "grammar.h"
 #include "parser.h"
 #include "span.h"
 #include "version.h"

@@ -60,7 +60,8 @@ extern "C" {
     XX(TRAILER_TOO_LARGE, -41, 431, "trailer section is larger than the limit")                    \
     XX(BODY_TRUNCATED, -42, 400, "connection closed before the end of the body")                   \
     XX(INVALID_ARGUMENT, -43, 500, "invalid argument")                                             \
-    XX(METHOD_TOO_LONG, -44, 501, "method is longer than the limit")
+    XX(METHOD_TOO_LONG, -44, 501, "method is longer than the limit")                               \
+    XX(INVALID_GRAMMAR, -45, 400, "field value does not match its grammar")
 
 typedef enum csh_error {
     CSH_OK = 0,         /* done: head complete, body complete */
