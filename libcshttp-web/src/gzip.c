@@ -9,6 +9,7 @@
 
 #include "context_impl.h"
 #include "cshttp/web/error.h"
+#include "static_priv.h"
 #include "util.h"
 
 struct cshw_gzip {
@@ -19,91 +20,13 @@ struct cshw_gzip {
 
 /* ---- Accept-Encoding ---- */
 
-/* RFC 9110 §12.4.2: qvalue = ( "0" [ "." 0*3DIGIT ] ) / ( "1" [ "." 0*3("0") ] ),
- * as thousandths; -1 when malformed. */
-static int parse_qvalue(const char *s, size_t n)
-{
-    if (n == 0 || (s[0] != '0' && s[0] != '1')) return -1;
-    int q = (s[0] - '0') * 1000;
-    if (n == 1) return q;
-    if (s[1] != '.' || n > 5) return -1;
-    int scale = 100;
-    for (size_t i = 2; i < n; i++, scale /= 10) {
-        if (s[i] < '0' || s[i] > '9') return -1;
-        q += (s[i] - '0') * scale;
-    }
-    return q > 1000 ? -1 : q;
-}
-
-/* Weights for the codings that matter, in thousandths; -1: not listed. */
-typedef struct weights {
-    int gzip, star, identity;
-} weights;
-
-/* One list element: coding *( OWS ";" OWS name "=" value ). */
-static void element(const char *s, size_t n, weights *w)
-{
-    size_t i = 0;
-    while (i < n && cshw__tchar((unsigned char)s[i])) i++;
-    size_t coding_len = i;
-    if (coding_len == 0) return;
-    int q = 1000;
-    while (i < n) {
-        while (i < n && cshw__is_ws((unsigned char)s[i])) i++;
-        if (i == n) break;
-        if (s[i] != ';') return; /* malformed: ignore the element */
-        i++;
-        while (i < n && cshw__is_ws((unsigned char)s[i])) i++;
-        size_t name = i;
-        while (i < n && cshw__tchar((unsigned char)s[i])) i++;
-        size_t name_len = i - name;
-        if (name_len == 0 || i == n || s[i] != '=') return;
-        i++;
-        size_t value = i;
-        while (i < n && !cshw__is_ws((unsigned char)s[i]) && s[i] != ';') i++;
-        if (cshw__ieq(s + name, name_len, "q")) {
-            q = parse_qvalue(s + value, i - value);
-            if (q < 0) return;
-        }
-    }
-    int *slot = NULL;
-    if (cshw__ieq(s, coding_len, "gzip") || cshw__ieq(s, coding_len, "x-gzip"))
-        slot = &w->gzip;
-    else if (cshw__ieq(s, coding_len, "*"))
-        slot = &w->star;
-    else if (cshw__ieq(s, coding_len, "identity"))
-        slot = &w->identity;
-    if (slot && *slot < 0) *slot = q; /* the first mention counts */
-}
-
-static void parse_list(const char *s, weights *w)
-{
-    while (*s) {
-        while (*s == ' ' || *s == '\t' || *s == ',') s++;
-        const char *e = s;
-        while (*e && *e != ',') e++;
-        const char *t = e;
-        while (t > s && cshw__is_ws((unsigned char)t[-1])) t--;
-        if (t > s) element(s, (size_t)(t - s), w);
-        s = e;
-    }
-}
-
 int cshw__accepts_gzip(cshw_request *req)
 {
     const char *values[16];
     size_t n = cshw_request_header_all(req, "accept-encoding", values, 16);
-    if (n == 0) return 0; /* no field: do not guess (§12.5.3 allows any coding) */
-    if (n > 16) n = 16;
-    weights w = {-1, -1, -1};
-    for (size_t i = 0; i < n; i++)
-        if (values[i]) parse_list(values[i], &w);
-    /* "*" stands for every coding not listed, identity included */
-    int gzip = w.gzip >= 0 ? w.gzip : w.star >= 0 ? w.star : 0;
-    int identity = w.identity >= 0 ? w.identity : w.star;
-    /* q=0 refuses; an identity the client weighs higher wins; an identity
-     * it never named is the fallback, not a preference */
-    return gzip > 0 && (identity < 0 || gzip >= identity);
+    /* no field: do not guess (§12.5.3 allows any coding); the one rule of
+     * the toolkit, shared with precompressed files (static_cond.c) */
+    return cshw__accept_prefers(values, n < 16 ? n : 16, "gzip");
 }
 
 /* ---- media types ---- */

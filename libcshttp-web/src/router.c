@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cshttp/grammar.h>
+
 #include "context_impl.h"
 #include "cshttp/web/error.h"
 #include "cshttp/web/request.h"
@@ -145,11 +147,10 @@ static int fail(cshw_router *r, int code, const char *method, const char *patter
     return code;
 }
 
-/* RFC 9110 §5.6.2 tchar */
+/* RFC 9110 §5.6.2 tchar, from libcshttp's grammar.h */
 static int is_tchar(unsigned char c)
 {
-    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return 1;
-    return c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL;
+    return csh_is_tchar(c);
 }
 
 static int is_name_char(unsigned char c)

@@ -301,8 +301,7 @@ static int serve_file(serve *s, const char *name, int fd, struct stat *st)
     size_t nae = o->precompressed
                      ? cshw_request_header_all(s->req, "Accept-Encoding", ae, MAX_LIST_FIELDS)
                      : 0;
-    int accepts =
-        nae && cshw__accept_q(ae, nae < MAX_LIST_FIELDS ? nae : MAX_LIST_FIELDS, "gzip") > 0;
+    int accepts = cshw__accept_prefers(ae, nae < MAX_LIST_FIELDS ? nae : MAX_LIST_FIELDS, "gzip");
     /* The sibling is looked for when the client takes gzip, or when the
      * type is one that is stored compressed (text, scripts, SVG...): then
      * an identity answer says Vary too, since a gzip-capable client would

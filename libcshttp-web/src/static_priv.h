@@ -79,6 +79,14 @@ int cshw__range_parse(const char *value, uint64_t size, cshw__range *out, size_t
  * "x-gzip" counts as "gzip" (RFC 9110 §8.4.1.3). */
 int cshw__accept_q(const char *const *values, size_t n, const char *coding);
 
+/* The one Accept-Encoding decision of the toolkit (live gzip in gzip.c and
+ * precompressed siblings in static.c): 1 when `coding` should be sent
+ * rather than identity. A coding's weight is the highest of its entries,
+ * else that of "*"; it must be above 0; identity is acceptable unless
+ * refused, and when the client weighs it (or "*" standing for it) the
+ * coding must weigh at least as much. No field (n == 0): 0. */
+int cshw__accept_prefers(const char *const *values, size_t n, const char *coding);
+
 /* 1 when the content type is worth compressing (gzip.c): text, scripts,
  * JSON, XML, SVG and the like. */
 int cshw__compressible(const char *content_type);

@@ -5,6 +5,8 @@
 #include <stddef.h>
 #include <string.h>
 
+#include <cshttp/grammar.h>
+
 /* The value of a hex digit, or -1. */
 static inline int cshw__hex(unsigned char c)
 {
@@ -14,11 +16,10 @@ static inline int cshw__hex(unsigned char c)
     return -1;
 }
 
-/* RFC 9110 §5.6.2 tchar */
+/* RFC 9110 §5.6.2 tchar: the one definition, in libcshttp's grammar.h */
 static inline int cshw__tchar(unsigned char c)
 {
-    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return 1;
-    return c != 0 && strchr("!#$%&'*+-.^_`|~", c) != NULL;
+    return csh_is_tchar(c);
 }
 
 static inline int cshw__is_ws(unsigned char c)

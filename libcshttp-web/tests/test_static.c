@@ -1148,7 +1148,11 @@ static void test_precompressed(void **state)
     assert_string_equal(hdr(r, "Content-Length"), "15");
     assert_string_not_equal(plain_tag, gz_tag);
 
-    const char *plain[] = {NULL, "gzip;q=0", "identity", "br", "gzip;q=0, *", "deflate;q=1"};
+    /* the same Accept-Encoding rule as live gzip (test_response.c): an
+     * identity weighed above gzip wins, "*" stands for identity too */
+    const char *plain[] = {NULL,          "gzip;q=0",    "identity",
+                           "br",          "gzip;q=0, *", "deflate;q=1",
+                           "gzip;q=0.5, identity", "gzip;q=0.5, *", "*;q=0"};
     for (size_t i = 0; i < sizeof plain / sizeof plain[0]; i++) {
         r = plain[i] ? get1("/style.css", "Accept-Encoding", plain[i]) : get("/style.css", NULL);
         expect_status(r, 200);
@@ -1157,7 +1161,8 @@ static void test_precompressed(void **state)
         assert_string_equal(hdr(r, "Vary"), "Accept-Encoding"); /* §12.5.5 */
         assert_string_equal(hdr(r, "ETag"), plain_tag);
     }
-    const char *gz[] = {"GZIP", "br, *;q=0.1", "x-gzip", "gzip;q=0.001"};
+    const char *gz[] = {"GZIP", "br, *;q=0.1", "x-gzip", "gzip;q=0.001",
+                        "identity;q=0.5, gzip;q=0.8", ", gzip"};
     for (size_t i = 0; i < sizeof gz / sizeof gz[0]; i++) {
         r = get1("/style.css", "Accept-Encoding", gz[i]);
         assert_string_equal(hdr(r, "Content-Encoding"), "gzip");

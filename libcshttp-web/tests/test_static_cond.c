@@ -310,6 +310,54 @@ static void test_accept_encoding(void **state)
     assert_int_equal(cshw__accept_q(vals, 0, "gzip"), 0);
 }
 
+/* The one decision of the toolkit (live gzip and precompressed files):
+ * RFC 9110 §12.5.3. Expectations from the RFC: a coding not listed and not
+ * covered by "*" is not acceptable; q=0 means "not acceptable"; identity is
+ * acceptable unless refused, and competes only when weighed. */
+static int prefers(const char *v)
+{
+    const char *vals[1] = {v};
+    return cshw__accept_prefers(vals, 1, "gzip");
+}
+
+static void test_accept_prefers(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *v;
+        int gzip;
+    } cases[] = {
+        {"gzip", 1},
+        {"x-gzip", 1},                      /* §8.4.1.3 */
+        {"*", 1},                           /* "*" matches any coding not listed */
+        {"br, *;q=0.1", 1},                 /* gzip and identity both through "*" */
+        {"identity;q=0.5, gzip;q=0.8", 1},  /* the client prefers gzip */
+        {"gzip;q=0.5, identity;q=0.5", 1},  /* a tie goes to the coding */
+        {", , gzip", 1},                    /* §5.6.1: empty elements */
+        {"gzip;q=0.5", 1},                  /* identity not weighed: no competition */
+        {"gzip;q=0, gzip", 1},              /* the highest of a coding's entries */
+        {"gzip, gzip;q=0", 1},              /*   whatever their order */
+        {"gzip;q=0", 0},
+        {"*;q=0", 0},
+        {"gzip;q=0, *", 0},                 /* an explicit entry beats "*" */
+        {"gzip;q=0.5, identity", 0},        /* identity weighed higher */
+        {"gzip;q=0.5, *", 0},               /* "*" stands for identity here */
+        {"identity", 0},                    /* gzip not listed */
+        {"br", 0},
+        {"", 0},
+        {"gzip;q=2", 0},                    /* a malformed element is ignored */
+        {"gzip;q=\"1\"", 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        if (prefers(cases[i].v) != cases[i].gzip)
+            fail_msg("\"%s\": gzip %d, expected %d", cases[i].v, !cases[i].gzip, cases[i].gzip);
+    /* several field lines are one list (§5.3) */
+    const char *two[2] = {"gzip;q=0.5", "identity;q=0.9"};
+    assert_int_equal(cshw__accept_prefers(two, 2, "gzip"), 0);
+    /* no field at all: nothing is preferred */
+    assert_int_equal(cshw__accept_prefers(two, 0, "gzip"), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -324,6 +372,7 @@ int main(void)
         cmocka_unit_test(test_range_limit),
         cmocka_unit_test(test_range_coalesce),
         cmocka_unit_test(test_accept_encoding),
+        cmocka_unit_test(test_accept_prefers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
