@@ -5,7 +5,7 @@
 #include "cshttp/grammar.h"
 
 /* tchar (RFC 9110 §5.6.2), from its one definition in grammar.h */
-#define T_(c) ((c) < 64 ? (CSH_TCHAR_LO >> (c)) & 1u : (c) < 128 ? (CSH_TCHAR_HI >> ((c)-64)) & 1u : 0u)
+#define T_(c) ((c) < 64 ? (CSH_TCHAR_LO >> ((c)&63u)) & 1u : (c) < 128 ? (CSH_TCHAR_HI >> ((c)&63u)) & 1u : 0u)
 #define T4_(c) T_(c), T_((c) + 1), T_((c) + 2), T_((c) + 3)
 #define T16_(c) T4_(c), T4_((c) + 4), T4_((c) + 8), T4_((c) + 12)
 #define T64_(c) T16_(c), T16_((c) + 16), T16_((c) + 32), T16_((c) + 48)
