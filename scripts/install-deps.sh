@@ -17,6 +17,10 @@ packages=(
   libssl-dev openssl                  # libcshttp-server: HTTPS (OpenSSL 3), test certificates
   curl                                # tests/server: a real client against cshttpd
   nginx-light                         # tests/server: cshttpd behind a reverse proxy; bench/run peer
+  media-types                         # /etc/mime.types: cshttpd's extensions to MIME types
+  systemd                             # tests/server: systemd-analyze verify of cshttpd's unit
+  chromium                            # tests/server: cshttpd's status page in a headless browser
+  logrotate                           # tests/server: the README's log rotation, run for real
 )
 if [ "${1:-}" = bench ]; then
   packages+=(

@@ -45,6 +45,7 @@ typedef struct settings {
     char status_allow[1024];
     char mime_types[4096];
     int mime_types_set; /* given explicitly: a missing file is a problem */
+    int installing;     /* --install-service: systemd makes /var/log/NAME */
     int demo, listing;
     char *mime_overrides[64];
     size_t nmime;
@@ -173,6 +174,10 @@ static int set_app(settings *s, const char *name, const char *value)
         {"status_allow", s->status_allow, sizeof s->status_allow},
         {"mime_types", s->mime_types, sizeof s->mime_types},
     };
+    if (name_is(name, "status_allow") && !*value) {
+        problem(s, "status_allow: empty list (leave it out for loopback only)");
+        return 1;
+    }
     for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++) {
         if (!name_is(name, strs[i].name)) continue;
         if (strlen(value) >= strs[i].cap)
@@ -300,6 +305,8 @@ static int check_writable(settings *s, const char *what, const char *path)
         dir[1] = '\0';
     else
         *slash = '\0';
+    /* the unit's LogsDirectory= makes /var/log/NAME for the service */
+    if (s->installing && strncmp(dir, "/var/log/", 9) == 0 && !strchr(dir + 9, '/')) return 0;
     if (access(dir, W_OK | X_OK) != 0) {
         problem(s, "%s %s: cannot be created in %s: %s", what, path, dir, strerror(errno));
         return -1;
@@ -536,6 +543,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "cshttpd: out of memory\n");
         return 1;
     }
+    conf.installing = m.install;
     check_settings(&conf, &o, mime);
 
     if (m.install || m.uninstall) {

@@ -79,11 +79,18 @@ int service_unit_text(const service_spec *s, char *buf, size_t cap, char *err, s
     int root_in_home = strncmp(s->root, "/home/", 6) == 0 || strcmp(s->root, "/home") == 0 ||
                        strncmp(s->root, "/root/", 6) == 0 || strcmp(s->root, "/root") == 0 ||
                        strncmp(s->root, "/run/user/", 10) == 0;
+    /* PrivateTmp= would hide files the service needs under /tmp */
+    int in_tmp = 0;
+    const char *mine[] = {s->exe, s->config, s->root, s->readable[0], s->readable[1],
+                          s->writable[0], s->writable[1], s->writable[2], s->writable[3]};
+    for (size_t i = 0; i < sizeof mine / sizeof mine[0]; i++)
+        if (mine[i] && (!strncmp(mine[i], "/tmp/", 5) || !strncmp(mine[i], "/var/tmp/", 9)))
+            in_tmp = 1;
     size_t n = 0;
     APPEND("# Written by cshttpd --install-service; cshttpd --uninstall-service removes it.\n"
            "# The settings are in %s (cshttpd --check-config --config %s).\n"
            "[Unit]\n"
-           "Description=cshttpd %s\n"
+           "Description=cshttpd (%s)\n"
            "Documentation=man:cshttpd(1)\n"
            "After=network-online.target\n"
            "Wants=network-online.target\n"
@@ -103,7 +110,7 @@ int service_unit_text(const service_spec *s, char *buf, size_t cap, char *err, s
            "NoNewPrivileges=yes\n"
            "ProtectSystem=strict\n"
            "ProtectHome=%s\n"
-           "PrivateTmp=yes\n"
+           "PrivateTmp=%s\n"
            "PrivateDevices=yes\n"
            "ProtectKernelTunables=yes\n"
            "ProtectKernelModules=yes\n"
@@ -123,7 +130,7 @@ int service_unit_text(const service_spec *s, char *buf, size_t cap, char *err, s
            "UMask=0027\n"
            "ReadOnlyPaths=%s\n",
            s->config, s->config, s->name, exe, config, exe, config,
-           root_in_home ? "read-only" : "yes", root);
+           root_in_home ? "read-only" : "yes", in_tmp ? "no" : "yes", root);
     if (low_port)
         APPEND("# a port below 1024\n"
                "AmbientCapabilities=CAP_NET_BIND_SERVICE\n"

@@ -238,7 +238,7 @@ static void status_json(cshw_context *ctx)
 static const char page[] =
     "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
     "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
-    "<title>cshttpd status</title>\n<style>\n"
+    "<title>cshttpd status</title>\n<link rel=\"icon\" href=\"data:,\">\n<style>\n"
     "body{font:14px/1.4 system-ui,sans-serif;margin:1.5em auto;max-width:64em;color:#222;"
     "padding:0 1em}\n"
     "h1{font-size:1.4em;margin:0 0 .2em}#meta{color:#555;margin:0 0 1em}\n"
@@ -341,7 +341,7 @@ static void status_page(cshw_context *ctx)
     cshw_response_set_header(res, "Cache-Control", "no-store");
     cshw_response_set_header(res, "Content-Security-Policy",
                              "default-src 'none'; script-src 'unsafe-inline'; style-src "
-                             "'unsafe-inline'; connect-src 'self'; img-src 'self'");
+                             "'unsafe-inline'; connect-src 'self'; img-src data:");
     cshw_response_set_header(res, "X-Content-Type-Options", "nosniff");
     cshw_response_write(res, page, sizeof page - 1);
 }

@@ -1,0 +1,811 @@
+#!/usr/bin/env python3
+"""cshttpd as a deployed host: safe defaults, the status page and who may
+read it, the access and error logs (escaping, JSON, reopening on SIGUSR1),
+--check-config, --install-service (checked with systemd-analyze verify),
+MIME types, and the README's Deploy walk-through (config file,
+--check-config, --install-service, logrotate with SIGUSR1), each step run.
+
+Real clients only: curl, openssl (certificates), headless Chromium (the
+status page), logrotate. Everything listens on 127.0.0.1 ephemeral ports.
+
+Usage: test_cshttpd_deploy.py --bin path/to/cshttpd --group NAME
+         [--curl curl] [--chromium chromium] [--workdir DIR]
+"""
+import argparse
+import json
+import os
+import re
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+import urllib.request
+
+ARGS = None
+TESTS = {}
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+
+
+def test(group):
+    def deco(fn):
+        TESTS.setdefault(group, []).append(fn)
+        return fn
+    return deco
+
+
+class Server:
+    """cshttpd on an ephemeral port with exactly the options given."""
+
+    def __init__(self, *args, env=None):
+        cmd = [ARGS.bin, "--port", "0"] + list(args)
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True, env=env)
+        self.port = self.port6 = None
+        self.lines = []
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            line = self.proc.stdout.readline()
+            if not line:
+                break
+            self.lines.append(line)
+            m = re.search(r"listening on http://127\.0\.0\.1:(\d+)/", line)
+            if m:
+                self.port = int(m.group(1))
+                if "--address6" not in args:
+                    break
+            m = re.search(r"listening on http://\[::1\]:(\d+)/", line)
+            if m:
+                self.port6 = int(m.group(1))
+                break
+        if self.port is None:
+            self.proc.kill()
+            raise AssertionError("cshttpd did not start: %r %r" % (self.lines,
+                                                                   self.proc.stderr.read()))
+
+    def url(self, path):
+        return "http://127.0.0.1:%d%s" % (self.port, path)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            out, err = self.proc.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.communicate()
+            raise AssertionError("cshttpd did not stop within 20 s")
+        self.err = err or ""
+        return self.proc.returncode
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        rc = self.stop()
+        if exc[0] is None:
+            assert rc == 0, "cshttpd exited %r: %s" % (rc, self.err)
+            assert "Sanitizer" not in self.err, self.err
+
+
+def curl(*args):
+    return subprocess.run([ARGS.curl, "-sS", "--max-time", "20"] + list(args),
+                          capture_output=True, timeout=30)
+
+
+def code(url, *args):
+    r = curl("-o", "/dev/null", "-w", "%{http_code}", *args, url)
+    assert r.returncode == 0, r.stderr
+    return int(r.stdout)
+
+
+def run(*cmd, env=None, timeout=60):
+    return subprocess.run(list(cmd), capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def make_root(d):
+    root = os.path.join(d, "www")
+    os.makedirs(os.path.join(root, "sub"))
+    with open(os.path.join(root, "index.html"), "w") as f:
+        f.write("<!doctype html><title>t</title><p>deploy root</p>\n")
+    with open(os.path.join(root, "sub", "a.txt"), "w") as f:
+        f.write("a\n")
+    return root
+
+
+def wait_for(pred, what, timeout=15):
+    end = time.time() + timeout
+    while time.time() < end:
+        v = pred()
+        if v:
+            return v
+        time.sleep(0.1)
+    raise AssertionError("timed out waiting for " + what)
+
+
+def make_cert(d, cn):
+    key, cert = os.path.join(d, cn + ".key"), os.path.join(d, cn + ".pem")
+    r = run("openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+            "-nodes", "-keyout", key, "-out", cert, "-days", "2", "-subj", "/CN=" + cn)
+    assert r.returncode == 0, r.stderr
+    return cert, key
+
+
+# ---- safe defaults ----
+
+@test("defaults")
+def t_root_and_nothing_else(d):
+    root = make_root(d)
+    with Server("--root", root) as srv:
+        assert code(srv.url("/")) == 200
+        assert code(srv.url("/sub/a.txt")) == 200
+        for path in ("/demo/echo", "/demo/plaintext", "/demo/upload", "/demo/sleep", "/status",
+                     "/status.json", "/sub/"):
+            assert code(srv.url(path)) == 404, path
+        r = curl("-X", "POST", "--data-binary", "x" * 1000, srv.url("/demo/upload"))
+        assert b"Received" not in r.stdout
+    # the listing and the demo only when asked, on the command line or in the file
+    with Server("--root", root, "--listing") as srv:
+        r = curl(srv.url("/sub/"))
+        assert b"a.txt" in r.stdout, r.stdout
+        assert code(srv.url("/demo/plaintext")) == 404
+    conf = os.path.join(d, "c.conf")
+    with open(conf, "w") as f:
+        f.write("root = %s\ndemo = yes\nlisting = no\n" % root)
+    with Server("--config", conf) as srv:
+        assert code(srv.url("/demo/plaintext")) == 200
+        assert code(srv.url("/status")) == 200
+        assert code(srv.url("/sub/")) == 404
+    r = run(ARGS.bin, "--help")
+    for opt in ("--demo", "--listing", "--status PATH", "--status-allow", "--access-log-format",
+                "--error-log", "--check-config", "--install-service", "--uninstall-service",
+                "--service-name", "--unit-dir", "--mime-types", "--mime-type", "USR1"):
+        assert opt in r.stdout, opt
+
+
+@test("defaults")
+def t_status_only_and_acl(d):
+    root = make_root(d)
+    with Server("--root", root, "--status", "/_st") as srv:
+        assert code(srv.url("/_st")) == 200
+        j = json.loads(curl(srv.url("/_st.json")).stdout)
+        assert "requests" in j and "series" in j
+        j2 = json.loads(curl(srv.url("/_st?format=json")).stdout)
+        assert "series" in j2
+        assert code(srv.url("/status")) == 404
+        assert code(srv.url("/demo/plaintext")) == 404
+    # peers outside the list get 403, the list parses IPv4 and IPv6 CIDRs
+    with Server("--root", root, "--status", "/_st", "--status-allow",
+                "10.0.0.0/8, 2001:db8::/32") as srv:
+        assert code(srv.url("/_st")) == 403
+        assert code(srv.url("/_st.json")) == 403
+        assert code(srv.url("/_st?format=json")) == 403
+        assert code(srv.url("/")) == 200
+    with Server("--root", root, "--status", "/_st", "--status-allow", "127.0.0.1/32") as srv:
+        assert code(srv.url("/_st")) == 200
+    if have_ipv6():
+        with Server("--root", root, "--address6", "::1", "--status", "/_st") as srv:
+            r = curl("-o", "/dev/null", "-w", "%{http_code}", "-g",
+                     "http://[::1]:%d/_st" % srv.port6)
+            assert r.stdout == b"200", r.stdout
+        with Server("--root", root, "--address6", "::1", "--status", "/_st", "--status-allow",
+                    "127.0.0.0/8") as srv:
+            r = curl("-o", "/dev/null", "-w", "%{http_code}", "-g",
+                     "http://[::1]:%d/_st" % srv.port6)
+            assert r.stdout == b"403", r.stdout
+    # bad values are refused with the value named
+    for bad in ("10.0.0.0/33", "nonsense", "::1/129", ""):
+        r = run(ARGS.bin, "--root", root, "--status", "/_st", "--status-allow", bad)
+        assert r.returncode == 2 and "status_allow" in r.stderr, (bad, r.stderr)
+    r = run(ARGS.bin, "--root", root, "--status", "no-slash")
+    assert r.returncode == 2 and "status" in r.stderr, r.stderr
+
+
+def have_ipv6():
+    try:
+        with socket.socket(socket.AF_INET6) as s:
+            s.bind(("::1", 0))
+        return True
+    except OSError:
+        return False
+
+
+# ---- logs ----
+
+@test("logs")
+def t_access_log_escaping(d):
+    root = make_root(d)
+    log = os.path.join(d, "access.log")
+    with Server("--root", root, "--access-log", log) as srv:
+        curl("-A", 'x" 200 5 "-" "curl', srv.url("/"))
+        curl("-A", b"caf\xc3\xa9", "-e", "a\\b", srv.url("/?q=1"))
+        curl("-H", "User-Agent: tab\there", srv.url("/"))
+    lines = open(log, "rb").read().decode("ascii").splitlines()
+    assert len(lines) == 3, lines
+    # the forged agent stays inside its own quoted field
+    assert lines[0].endswith('"-" "x\\x22 200 5 \\x22-\\x22 \\x22curl"'), lines[0]
+    assert lines[0].count('"') == 6, lines[0]
+    assert lines[1].endswith('"a\\x5Cb" "caf\\xC3\\xA9"'), lines[1]
+    assert '"tab\\x09here"' in lines[2], lines[2]
+    # the combined format's shape
+    pat = re.compile(r'^127\.0\.0\.1 - - \[[^\]]+\] "GET /(\?q=1)? HTTP/1\.1" 200 \d+ "[^"]*" "[^"]*"$')
+    for l in lines:
+        assert pat.match(l), l
+
+
+@test("logs")
+def t_access_log_json(d):
+    root = make_root(d)
+    log = os.path.join(d, "access.json")
+    with Server("--root", root, "--access-log", log, "--access-log-format", "json") as srv:
+        curl("-A", b'x" \\ caf\xc3\xa9', srv.url("/sub/a.txt?x=1"))
+        curl(srv.url("/nope"))
+    lines = open(log, "rb").read().splitlines()
+    assert len(lines) == 2, lines
+    a, b = (json.loads(l) for l in lines)
+    assert a["method"] == "GET" and a["target"] == "/sub/a.txt?x=1" and a["status"] == 200
+    assert a["protocol"] == "HTTP/1.1" and a["remote_addr"] == "127.0.0.1"
+    # bytes above 0x7e come back one code point per byte (lossless, ASCII line)
+    assert a["user_agent"] == 'x" \\ caf\xc3\xa9', a["user_agent"]
+    assert b["status"] == 404 and b["referer"] == "" and isinstance(a["duration_ms"], int)
+    r = run(ARGS.bin, "--root", root, "--access-log-format", "xml")
+    assert r.returncode == 2 and "access_log_format" in r.stderr, r.stderr
+
+
+@test("logs")
+def t_sigusr1_reopens(d):
+    """logrotate's move-then-signal: every request is logged exactly once,
+    in the old or the new file, whole lines only, and the server lives."""
+    root = make_root(d)
+    log, elog = os.path.join(d, "access.log"), os.path.join(d, "error.log")
+    with Server("--root", root, "--access-log", log, "--error-log", elog) as srv:
+        n_threads, per_thread = 4, 150
+        errors = []
+
+        def client(k):
+            try:
+                for i in range(per_thread):
+                    with urllib.request.urlopen(srv.url("/sub/a.txt?c=%d&i=%d" % (k, i)),
+                                                timeout=20) as r:
+                        r.read()
+            except Exception as e:  # noqa
+                errors.append(e)
+        threads = [threading.Thread(target=client, args=(k,)) for k in range(n_threads)]
+        for t in threads:
+            t.start()
+        rotated = []
+        for i in range(3):
+            time.sleep(0.2)
+            dst = "%s.%d" % (log, i + 1)
+            os.rename(log, dst)
+            rotated.append(dst)
+            os.kill(srv.proc.pid, signal.SIGUSR1)
+            wait_for(lambda: os.path.exists(log), "the access log to be reopened")
+        for t in threads:
+            t.join(60)
+        assert not errors, errors
+        os.rename(elog, elog + ".1")
+        os.kill(srv.proc.pid, signal.SIGUSR1)
+        wait_for(lambda: os.path.exists(elog), "the error log to be reopened")
+        assert code(srv.url("/")) == 200
+    seen = []
+    for f in rotated + [log]:
+        data = open(f, "rb").read()
+        assert data == b"" or data.endswith(b"\n"), f
+        for l in data.decode("ascii").splitlines():
+            m = re.search(r'"GET /sub/a\.txt\?c=(\d+)&i=(\d+) HTTP/1\.1" 200 ', l)
+            if m:
+                seen.append((int(m.group(1)), int(m.group(2))))
+            else:
+                assert '"GET / HTTP/1.1" 200' in l, l
+    assert sorted(seen) == [(k, i) for k in range(n_threads) for i in range(per_thread)], \
+        "lost or doubled lines: %d of %d" % (len(seen), n_threads * per_thread)
+    assert sum(1 for f in rotated if os.path.getsize(f) > 0) >= 1
+    # the error log: timestamps and levels, in the old file and the new one
+    old, new = open(elog + ".1").read(), open(elog).read()
+    line_re = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}[+-]\d{4} \[(error|warn|notice|info)\] cshttpd: ")
+    for l in (old + new).splitlines():
+        assert line_re.match(l), l
+    assert "started" in old and "logs reopened" in old
+    assert "stopped" in new, new
+
+
+@test("logs")
+def t_error_log_errors(d):
+    root = make_root(d)
+    elog = os.path.join(d, "e.log")
+    # a server that cannot listen says so in its error log, with a level
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        r = run(ARGS.bin, "--root", root, "--port", str(port), "--error-log", elog)
+        assert r.returncode == 1
+        assert re.search(r"\[error\] cshttpd: cannot listen: Address already in use",
+                         open(elog).read()), open(elog).read()
+    r = run(ARGS.bin, "--root", root, "--error-log", os.path.join(d, "no", "such", "e.log"))
+    assert r.returncode == 2 and "error_log" in r.stderr, r.stderr
+
+
+# ---- --check-config ----
+
+@test("checkconfig")
+def t_check_config(d):
+    root = make_root(d)
+    cert, key = make_cert(d, "one")
+    cert2, key2 = make_cert(d, "two")
+    good = os.path.join(d, "good.conf")
+    with open(good, "w") as f:
+        f.write("root = %s\nport = 8088\ntls_cert = %s\ntls_key = %s\ntls_port = 8443\n"
+                "access_log = %s\nstatus = /status\nstatus_allow = 10.0.0.0/8,::1\n"
+                % (root, cert, key, os.path.join(d, "a.log")))
+    r = run(ARGS.bin, "--check-config", "--config", good)
+    assert r.returncode == 0, r.stderr
+    assert "configuration OK" in r.stdout and good in r.stdout, r.stdout
+    assert not os.path.exists(os.path.join(d, "a.log"))  # checked, not created
+    # every problem, each named: in the file and on the command line
+    bad = os.path.join(d, "bad.conf")
+    with open(bad, "w") as f:
+        f.write("root = %s\ntls_cert = %s\ntls_key = %s\nstatus_allow = 300.1.1.1/8\n"
+                "access_log_format = xml\ndemo = maybe\nmime_type = nothing\n"
+                % (os.path.join(d, "missing"), cert, key2))
+    r = run(ARGS.bin, "--check-config", "--config", bad, "--tls-port", "99999",
+            "--listing=perhaps")
+    assert r.returncode == 1, (r.returncode, r.stdout, r.stderr)
+    for what in ("root %s" % os.path.join(d, "missing"), "does not match the certificate",
+                 "status_allow: '300.1.1.1/8'", "access_log_format: 'xml'", "demo: 'maybe'",
+                 "mime_type: 'nothing'", "tls_port", "listing: 'perhaps'"):
+        assert what in r.stderr, (what, r.stderr)
+    assert re.search(r"\d+ problems", r.stderr), r.stderr
+    # a root that is a file, a certificate that is not one, a port that does not parse
+    notdir = os.path.join(d, "file")
+    open(notdir, "w").close()
+    junk = os.path.join(d, "junk.pem")
+    with open(junk, "w") as f:
+        f.write("not a certificate\n")
+    r = run(ARGS.bin, "--check-config", "--root", notdir, "--tls-cert", junk, "--tls-key", key,
+            "--port", "http")
+    assert r.returncode == 1
+    assert "is not a folder" in r.stderr and "cannot load a PEM certificate" in r.stderr and \
+        "--port" in r.stderr, r.stderr
+    # half a TLS pair
+    r = run(ARGS.bin, "--check-config", "--root", root, "--tls-cert", cert)
+    assert r.returncode == 1 and "tls_key" in r.stderr, r.stderr
+    r = run(ARGS.bin, "--check-config", "--config", os.path.join(d, "nope.conf"))
+    assert r.returncode == 1 and "nope.conf" in r.stderr, r.stderr
+
+
+# ---- --install-service ----
+
+def verify_unit(path):
+    """systemd-analyze verify, offline: this machine runs no systemd."""
+    sa = shutil.which("systemd-analyze")
+    if not sa:
+        raise AssertionError("systemd-analyze is missing: run scripts/install-deps.sh")
+    r = run(sa, "verify", "--man=no", path)
+    assert r.returncode == 0 and not r.stderr.strip(), (r.returncode, r.stdout, r.stderr)
+
+
+def unit_settings(path):
+    out = {}
+    for l in open(path).read().splitlines():
+        if "=" in l and not l.startswith("#"):
+            k, _, v = l.partition("=")
+            out.setdefault(k, []).append(v)
+    return out
+
+
+@test("service")
+def t_install_service(d):
+    root = make_root(d)
+    units = os.path.join(d, "units")
+    os.mkdir(units)
+    conf = os.path.join(d, "cshttpd.conf")
+    with open(conf, "w") as f:
+        f.write("root = %s\nport = 8080\naccess_log = /var/log/cshttpd/access.log\n" % root)
+    env = dict(os.environ, CSHTTPD_UNIT_DIR=units)
+    r = run(ARGS.bin, "--install-service", "--config", conf, env=env)
+    assert r.returncode == 0, r.stderr
+    unit = os.path.join(units, "cshttpd.service")
+    assert "wrote " + unit in r.stdout
+    if not os.path.isdir("/run/systemd/system"):
+        assert "systemd is not running" in r.stdout, r.stdout
+    verify_unit(unit)
+    u = unit_settings(unit)
+    exe = os.path.realpath(ARGS.bin)
+    assert u["ExecStart"] == ["%s --config %s" % (exe, os.path.realpath(conf))], u["ExecStart"]
+    for k, v in (("DynamicUser", "yes"), ("ProtectSystem", "strict"), ("NoNewPrivileges", "yes"),
+                 ("ProtectHome", "yes"), ("LogsDirectory", "cshttpd")):
+        assert u.get(k) == [v], (k, u.get(k))
+    assert os.path.realpath(root) in u["ReadOnlyPaths"], u["ReadOnlyPaths"]
+    assert "AmbientCapabilities" not in u, "no capability for port 8080"
+    assert u["CapabilityBoundingSet"] == [""]
+    # a privileged port gets CAP_NET_BIND_SERVICE, and only that; another name
+    with open(conf, "w") as f:
+        f.write("root = %s\nport = 80\n" % root)
+    r = run(ARGS.bin, "--install-service", "--config", conf, "--service-name", "web2",
+            "--unit-dir", units)
+    assert r.returncode == 0, r.stderr
+    unit2 = os.path.join(units, "web2.service")
+    verify_unit(unit2)
+    u = unit_settings(unit2)
+    assert u["AmbientCapabilities"] == ["CAP_NET_BIND_SERVICE"]
+    assert u["CapabilityBoundingSet"] == ["CAP_NET_BIND_SERVICE"]
+    # refusals: no config, other options, a bad config, a bad name
+    r = run(ARGS.bin, "--install-service", "--unit-dir", units)
+    assert r.returncode == 2 and "--config" in r.stderr, r.stderr
+    r = run(ARGS.bin, "--install-service", "--config", conf, "--root", root, "--unit-dir", units)
+    assert r.returncode == 2 and "only --config" in r.stderr, r.stderr
+    with open(os.path.join(d, "bad.conf"), "w") as f:
+        f.write("root = /no/such/folder\n")
+    r = run(ARGS.bin, "--install-service", "--config", os.path.join(d, "bad.conf"),
+            "--service-name", "bad", "--unit-dir", units)
+    assert r.returncode == 1 and "/no/such/folder" in r.stderr, r.stderr
+    assert not os.path.exists(os.path.join(units, "bad.service"))
+    r = run(ARGS.bin, "--install-service", "--config", conf, "--service-name", "a b",
+            "--unit-dir", units)
+    assert r.returncode == 2 and "service-name" in r.stderr, r.stderr
+    # uninstall
+    r = run(ARGS.bin, "--uninstall-service", "--service-name", "web2", "--unit-dir", units)
+    assert r.returncode == 0 and not os.path.exists(unit2), r.stderr
+    r = run(ARGS.bin, "--uninstall-service", env=env)
+    assert r.returncode == 0 and not os.path.exists(unit)
+    r = run(ARGS.bin, "--uninstall-service", env=env)
+    assert r.returncode == 1 and "cshttpd.service" in r.stderr, r.stderr
+
+
+@test("service")
+def t_shipped_unit_verifies(d):
+    """The unit in apps/cshttpd verifies too (its binary path made real)."""
+    text = open(os.path.join(REPO, "apps", "cshttpd", "cshttpd.service")).read()
+    text = text.replace("/usr/local/bin/cshttpd", os.path.realpath(ARGS.bin))
+    path = os.path.join(d, "cshttpd.service")
+    with open(path, "w") as f:
+        f.write(text)
+    verify_unit(path)
+    assert "--listing" not in text and "--demo" not in text
+
+
+# ---- MIME types ----
+
+@test("mime")
+def t_mime_types(d):
+    root = make_root(d)
+    for name in ("a.pnm", "b.html", "c.js", "d.weird", "e.ODT", "f.wasm"):
+        open(os.path.join(root, name), "w").close()
+    types = os.path.join(d, "mime.types")
+    with open(types, "w") as f:
+        f.write("# local\nimage/x-portable-anymap pnm\napplication/x-evil html js wasm\n"
+                "application/vnd.oasis.opendocument.text odt\n")
+
+    def ctype(srv, name):
+        r = curl("-o", "/dev/null", "-w", "%{content_type}", srv.url("/" + name))
+        return r.stdout.decode()
+    with Server("--root", root, "--mime-types", types, "--mime-type", "weird=text/x-weird",
+                "--mime-type", "pnm=image/x-mine") as srv:
+        assert ctype(srv, "e.ODT") == "application/vnd.oasis.opendocument.text"
+        assert ctype(srv, "b.html") == "text/html; charset=utf-8"
+        assert ctype(srv, "c.js") == "text/javascript; charset=utf-8"
+        assert ctype(srv, "f.wasm") == "application/wasm"
+        assert ctype(srv, "d.weird") == "text/x-weird"
+        assert ctype(srv, "a.pnm") == "image/x-mine"
+    with Server("--root", root, "--mime-types", "none") as srv:
+        assert ctype(srv, "e.ODT") == "application/octet-stream"
+    if os.path.exists("/etc/mime.types"):  # Debian's media-types
+        with Server("--root", root) as srv:
+            assert ctype(srv, "e.ODT") == "application/vnd.oasis.opendocument.text"
+            assert ctype(srv, "b.html") == "text/html; charset=utf-8"
+    r = run(ARGS.bin, "--root", root, "--mime-types", os.path.join(d, "none.types"))
+    assert r.returncode == 2 and "none.types" in r.stderr, r.stderr
+    r = run(ARGS.bin, "--root", root, "--mime-type", "x=bad type")
+    assert r.returncode == 2 and "mime_type" in r.stderr, r.stderr
+
+
+# ---- the status page in Chromium ----
+
+class Chromium:
+    """Headless Chromium driven over --remote-debugging-pipe (the DevTools
+    protocol, NUL-separated JSON on fds 3 and 4)."""
+
+    def __init__(self, binary, tmp):
+        self.r_ours, w_theirs = os.pipe()  # chromium writes fd 4
+        r_theirs, self.w_ours = os.pipe()  # chromium reads fd 3
+        self.profile = tempfile.mkdtemp(dir=tmp, prefix="chromium-")
+
+        def fds():
+            os.dup2(r_theirs, 3)
+            os.dup2(w_theirs, 4)
+        self.proc = subprocess.Popen(
+            [binary, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+             "--no-first-run", "--disable-background-networking", "--disable-component-update",
+             "--disable-sync", "--disable-dev-shm-usage", "--user-data-dir=" + self.profile,
+             "--remote-debugging-pipe", "about:blank"],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            stderr=open(os.path.join(tmp, "chromium.err"), "w"),
+            preexec_fn=fds, close_fds=False)  # fds 3 and 4 stay open
+        os.close(r_theirs)
+        os.close(w_theirs)
+        self.buf = b""
+        self.next_id = 0
+        self.events = []
+
+    def send(self, method, params=None, session=None):
+        self.next_id += 1
+        msg = {"id": self.next_id, "method": method, "params": params or {}}
+        if session:
+            msg["sessionId"] = session
+        os.write(self.w_ours, json.dumps(msg).encode() + b"\0")
+        return self.next_id
+
+    def read(self, timeout):
+        end = time.time() + timeout
+        while b"\0" not in self.buf:
+            left = end - time.time()
+            if left <= 0:
+                return None
+            ready, _, _ = select.select([self.r_ours], [], [], left)
+            if ready:
+                d = os.read(self.r_ours, 1 << 20)
+                if not d:
+                    raise AssertionError("chromium closed its pipe")
+                self.buf += d
+        msg, _, self.buf = self.buf.partition(b"\0")
+        return json.loads(msg)
+
+    def call(self, method, params=None, session=None, timeout=30):
+        i = self.send(method, params, session)
+        end = time.time() + timeout
+        while time.time() < end:
+            m = self.read(end - time.time())
+            if m is None:
+                break
+            if m.get("id") == i:
+                if "error" in m:
+                    raise AssertionError("%s: %s" % (method, m["error"]))
+                return m.get("result", {})
+            self.events.append(m)
+        raise AssertionError("no answer to " + method)
+
+    def pump(self, seconds):
+        end = time.time() + seconds
+        while time.time() < end:
+            m = self.read(end - time.time())
+            if m is None:
+                return
+            self.events.append(m)
+
+    def close(self):
+        try:
+            self.send("Browser.close")
+            self.proc.wait(timeout=15)
+        except Exception:  # noqa
+            self.proc.kill()
+            self.proc.wait()
+        os.close(self.r_ours)
+        os.close(self.w_ours)
+
+
+def chromium_binary():
+    b = ARGS.chromium or shutil.which("chromium") or shutil.which("chromium-browser")
+    if not b:
+        # install it as a fresh machine would, rather than skip the test
+        r = subprocess.run(["bash", os.path.join(REPO, "scripts", "install-deps.sh")],
+                           capture_output=True, text=True, timeout=900)
+        b = shutil.which("chromium")
+        assert b, "chromium could not be installed: %s" % r.stderr[-2000:]
+    return b
+
+
+@test("status")
+def t_status_page_in_chromium(d):
+    root = make_root(d)
+    with Server("--root", root, "--demo") as srv:
+        # load over two seconds, so that samples hold requests
+        end = time.time() + 2.5
+        n = 0
+        while time.time() < end:
+            with urllib.request.urlopen(srv.url("/demo/plaintext"), timeout=10) as r:
+                r.read()
+            n += 1
+        j = json.loads(curl(srv.url("/status.json")).stdout)
+        s = j["series"]
+        assert len(s["t_ms"]) >= 2 and max(s["rps"]) > 0, s
+        assert all(len(s[k]) == len(s["t_ms"]) for k in ("rps", "p50_ms", "p99_ms", "open",
+                                                          "idle", "active"))
+        assert j["routes"][0]["path"] == "/demo/plaintext" and j["routes"][0]["requests"] >= n
+        assert j["version"] and j["uptime_s"] >= 0 and j["workers_total"] >= 1
+        page = curl("-i", srv.url("/status")).stdout.decode()
+        # nothing from outside the page
+        assert not re.search(r'(src|href)="(https?:)?//', page), "an outside asset"
+        assert "Content-Security-Policy: default-src 'none'" in page
+
+        ch = Chromium(chromium_binary(), d)
+        try:
+            target = ch.call("Target.createTarget", {"url": "about:blank"})["targetId"]
+            session = ch.call("Target.attachToTarget", {"targetId": target,
+                                                        "flatten": True})["sessionId"]
+            for m in ("Runtime.enable", "Log.enable", "Page.enable"):
+                ch.call(m, session=session)
+            ch.call("Page.navigate", {"url": srv.url("/status")}, session=session)
+            # the page fetches its JSON at once, then every 2 s
+            ch.pump(4)
+            res = ch.call("Runtime.evaluate", {
+                "expression": "JSON.stringify({title: document.title, "
+                              "lines: [...document.querySelectorAll('svg polyline')].map("
+                              "p => p.getAttribute('points').trim().split(' ').length), "
+                              "ids: [...document.querySelectorAll('svg polyline')].map("
+                              "p => p.closest('svg').id), "
+                              "routes: document.getElementById('routes').textContent, "
+                              "meta: document.getElementById('meta').textContent, "
+                              "err: document.getElementById('err').textContent})",
+                "returnByValue": True}, session=session)
+            info = json.loads(res["result"]["value"])
+            ch.pump(0.5)
+        finally:
+            ch.close()
+        problems = []
+        for e in ch.events:
+            m, p = e.get("method"), e.get("params", {})
+            if m == "Runtime.exceptionThrown":
+                problems.append(p)
+            elif m == "Runtime.consoleAPICalled" and p.get("type") in ("error", "assert",
+                                                                     "warning"):
+                problems.append(p)
+            elif m == "Log.entryAdded" and p.get("entry", {}).get("level") in ("error",
+                                                                                "warning"):
+                problems.append(p)
+        assert not problems, "console errors: %r" % problems
+        assert info["title"] == "cshttpd status", info
+        assert info["err"] == "", info
+        # rps, p50 and p99, open idle and active: six lines with points
+        assert sorted(set(info["ids"])) == ["chart-conn", "chart-lat", "chart-rps"], info
+        assert len(info["lines"]) == 6 and min(info["lines"]) >= 2, info
+        assert "/demo/plaintext" in info["routes"] and "version" in info["meta"], info
+
+
+# ---- the README's Deploy section, step by step ----
+
+def readme_blocks():
+    """The sh blocks of apps/cshttpd/README.md's Deploy section, in order."""
+    text = open(os.path.join(REPO, "apps", "cshttpd", "README.md")).read()
+    sec = text.split("\n## Deploy", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"```(?:sh|conf)\n(.*?)```", sec, re.S)
+
+
+@test("deploy")
+def t_readme_deploy(d):
+    """Runs the Deploy section with its paths moved under a temporary
+    folder: /etc -> d/etc, /var/www/html -> d/www, /var/log/cshttpd ->
+    d/log, /run -> d/run, systemd's folder -> d/units."""
+    blocks = readme_blocks()
+    assert len(blocks) >= 4, blocks
+    root = make_root(d)
+    for sub in ("etc", "log", "run", "units", "etc/logrotate.d"):
+        os.makedirs(os.path.join(d, sub), exist_ok=True)
+    exe = os.path.realpath(ARGS.bin)
+
+    def local(text):
+        return (text.replace("/etc/", d + "/etc/").replace("/var/www/html", root)
+                .replace("/var/log/cshttpd", d + "/log").replace("/run/", d + "/run/"))
+    conf_text = local(blocks[0])
+    port = free_port()
+    conf_text = re.sub(r"(?m)^port = \d+", "port = %d" % port, conf_text)
+    conf = d + "/etc/cshttpd.conf"
+    with open(conf, "w") as f:
+        f.write(conf_text)
+    env = dict(os.environ, CSHTTPD_UNIT_DIR=d + "/units")
+    # the other blocks are shell: cshttpd is the binary under test
+    steps = []
+    for b in blocks[1:]:
+        for line in b.splitlines():
+            line = line.split("  #")[0].strip()
+            if line and not line.startswith("#"):
+                steps.append(local(line).replace("cshttpd ", exe + " ", 1)
+                             if line.startswith("cshttpd ") else local(line))
+    # 1. --check-config
+    check = [s for s in steps if "--check-config" in s]
+    assert check, steps
+    r = subprocess.run(check[0], shell=True, capture_output=True, text=True, env=env, timeout=30)
+    assert r.returncode == 0 and "configuration OK" in r.stdout, (check[0], r.stdout, r.stderr)
+    # 2. --install-service, then systemd-analyze verify of what it wrote
+    inst = [s for s in steps if "--install-service" in s]
+    assert inst, steps
+    r = subprocess.run(inst[0], shell=True, capture_output=True, text=True, env=env, timeout=30)
+    assert r.returncode == 0, (inst[0], r.stderr)
+    verify_unit(d + "/units/cshttpd.service")
+    # 3. the server as the unit starts it, then logrotate with the README's file
+    srv = subprocess.Popen([exe, "--config", conf], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(lambda: os.path.exists(d + "/run/cshttpd.pid"), "the pid file")
+        url = "http://127.0.0.1:%d/" % port
+        assert code(url) == 200
+        lr_conf = [b for b in blocks if "postrotate" in b]
+        assert lr_conf, "no logrotate file in the README"
+        lr = d + "/etc/logrotate.d/cshttpd"
+        with open(lr, "w") as f:
+            f.write(local(lr_conf[0]))
+        logrotate = shutil.which("logrotate") or "/usr/sbin/logrotate"
+        assert os.path.exists(logrotate), "logrotate is missing: run scripts/install-deps.sh"
+        r = run(logrotate, "--force", "--state", d + "/logrotate.state", lr)
+        assert r.returncode == 0, r.stderr
+        wait_for(lambda: os.path.exists(d + "/log/access.log"), "a new access log")
+        assert code(url + "?after") == 200
+        wait_for(lambda: "?after" in open(d + "/log/access.log").read(),
+                 "the request after the rotation in the new file")
+        rotated = [f for f in os.listdir(d + "/log") if f.startswith("access.log.")]
+        assert rotated, os.listdir(d + "/log")
+        assert "?after" not in open(d + "/log/" + sorted(rotated)[0]).read()
+    finally:
+        srv.send_signal(signal.SIGTERM)
+        out, err = srv.communicate(timeout=20)
+    assert srv.returncode == 0 and "Sanitizer" not in err, err
+    # 4. --uninstall-service
+    un = [s for s in steps if "--uninstall-service" in s]
+    if un:
+        r = subprocess.run(un[0], shell=True, capture_output=True, text=True, env=env,
+                           timeout=30)
+        assert r.returncode == 0, r.stderr
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@test("man")
+def t_man_page(d):
+    """The man page names every option --help shows, and renders."""
+    man = open(os.path.join(REPO, "apps", "cshttpd", "cshttpd.1")).read()
+    helptext = run(ARGS.bin, "--help").stdout
+    opts = sorted(set(re.findall(r"(?m)^\s+(--[a-z0-9-]+)", helptext)))
+    assert len(opts) > 30, opts
+    missing = [o for o in opts if o.replace("-", "\\-") not in man and o not in man]
+    assert not missing, "not in cshttpd.1: %s" % missing
+    for word in ("SIGUSR1", "SIGHUP", "SIGTERM", "EXIT STATUS", "FILES", "/etc/mime.types"):
+        assert word in man, word
+    if shutil.which("groff"):
+        r = run("groff", "-man", "-Tutf8", "-ww", os.path.join(REPO, "apps", "cshttpd",
+                                                                "cshttpd.1"))
+        assert r.returncode == 0 and not r.stderr.strip(), r.stderr
+
+
+def main():
+    global ARGS
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bin", required=True)
+    ap.add_argument("--curl", default=shutil.which("curl") or "curl")
+    ap.add_argument("--chromium", default=None)
+    ap.add_argument("--group", default=None)
+    ap.add_argument("--workdir", default=None,
+                    help="temporary files here (not under /tmp: units there get PrivateTmp=no)")
+    ARGS = ap.parse_args()
+    if ARGS.workdir:
+        os.makedirs(ARGS.workdir, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix="cshttpd-deploy-", dir=ARGS.workdir)
+    groups = [ARGS.group] if ARGS.group else list(TESTS)
+    failed = 0
+    try:
+        for g in groups:
+            for fn in TESTS[g]:
+                t0 = time.time()
+                try:
+                    fn(tempfile.mkdtemp(dir=tmp))
+                    print("ok   %s.%s (%.1fs)" % (g, fn.__name__, time.time() - t0), flush=True)
+                except Exception:
+                    failed += 1
+                    print("FAIL %s.%s" % (g, fn.__name__), flush=True)
+                    traceback.print_exc()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
