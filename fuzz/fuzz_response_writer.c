@@ -159,9 +159,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     tw_run run;
     tw_serve(&run, req, (size_t)len, 0, NULL, handler);
     if (cut) {
-        /* a close-delimited body (HTTP/1.0) cannot show it: RFC 9112 §6.3 (8) */
+        /* a close-delimited body (HTTP/1.0) cannot show it (RFC 9112 §6.3
+         * (8)), and a 204 or 304 has no body to cut */
         CHECK(run.n == 1 && (run.error == CSH_E_BODY_TRUNCATED || head ||
-                             (run.error == 0 && run.r[0].framing == CSH_BODY_UNTIL_CLOSE)),
+                             (run.error == 0 && (run.r[0].framing == CSH_BODY_UNTIL_CLOSE ||
+                                                 run.r[0].framing == CSH_BODY_NONE))),
               "a response cut short parsed as complete (error %d)", run.error);
         goto done;
     }
@@ -175,10 +177,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
          * head went out; otherwise the status is the handler's */
         CHECK(t->status == set_status || t->status >= 500, "status %d, set %d", t->status,
               set_status);
-        if (t->status == set_status && !head && !gzip && t->status != 204 && t->status != 304) {
+        /* RFC 9110 §15.3.6: a 205 has no content, whatever was written */
+        if (t->status == 205) CHECK(t->body_len == 0, "205 with %zu bytes", t->body_len);
+        if (t->status == set_status && !head && !gzip && t->status != 204 && t->status != 205 &&
+            t->status != 304) {
             CHECK(t->body_len == (size_t)n_written &&
                       (n_written == 0 || memcmp(t->body, written, (size_t)n_written) == 0),
-                  "body of %zu bytes, %d written", t->body_len, n_written);
+                  "status %d: body of %zu bytes, %d written", t->status, t->body_len, n_written);
         }
         if (last_ok && t->status == set_status) {
             /* fields the toolkit owns (Content-Length, Date...) may be

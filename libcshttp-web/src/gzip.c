@@ -107,9 +107,9 @@ int cshw__gzip_write(cshw_context *ctx, const void *data, size_t len, int flush,
             /* zlib is done when it left room in the output (and, to finish,
              * said so) */
         } while (gz->z.avail_out == 0 || (mode == Z_FINISH && r != Z_STREAM_END));
+        if (last) return 0; /* before moving `in`: a flush brings data == NULL, len 0 */
         in += piece;
         len -= piece;
-        if (last) return 0;
     }
 }
 
