@@ -305,8 +305,11 @@ static int check_writable(settings *s, const char *what, const char *path)
         dir[1] = '\0';
     else
         *slash = '\0';
-    /* the unit's LogsDirectory= makes /var/log/NAME for the service */
-    if (s->installing && strncmp(dir, "/var/log/", 9) == 0 && !strchr(dir + 9, '/')) return 0;
+    /* the unit's LogsDirectory= and RuntimeDirectory= make /var/log/NAME
+     * and /run/NAME for the service */
+    if (s->installing && ((strncmp(dir, "/var/log/", 9) == 0 && !strchr(dir + 9, '/')) ||
+                          (strncmp(dir, "/run/", 5) == 0 && !strchr(dir + 5, '/'))))
+        return 0;
     if (access(dir, W_OK | X_OK) != 0) {
         problem(s, "%s %s: cannot be created in %s: %s", what, path, dir, strerror(errno));
         return -1;

@@ -142,16 +142,24 @@ int service_unit_text(const service_spec *s, char *buf, size_t cap, char *err, s
         if (unit_path(p, sizeof p, s->readable[i], "a TLS file", err, errlen) < 0) return -1;
         APPEND("ReadOnlyPaths=%s\n", p);
     }
+    char done[4][4200];
+    size_t ndone = 0;
     for (size_t i = 0; i < sizeof s->writable / sizeof s->writable[0]; i++) {
         if (!s->writable[i]) continue;
         char dir[4200];
         dir_of(dir, sizeof dir, s->writable[i]);
         if (unit_path(p, sizeof p, dir, "a log or pid file's folder", err, errlen) < 0)
             return -1;
-        /* /var/log/NAME/...: systemd makes the folder and gives it to the
-         * dynamic user; elsewhere the folder must already be writable */
-        if (strncmp(dir, "/var/log/", 9) == 0 && !strchr(dir + 9, '/'))
+        int seen = 0;
+        for (size_t k = 0; k < ndone; k++) seen |= strcmp(done[k], p) == 0;
+        if (seen) continue;
+        strcpy(done[ndone++], p);
+        /* /var/log/NAME and /run/NAME: systemd makes the folder and gives
+         * it to the dynamic user; elsewhere it must already be writable */
+        if (strncmp(dir, "/var/log/", 9) == 0 && dir[9] && !strchr(dir + 9, '/'))
             APPEND("LogsDirectory=%s\n", p + 9);
+        else if (strncmp(dir, "/run/", 5) == 0 && dir[5] && !strchr(dir + 5, '/'))
+            APPEND("RuntimeDirectory=%s\n", p + 5);
         else
             APPEND("ReadWritePaths=%s\n", p);
     }

@@ -685,7 +685,7 @@ def t_readme_deploy(d):
     blocks = readme_blocks()
     assert len(blocks) >= 4, blocks
     root = make_root(d)
-    for sub in ("etc", "log", "run", "units", "etc/logrotate.d"):
+    for sub in ("etc", "log", "run/cshttpd", "units", "etc/logrotate.d"):
         os.makedirs(os.path.join(d, sub), exist_ok=True)
     exe = os.path.realpath(ARGS.bin)
 
@@ -695,6 +695,7 @@ def t_readme_deploy(d):
     conf_text = local(blocks[0])
     port = free_port()
     conf_text = re.sub(r"(?m)^port = \d+", "port = %d" % port, conf_text)
+    conf_text = re.sub(r"(?m)^address = .*", "address = 127.0.0.1", conf_text)
     conf = d + "/etc/cshttpd.conf"
     with open(conf, "w") as f:
         f.write(conf_text)
@@ -722,7 +723,7 @@ def t_readme_deploy(d):
     srv = subprocess.Popen([exe, "--config", conf], stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, text=True)
     try:
-        wait_for(lambda: os.path.exists(d + "/run/cshttpd.pid"), "the pid file")
+        wait_for(lambda: os.path.exists(d + "/run/cshttpd/cshttpd.pid"), "the pid file")
         url = "http://127.0.0.1:%d/" % port
         assert code(url) == 200
         lr_conf = [b for b in blocks if "postrotate" in b]
