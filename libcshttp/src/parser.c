@@ -545,6 +545,8 @@ int csh_parser_execute(csh_parser *p, const char *buf, size_t len)
 {
     if (p->result_ != CSH_INCOMPLETE) return p->result_;
     if (len < p->len_ || (buf == NULL && len > 0)) return CSH_E_INVALID_ARGUMENT;
+    /* no new bytes: the answer cannot have changed (cheap empty calls) */
+    if (len == p->len_ && len > 0) return CSH_INCOMPLETE;
     p->len_ = len;
 #ifdef CSH_HAVE_AVX2
     if (p->simd_) return csh__run_avx2(p, buf, len);

@@ -143,6 +143,32 @@ static void test_body_length(void **state)
     }
 }
 
+/* body.h: csh_body_done says the end of a Content-Length body with the
+ * CSH_DATA that carried its last byte, without one more call. */
+static void test_body_length_done_without_extra_call(void **state)
+{
+    (void)state;
+    fixture f;
+    parse_head(&f, CSH_REQUEST, CSH_METHOD_OTHER,
+               S("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\n"));
+    csh_body b;
+    csh_body_init(&b, &f.p.msg, NULL, 0, NULL, 0);
+    size_t used;
+    csh_span d;
+    assert_false(csh_body_done(&b));
+    assert_int_equal(csh_body_read(&b, "hel", 3, &used, &d), CSH_DATA);
+    assert_false(csh_body_done(&b));
+    assert_int_equal(csh_body_read(&b, "loGET", 5, &used, &d), CSH_DATA);
+    assert_int_equal(used, 2);
+    assert_true(csh_body_done(&b)); /* known now: the next message starts at "GET" */
+    assert_int_equal(csh_body_read(&b, "GET", 3, &used, &d), CSH_OK);
+    assert_int_equal(used, 0);
+    /* no body at all: done from the start */
+    parse_head(&f, CSH_REQUEST, CSH_METHOD_OTHER, S("GET / HTTP/1.1\r\nHost: a\r\n\r\n"));
+    csh_body_init(&b, &f.p.msg, NULL, 0, NULL, 0);
+    assert_true(csh_body_done(&b));
+}
+
 /* body.h: the input ends before Content-Length bytes: truncated. */
 static void test_body_length_truncated(void **state)
 {
@@ -323,6 +349,7 @@ int main(void)
         cmocka_unit_test_teardown(test_body_head_response, free_live),
         cmocka_unit_test_teardown(test_body_length, free_live),
         cmocka_unit_test_teardown(test_body_length_truncated, free_live),
+        cmocka_unit_test(test_body_length_done_without_extra_call),
         cmocka_unit_test_teardown(test_body_length_empty_call, free_live),
         cmocka_unit_test_teardown(test_body_chunked, free_live),
         cmocka_unit_test_teardown(test_body_chunked_truncated, free_live),

@@ -209,6 +209,27 @@ static void test_len_shrinks(void **state)
     assert_int_equal(csh_error_status(CSH_E_INVALID_ARGUMENT), 500);
 }
 
+/* parser.h: calls that bring no new byte say CSH_INCOMPLETE and change
+ * nothing; the next bytes complete the head as if they had not been made. */
+static void test_calls_without_new_bytes(void **state)
+{
+    (void)state;
+    static const char wire[] = "GET /x HTTP/1.1\r\nHost: a\r\nX-Long: abcdef\r\n\r\n";
+    for (size_t cut = 1; cut < sizeof wire - 1; cut++) {
+        csh_header f[8];
+        csh_parser p;
+        csh_parser_init(&p, CSH_REQUEST, f, 8, NULL, 0);
+        assert_int_equal(csh_parser_execute(&p, wire, cut), CSH_INCOMPLETE);
+        for (int k = 0; k < 3; k++)
+            assert_int_equal(csh_parser_execute(&p, wire, cut), CSH_INCOMPLETE);
+        assert_int_equal(csh_parser_execute(&p, wire, sizeof wire - 1), CSH_OK);
+        assert_int_equal(p.msg.num_headers, 2);
+        assert_true(csh_span_eq(wire, p.msg.target, "/x"));
+        assert_true(csh_span_eq(wire, f[1].value, "abcdef"));
+        assert_int_equal(p.msg.head_length, sizeof wire - 1);
+    }
+}
+
 /* Zero bytes: nothing to parse yet, not an error. */
 static void test_empty_input(void **state)
 {
@@ -805,6 +826,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_sticky_error),
         cmocka_unit_test(test_len_shrinks),
         cmocka_unit_test(test_empty_input),
+        cmocka_unit_test(test_calls_without_new_bytes),
         cmocka_unit_test(test_error_offset),
         cmocka_unit_test(test_spans_survive_buffer_move),
         cmocka_unit_test(test_4k_head_byte_by_byte),

@@ -49,6 +49,16 @@ CSH_EXPORT void csh_body_init(csh_body *b, const csh_message *msg, const csh_lim
 CSH_EXPORT int csh_body_read(csh_body *b, const char *buf, size_t len, size_t *consumed,
                              csh_span *data);
 
+/* 1 once the body has ended: right after the CSH_DATA that carried the last
+ * byte of a Content-Length body (no further call is needed to learn it:
+ * the next message starts after `used`), or once csh_body_read returned
+ * CSH_OK. A chunked body ends with its last chunk and trailer section,
+ * which only a call that reads them can report. */
+static inline int csh_body_done(const csh_body *b)
+{
+    return b->done_;
+}
+
 /* The input ended (the peer closed). CSH_OK if the body is complete (or ends
  * with the connection), CSH_E_BODY_TRUNCATED otherwise. */
 CSH_EXPORT int csh_body_finish(csh_body *b);

@@ -192,7 +192,8 @@ CSH_EXPORT void csh_parser_set_request_method(csh_parser *p, csh_method method);
  * p->msg.head_length), CSH_INCOMPLETE when more bytes are needed, or a
  * negative csh_error (see csh_parser_error_offset). Once CSH_OK or an error
  * is returned, later calls return it again until csh_parser_reset. A `len`
- * smaller than an earlier call's is CSH_E_INVALID_ARGUMENT. */
+ * smaller than an earlier call's is CSH_E_INVALID_ARGUMENT; a call that
+ * brings no new byte returns CSH_INCOMPLETE at once, without scanning.  */
 CSH_EXPORT int csh_parser_execute(csh_parser *p, const char *buf, size_t len);
 
 /* After an error: the offset in the message of the byte where it was
