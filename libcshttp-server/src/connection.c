@@ -1,15 +1,26 @@
-/* One connection's life: read, parse the head with csh_parser, hand it and
- * a socket transport to the toolkit's context, keep-alive, pipelining, and
- * back to epoll when the socket is really idle.
+/* One connection's life, driven by its epoll events without ever waiting
+ * on the network, except inside a streaming route's handler:
  *
- * The read buffer holds the head at its start for the whole request (the
- * context's spans point into it); body bytes are read after the head and
- * handed out through peek/consume, and when they are all consumed the next
- * read reuses the space after the head. What a request leaves (a pipelined
- * head) moves to the front for the next parse. An idle connection with no
- * bytes pending frees its buffer and parser. */
+ *   accept ─> [TLS handshake] ─> READ ──────────────> (idle in epoll)
+ *                                 │  head and body read into the exchange
+ *                                 │  as they arrive (cshw_exchange_input)
+ *                                 ▼
+ *                            run the handler (cshw_exchange_run): the only
+ *                            time a worker is held
+ *                                 │  output the socket does not take is
+ *                                 │  queued (bytes, file ranges)
+ *                                 ▼
+ *                               WRITE ──(EPOLLOUT)──> sent: READ again,
+ *                                                     or LINGER
+ *                               LINGER: shut down our side, read and discard
+ *                               what the client still sends (bounded), close
+ *
+ * Every HTTP byte comes from the toolkit's exchange (libcshttp-web): this
+ * file owns the socket, the queue of what is left to send, the deadlines
+ * and the lingering close. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -23,12 +34,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <cshttp/web/request.h>
 #include <cshttp/web/response.h>
 
 #include "server_impl.h"
 
-static _Thread_local cshs_worker *tls_worker;
+#define STREAM_BUF 16384u   /* a streaming route's read buffer */
+#define TLS_FILE_CHUNK 16384u /* a file sent over TLS is read this much at a time */
+#define OUT_MIN 4096u         /* the smallest output block */
 
 /* ThreadSanitizer does not see the order that a one-shot re-arm
  * (EPOLL_CTL_MOD) gives between the worker that re-arms and the worker that
@@ -60,25 +72,7 @@ static pthread_mutex_t tsan_locks[64] = {
 #define TSAN_UNLOCK(fd) ((void)0)
 #endif
 
-/* ---- the socket transport ---- */
-
-/* Waits for `events` within a deadline checked in slices, so a forced stop
- * is noticed. 0 when ready, -ETIMEDOUT, -ECONNABORTED. */
-static int wait_fd(cshs_conn *c, short events, int64_t until_ms)
-{
-    cshs_server *s = c->srv;
-    for (;;) {
-        if (atomic_load(&s->forced)) return -ECONNABORTED;
-        int64_t now = cshs__now_ms();
-        if (until_ms && now >= until_ms) return -ETIMEDOUT;
-        int64_t slice = 200;
-        if (until_ms && until_ms - now < slice) slice = until_ms - now;
-        struct pollfd p = {c->fd, events, 0};
-        int r = poll(&p, 1, (int)slice);
-        if (r > 0) return 0;
-        if (r < 0 && errno != EINTR) return -errno;
-    }
-}
+/* ---- the socket, plain or TLS ---- */
 
 /* Reads from the socket, or through OpenSSL. > 0 bytes, 0 at the end of
  * input, -EAGAIN (wait for c->tls_wait), -errno. */
@@ -120,58 +114,293 @@ static ssize_t conn_send(cshs_conn *c, const void *buf, size_t len)
     }
 }
 
+/* Waits for `events` until until_ms (0: no limit), in slices so that a
+ * forced stop is noticed. 0 when ready, -ETIMEDOUT, -ECONNABORTED. Only a
+ * worker inside a handler waits (a streaming route, or output above the
+ * high-water mark). */
+static int wait_fd(cshs_conn *c, short events, int64_t until_ms)
+{
+    cshs_server *s = c->srv;
+    for (;;) {
+        if (atomic_load(&s->forced)) return -ECONNABORTED;
+        int64_t now = cshs__now_ms();
+        if (until_ms && now >= until_ms) return -ETIMEDOUT;
+        int64_t slice = 200;
+        if (until_ms && until_ms - now < slice) slice = until_ms - now;
+        struct pollfd p = {c->fd, events, 0};
+        int r = poll(&p, 1, (int)slice);
+        if (r > 0) return 0;
+        if (r < 0 && errno != EINTR) return -errno;
+    }
+}
+
+/* ---- output: sent at once, or queued for the loop ---- */
+
+static void out_pop(cshs_conn *c)
+{
+    cshs_out *o = c->out;
+    c->out = o->next;
+    if (!c->out) c->out_tail = NULL;
+    if (o->fd >= 0) close(o->fd);
+    c->out_bytes -= o->n - o->pos;
+    free(o);
+}
+
+static void out_clear(cshs_conn *c)
+{
+    while (c->out) out_pop(c);
+}
+
+static int out_queue_bytes(cshs_conn *c, const char *p, size_t len)
+{
+    cshs_out *t = c->out_tail;
+    if (t && t->fd < 0 && t->cap - t->n >= len) {
+        memcpy(t->data + t->n, p, len);
+        t->n += len;
+        c->out_bytes += len;
+        return 0;
+    }
+    size_t cap = len < OUT_MIN ? OUT_MIN : len;
+    cshs_out *o = malloc(sizeof *o + cap);
+    if (!o) return -ENOMEM;
+    o->next = NULL;
+    o->fd = -1;
+    o->off = 0;
+    o->left = 0;
+    o->pos = 0;
+    o->n = len;
+    o->cap = cap;
+    memcpy(o->data, p, len);
+    if (c->out_tail)
+        c->out_tail->next = o;
+    else
+        c->out = o;
+    c->out_tail = o;
+    c->out_bytes += len;
+    return 0;
+}
+
+static int out_queue_file(cshs_conn *c, int fd, off_t off, uint64_t len)
+{
+    size_t cap = c->ssl ? TLS_FILE_CHUNK : 0; /* TLS: the file is read into data */
+    cshs_out *o = malloc(sizeof *o + cap);
+    if (!o) return -ENOMEM;
+    o->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    if (o->fd < 0) {
+        int e = -errno;
+        free(o);
+        return e;
+    }
+    o->next = NULL;
+    o->off = off;
+    o->left = len;
+    o->pos = o->n = 0;
+    o->cap = cap;
+    if (c->out_tail)
+        c->out_tail->next = o;
+    else
+        c->out = o;
+    c->out_tail = o;
+    return 0;
+}
+
+static void sent(cshs_conn *c, size_t n)
+{
+    atomic_fetch_add(&c->srv->c_bytes_out, (uint64_t)n);
+    c->last_io_ms = cshs__now_ms();
+}
+
+/* Sends what is queued without waiting: 1 when all of it went, 0 when the
+ * socket is full (wait for c->tls_wait), or a negative error. */
+static int out_flush(cshs_conn *c)
+{
+    cshs_out *o;
+    while ((o = c->out)) {
+        if (o->fd >= 0 && !c->ssl) {
+            if (o->left == 0) {
+                out_pop(c);
+                continue;
+            }
+            size_t want = o->left > (1u << 30) ? (1u << 30) : (size_t)o->left;
+            ssize_t n = sendfile(c->fd, o->fd, &o->off, want);
+            if (n > 0) {
+                o->left -= (uint64_t)n;
+                sent(c, (size_t)n);
+                continue;
+            }
+            if (n == 0) return -EIO; /* the file is shorter than said */
+            if (errno == EINTR) continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                c->tls_wait = POLLOUT;
+                return 0;
+            }
+            return -errno;
+        }
+        if (o->pos == o->n) {
+            if (o->fd < 0 || o->left == 0) {
+                out_pop(c);
+                continue;
+            }
+            /* a file over TLS: the next piece of it, encrypted from memory */
+            size_t want = o->left < o->cap ? (size_t)o->left : o->cap;
+            ssize_t n = pread(o->fd, o->data, want, o->off);
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) return n < 0 ? -errno : -EIO;
+            o->off += n;
+            o->left -= (uint64_t)n;
+            o->pos = 0;
+            o->n = (size_t)n;
+        }
+        ssize_t n = conn_send(c, o->data + o->pos, o->n - o->pos);
+        if (n > 0) {
+            o->pos += (size_t)n;
+            if (o->fd < 0) c->out_bytes -= (size_t)n;
+            sent(c, (size_t)n);
+            continue;
+        }
+        if (n == -EAGAIN) return 0;
+        return n < 0 ? (int)n : -EPIPE;
+    }
+    return 1;
+}
+
+/* A handler's output above the high-water mark: the worker sends until the
+ * queue is under half of it, waiting for the client within send_timeout_ms.
+ * This is the one way a slow reader holds a worker: a handler that streams
+ * more than write_high_water bytes of its own memory. */
+static int out_throttle(cshs_conn *c)
+{
+    cshs_server *s = c->srv;
+    size_t mark = s->o.write_high_water;
+    while (c->out_bytes > mark / 2) {
+        int r = out_flush(c);
+        if (r < 0) return r;
+        if (r == 1) break;
+        int64_t until = s->o.send_timeout_ms ? c->last_io_ms + (int64_t)s->o.send_timeout_ms : 0;
+        r = wait_fd(c, c->tls_wait, until);
+        if (r == -ETIMEDOUT) atomic_fetch_add(&s->e_send, 1);
+        if (r < 0) return r;
+    }
+    return 0;
+}
+
+/* ---- the transport the exchange uses ---- */
+
+static ssize_t t_read(void *io, void *buf, size_t cap)
+{
+    cshs_conn *c = io;
+    /* a streaming route's handler read past its body: those bytes first */
+    if (c->spos < c->slen) {
+        size_t n = c->slen - c->spos < cap ? c->slen - c->spos : cap;
+        memcpy(buf, c->sbuf + c->spos, n);
+        c->spos += n;
+        return (ssize_t)n;
+    }
+    ssize_t n = conn_recv(c, buf, cap);
+    if (n > 0) {
+        atomic_fetch_add(&c->srv->c_bytes_in, (uint64_t)n);
+        c->last_io_ms = cshs__now_ms();
+    } else if (n < 0 && n != -EAGAIN) {
+        atomic_fetch_add(&c->srv->e_io, 1);
+    }
+    return n;
+}
+
+static int t_write(void *io, const void *data, size_t len)
+{
+    cshs_conn *c = io;
+    const char *p = data;
+    if (!c->out) {
+        while (len > 0) {
+            ssize_t n = conn_send(c, p, len);
+            if (n > 0) {
+                p += n;
+                len -= (size_t)n;
+                sent(c, (size_t)n);
+                continue;
+            }
+            if (n == -EAGAIN) break;
+            atomic_fetch_add(&c->srv->e_io, 1);
+            return n < 0 ? (int)n : -EPIPE;
+        }
+        if (len == 0) return 0;
+    }
+    int r = out_queue_bytes(c, p, len);
+    if (r < 0) return r;
+    if (c->out_bytes > c->srv->o.write_high_water) return out_throttle(c);
+    return 0;
+}
+
+static int t_send_file(void *io, int fd, off_t offset, size_t len)
+{
+    cshs_conn *c = io;
+    if (!c->out && !c->ssl) {
+        while (len > 0) {
+            ssize_t n = sendfile(c->fd, fd, &offset, len);
+            if (n > 0) {
+                len -= (size_t)n;
+                sent(c, (size_t)n);
+                continue;
+            }
+            if (n == 0) return -EIO; /* the file is shorter than said */
+            if (errno == EINTR) continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+            atomic_fetch_add(&c->srv->e_io, 1);
+            return -errno;
+        }
+        if (len == 0) return 0;
+    }
+    /* the rest goes out from the loop: no worker waits for a slow reader */
+    int r = out_queue_file(c, fd, offset, len);
+    if (r == 0 && c->ssl) {
+        r = out_flush(c);
+        r = r < 0 ? r : 0;
+    }
+    return r;
+}
+
+/* A streaming route's body: read on demand, waiting within the body
+ * deadlines (min_body_rate after body_grace_ms, read_timeout_ms). */
 static int t_peek(void *io, const char **data, size_t *len)
 {
     cshs_conn *c = io;
     cshs_server *s = c->srv;
-    /* A request's input ends with its body, whose end a Content-Length
-     * gives: past it nothing is waited for on this request's behalf (on a
-     * keep-alive socket a read there would wait for the next request). */
-    if (c->body_consumed >= c->body_limit) {
-        *data = c->buf + c->pos;
-        *len = 0;
+    if (c->spos < c->slen) {
+        *data = c->sbuf + c->spos;
+        *len = c->slen - c->spos;
         return 0;
     }
-    if (c->pos < c->len) {
-        *data = c->buf + c->pos;
-        *len = c->len - c->pos;
-        return 0;
-    }
-    /* everything after the head was used: read into that space again */
-    c->pos = c->len = c->body_base;
+    if (!c->sbuf && !(c->sbuf = malloc(STREAM_BUF))) return -ENOMEM;
+    c->spos = c->slen = 0;
+    int64_t start_ms = cshw_exchange_body_start_us(c->x) / 1000;
     for (;;) {
-        ssize_t n = conn_recv(c, c->buf + c->len, c->cap - c->len);
-        if (n > 0) {
-            c->len += (size_t)n;
-            c->body_bytes += (uint64_t)n;
-            c->last_read_ms = cshs__now_ms();
-            atomic_fetch_add(&s->c_bytes_in, (uint64_t)n);
-            *data = c->buf + c->pos;
-            *len = c->len - c->pos;
-            return 0;
-        }
-        if (n == 0) {
-            *data = c->buf + c->pos;
-            *len = 0;
+        ssize_t n = conn_recv(c, c->sbuf, STREAM_BUF);
+        if (n >= 0) {
+            if (n > 0) {
+                atomic_fetch_add(&s->c_bytes_in, (uint64_t)n);
+                c->last_io_ms = cshs__now_ms();
+            }
+            c->slen = (size_t)n;
+            *data = c->sbuf;
+            *len = (size_t)n;
             return 0;
         }
         if (n != -EAGAIN) {
             atomic_fetch_add(&s->e_io, 1);
             return (int)n;
         }
-        /* the minimum body rate (after the grace period) and the read
-         * timeout, checked at least every 200 ms while waiting */
         for (;;) {
             int64_t now = cshs__now_ms();
-            int64_t elapsed = now - c->body_start_ms;
+            int64_t elapsed = now - start_ms;
+            uint64_t got = cshw_exchange_body_received(c->x);
             if (s->o.min_body_rate && elapsed > (int64_t)s->o.body_grace_ms &&
-                c->body_bytes * 1000u < (uint64_t)s->o.min_body_rate * (uint64_t)elapsed) {
+                got * 1000u < (uint64_t)s->o.min_body_rate * (uint64_t)elapsed) {
                 atomic_fetch_add(&s->e_body, 1);
                 return -ETIMEDOUT;
             }
             int64_t until = now + 200;
             if (s->o.read_timeout_ms) {
-                int64_t rt = c->last_read_ms + (int64_t)s->o.read_timeout_ms;
+                int64_t rt = c->last_io_ms + (int64_t)s->o.read_timeout_ms;
                 if (now >= rt) {
                     atomic_fetch_add(&s->e_body, 1);
                     return -ETIMEDOUT;
@@ -188,74 +417,18 @@ static int t_peek(void *io, const char **data, size_t *len)
 static void t_consume(void *io, size_t n)
 {
     cshs_conn *c = io;
-    if (n > c->len - c->pos) n = c->len - c->pos;
-    c->pos += n;
-    c->body_consumed += n;
+    if (n > c->slen - c->spos) n = c->slen - c->spos;
+    c->spos += n;
 }
 
-static int wait_send(cshs_conn *c)
+static const cshw_transport_ops socket_ops = {t_peek, t_consume, t_write,
+                                              NULL,   t_send_file, t_read};
+
+static cshw_transport transport_of(cshs_conn *c)
 {
-    cshs_server *s = c->srv;
-    int64_t until = s->o.send_timeout_ms ? cshs__now_ms() + (int64_t)s->o.send_timeout_ms : 0;
-    int r = wait_fd(c, c->tls_wait, until);
-    if (r == -ETIMEDOUT) atomic_fetch_add(&s->e_send, 1);
-    return r;
+    cshw_transport t = {&socket_ops, c, c->ssl != NULL, c->remote, c->remote_port};
+    return t;
 }
-
-static int t_write(void *io, const void *data, size_t len)
-{
-    cshs_conn *c = io;
-    cshs_server *s = c->srv;
-    const char *p = data;
-    while (len > 0) {
-        ssize_t n = conn_send(c, p, len);
-        if (n > 0) {
-            p += n;
-            len -= (size_t)n;
-            c->req_out += (uint64_t)n;
-            atomic_fetch_add(&s->c_bytes_out, (uint64_t)n);
-            continue;
-        }
-        if (n == -EAGAIN) {
-            int r = wait_send(c);
-            if (r < 0) return r;
-            continue;
-        }
-        atomic_fetch_add(&s->e_io, 1);
-        return n < 0 ? (int)n : -EPIPE;
-    }
-    return 0;
-}
-
-static int t_send_file(void *io, int fd, off_t offset, size_t len)
-{
-    cshs_conn *c = io;
-    cshs_server *s = c->srv;
-    while (len > 0) {
-        ssize_t n = sendfile(c->fd, fd, &offset, len);
-        if (n > 0) {
-            len -= (size_t)n;
-            c->req_out += (uint64_t)n;
-            atomic_fetch_add(&s->c_bytes_out, (uint64_t)n);
-            continue;
-        }
-        if (n == 0) return -EIO; /* the file is shorter than said */
-        if (errno == EINTR) continue;
-        if (errno == EAGAIN || errno == EWOULDBLOCK) {
-            c->tls_wait = POLLOUT;
-            int r = wait_send(c);
-            if (r < 0) return r;
-            continue;
-        }
-        atomic_fetch_add(&s->e_io, 1);
-        return -errno;
-    }
-    return 0;
-}
-
-static const cshw_transport_ops socket_ops = {t_peek, t_consume, t_write, NULL, t_send_file};
-/* TLS: no sendfile (the toolkit reads and writes the file instead) */
-static const cshw_transport_ops tls_ops = {t_peek, t_consume, t_write, NULL, NULL};
 
 /* ---- life ---- */
 
@@ -284,28 +457,28 @@ cshs_conn *cshs__conn_new(cshs_server *s, int fd, const struct sockaddr *sa)
     return c;
 }
 
-/* An idle connection gives its buffer and parser back; the worker keeps
- * one of each for the next connection it serves (no malloc per request),
- * and frees the rest. */
-static void release_buffers(cshs_conn *c)
+/* An idle connection with nothing pending gives its exchange back; the
+ * worker keeps one for the next connection it serves (no malloc per
+ * request) and frees the rest. */
+static void release_exchange(cshs_worker *w, cshs_conn *c)
 {
-    cshs_worker *w = tls_worker;
-    if (w && w->srv == c->srv && !w->spare_rd && c->rd) {
-        w->spare_rd = c->rd;
-        c->rd = NULL;
+    if (!c->x) return;
+    if (w && !w->spare_x) {
+        cshw_exchange_reset(c->x);
+        w->spare_x = c->x;
+    } else {
+        cshw_exchange_free(c->x);
     }
-    if (w && w->srv == c->srv && !w->spare_buf && c->buf && c->cap == c->srv->o.read_buffer) {
-        w->spare_buf = c->buf;
-        c->buf = NULL;
-    }
-    free(c->rd);
-    free(c->buf);
-    c->rd = NULL;
-    c->buf = NULL;
-    c->cap = c->len = c->pos = 0;
+    c->x = NULL;
 }
 
-void cshs__conn_close(cshs_conn *c)
+void cshs__worker_release(cshs_worker *w)
+{
+    cshw_exchange_free(w->spare_x);
+    w->spare_x = NULL;
+}
+
+void cshs__conn_close(cshs_worker *w, cshs_conn *c)
 {
     cshs_server *s = c->srv;
     pthread_mutex_lock(&s->mu);
@@ -317,249 +490,58 @@ void cshs__conn_close(cshs_conn *c)
     pthread_mutex_unlock(&s->mu);
     cshs__tls_close(c);
     close(c->fd);
-    release_buffers(c);
+    out_clear(c);
+    release_exchange(w, c);
+    free(c->sbuf);
     free(c);
     atomic_fetch_sub(&s->c_open, 1);
 }
 
-static const char reject_503[] = "HTTP/1.1 503 Service Unavailable\r\n"
-                                 "Content-Type: text/plain; charset=utf-8\r\n"
-                                 "Content-Length: 20\r\n"
-                                 "Retry-After: 1\r\n"
-                                 "Connection: close\r\n\r\n"
-                                 "Server too busy.\r\n\r\n";
-
-void cshs__reject(cshs_server *s, int fd)
+/* Beyond max_connections: the toolkit's 503 page, written without waiting
+ * (a new socket's buffer takes it), what the client already sent read so
+ * that close sends a FIN rather than a reset that could destroy the
+ * answer, and close. */
+void cshs__reject(cshs_server *s, int fd, const struct sockaddr *sa)
 {
-    ssize_t n = send(fd, reject_503, sizeof reject_503 - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (n > 0) atomic_fetch_add(&s->c_bytes_out, (uint64_t)n);
+    cshs_conn c;
+    memset(&c, 0, sizeof c);
+    c.fd = fd;
+    c.srv = s;
+    c.out = c.out_tail = NULL;
+    if (sa->sa_family == AF_INET || sa->sa_family == AF_INET6) {
+        cshs_conn *tmp = cshs__conn_new(s, fd, sa);
+        if (tmp) {
+            memcpy(c.remote, tmp->remote, sizeof c.remote);
+            c.remote_port = tmp->remote_port;
+            free(tmp);
+        }
+    } else {
+        strcpy(c.remote, "unix");
+    }
+    cshw_transport t = transport_of(&c);
+    cshw_exchange_refuse(&s->xcfg, &t, 503, "The server has too many connections.");
+    out_clear(&c); /* what a full socket did not take is dropped */
     shutdown(fd, SHUT_WR);
-    /* what the client already sent is read, so that close sends a FIN
-     * rather than a reset that could destroy the answer */
     char sink[4096];
-    while (recv(fd, sink, sizeof sink, MSG_DONTWAIT) > 0) {
+    for (int i = 0; i < 16 && recv(fd, sink, sizeof sink, MSG_DONTWAIT) > 0; i++) {
     }
     close(fd);
     atomic_fetch_add(&s->e_rejected, 1);
 }
 
-/* A head that does not parse: its status, a short body, Connection: close
- * (RFC 9112 §2.2: the framing cannot be trusted any more). */
-static void write_parse_error(cshs_conn *c, int status)
-{
-    char body[96], head[256];
-    const char *reason = cshw_status_reason(status);
-    int bl = snprintf(body, sizeof body, "%d %s\n", status, reason ? reason : "Error");
-    int hl = snprintf(head, sizeof head,
-                      "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\n"
-                      "Content-Length: %d\r\nConnection: close\r\n\r\n",
-                      status, reason ? reason : "Error", bl);
-    if (t_write(c, head, (size_t)hl) == 0) t_write(c, body, (size_t)bl);
-}
-
-static int ensure_reader(cshs_conn *c)
+/* Waits in epoll (one-shot) for `events`, with a deadline the sweep acts
+ * on. Nothing may touch c after the re-arm. */
+static void wait_in_epoll(cshs_conn *c, uint32_t events, int64_t deadline, int kind)
 {
     cshs_server *s = c->srv;
-    cshs_worker *w = tls_worker;
-    if (!c->rd) {
-        size_t nf = s->o.limits.max_fields ? s->o.limits.max_fields : 1;
-        if (w && w->spare_rd) {
-            c->rd = w->spare_rd;
-            w->spare_rd = NULL;
-        } else {
-            c->rd = malloc(sizeof *c->rd + nf * sizeof(csh_header));
-        }
-        if (!c->rd) return -ENOMEM;
-        csh_parser_init(&c->rd->p, CSH_REQUEST, c->rd->fields, nf, &s->o.limits, 0);
-    }
-    if (!c->buf) {
-        c->cap = s->o.read_buffer;
-        if (w && w->spare_buf) {
-            c->buf = w->spare_buf;
-            w->spare_buf = NULL;
-        } else {
-            c->buf = malloc(c->cap);
-        }
-        if (!c->buf) return -ENOMEM;
-        c->len = c->pos = 0;
-    }
-    return 0;
-}
-
-static int grow(cshs_conn *c, size_t want)
-{
-    if (c->cap >= want) return 0;
-    char *nb = realloc(c->buf, want);
-    if (!nb) return -ENOMEM;
-    c->buf = nb;
-    c->cap = want;
-    return 0;
-}
-
-/* Reads once into the head buffer. >0 bytes, 0 at the end of input,
- * -EAGAIN, -errno. *filled: the read used all the room there was. */
-static ssize_t read_head(cshs_conn *c, int *filled)
-{
-    cshs_server *s = c->srv;
-    if (c->len == c->cap) {
-        size_t limit = s->o.limits.max_head + s->o.read_buffer;
-        if (c->cap >= limit) return -E2BIG; /* the parser refuses before this */
-        size_t want = c->cap * 2 < limit ? c->cap * 2 : limit;
-        if (grow(c, want) < 0) return -ENOMEM;
-    }
-    size_t room = c->cap - c->len;
-    ssize_t n = conn_recv(c, c->buf + c->len, room);
-    if (n > 0) {
-        if (!c->head_start_ms) c->head_start_ms = cshs__now_ms();
-        c->len += (size_t)n;
-        atomic_fetch_add(&s->c_bytes_in, (uint64_t)n);
-        *filled = (size_t)n == room;
-        return n;
-    }
-    if (n < 0 && n != -EAGAIN) atomic_fetch_add(&s->e_io, 1);
-    return n;
-}
-
-/* The handler as the context runs it: the application's, and the status
- * kept for the access log. */
-static void trampoline(cshw_context *ctx)
-{
-    cshs_worker *w = tls_worker;
-    cshs_server *s = w->srv;
-    if (s->handler)
-        s->handler(ctx);
-    else
-        cshw_router_dispatch(s->router, ctx);
-    cshw_response *res = cshw_context_response(ctx);
-    /* a graceful stop began: tell the client this connection ends here */
-    if (atomic_load(&s->stopping)) cshw_response_close_connection(res);
-    w->conn->status = cshw_response_status(res);
-}
-
-static const char *header_copy(const cshs_conn *c, const char *name, char *out, size_t cap)
-{
-    const csh_message *m = &c->rd->p.msg;
-    for (size_t i = 0; i < m->num_headers; i++) {
-        csh_span n = m->headers[i].name;
-        if (n.len == strlen(name) && strncasecmp(c->buf + n.off, name, n.len) == 0) {
-            csh_span v = m->headers[i].value;
-            size_t l = v.len < cap - 1 ? v.len : cap - 1;
-            memcpy(out, c->buf + v.off, l);
-            out[l] = '\0';
-            return out;
-        }
-    }
-    return NULL;
-}
-
-static void log_request(cshs_worker *w, cshs_conn *c, int64_t unix_ms)
-{
-    cshs_server *s = w->srv;
-    const csh_message *m = &c->rd->p.msg;
-    char method[32], target[2048], ref[512], ua[512];
-    size_t l = m->method_span.len < sizeof method - 1 ? m->method_span.len : sizeof method - 1;
-    memcpy(method, c->buf + m->method_span.off, l);
-    method[l] = '\0';
-    l = m->target.len < sizeof target - 1 ? m->target.len : sizeof target - 1;
-    memcpy(target, c->buf + m->target.off, l);
-    target[l] = '\0';
-    cshs_request_log e;
-    e.remote_addr = c->remote;
-    e.method = method;
-    e.target = target;
-    e.version_minor = m->version_minor;
-    e.status = c->status;
-    if (!e.status && (m->flags & CSH_MSG_EXPECT_OTHER)) e.status = 417;
-    if (!e.status && (m->flags & CSH_MSG_TE_OTHER_CODINGS)) e.status = 501;
-    e.bytes_out = c->req_out;
-    e.referer = header_copy(c, "Referer", ref, sizeof ref);
-    e.user_agent = header_copy(c, "User-Agent", ua, sizeof ua);
-    e.time_unix_ms = unix_ms;
-    s->log_fn(s->log_user, &e);
-}
-
-/* One parsed request: the context's begin, run, end. 1 when the connection
- * may carry another request, else 0 or negative. */
-static int serve_request(cshs_worker *w, cshs_conn *c)
-{
-    cshs_server *s = w->srv;
-    const csh_message *m = &c->rd->p.msg;
-    /* room after the head for body reads, made before begin: the head may
-     * not move while the request lives */
-    if (c->cap - m->head_length < 4096 && grow(c, m->head_length + s->o.read_buffer) < 0)
-        return -ENOMEM;
-    c->pos = c->body_base = m->head_length;
-    c->body_start_ms = c->last_read_ms = cshs__now_ms();
-    c->body_bytes = c->len - m->head_length;
-    c->req_out = 0;
-    c->status = 0;
-    c->body_consumed = 0;
-    c->body_limit = m->body == CSH_BODY_LENGTH ? m->content_length
-                    : m->body == CSH_BODY_NONE ? 0
-                                               : UINT64_MAX;
-    int64_t unix_ms = 0;
-    if (s->log_fn) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        unix_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-    }
-    cshw_transport t = {c->ssl ? &tls_ops : &socket_ops, c, c->ssl != NULL, c->remote,
-                        c->remote_port};
-    int r = cshw_context_begin(w->ctx, c->buf, m, &t);
-    if (r < 0) return r;
-    w->conn = c;
-    tls_worker = w;
-    atomic_fetch_add(&s->c_requests, 1);
-    r = cshw_context_run(w->ctx, trampoline);
-    w->conn = NULL;
-    c->served++;
-    if (s->log_fn) log_request(w, c, unix_ms);
-    return r;
-}
-
-/* Back to epoll: the one-shot registration is re-armed (a level-triggered
- * one-shot fires again at once if bytes came meanwhile), so no read is
- * spent to see EAGAIN. Nothing may touch c after the re-arm. */
-static void go_idle(cshs_conn *c)
-{
-    cshs_server *s = c->srv;
-    int64_t now = cshs__now_ms();
-    int64_t deadline = 0;
-    int kind = EXP_NONE;
-    uint64_t held = 0;
-    if (c->tls_state == TLS_HANDSHAKE) {
-        release_buffers(c);
-        if (s->o.tls_handshake_timeout_ms) {
-            deadline = c->accept_ms + (int64_t)s->o.tls_handshake_timeout_ms;
-            kind = EXP_TLS;
-        }
-    } else if (c->len == 0) {
-        release_buffers(c);
-        c->head_start_ms = 0;
-        if (c->served == 0 && s->o.header_timeout_ms) {
-            deadline = now + (int64_t)s->o.header_timeout_ms;
-            kind = EXP_HEAD;
-        } else if (c->served && s->o.keepalive_timeout_ms) {
-            deadline = now + (int64_t)s->o.keepalive_timeout_ms;
-            kind = EXP_IDLE;
-        }
-    } else {
-        /* a head in progress keeps its deadline from its first byte */
-        if (s->o.header_timeout_ms) {
-            int64_t start = c->head_start_ms ? c->head_start_ms : now;
-            deadline = start + (int64_t)s->o.header_timeout_ms;
-            kind = EXP_HEAD;
-        }
-        held = cshs__conn_idle_held(c);
-    }
     atomic_store(&c->deadline_ms, deadline);
     atomic_store(&c->expire_kind, kind);
-    atomic_fetch_add(&s->c_idle_buffers, held);
+    atomic_fetch_add(&s->c_idle_buffers, cshs__conn_idle_held(c));
     atomic_fetch_sub(&s->c_active, 1);
     atomic_fetch_add(&s->c_idle, 1);
     atomic_store(&c->state, CONN_IDLE);
     struct epoll_event ev;
-    ev.events = EPOLLIN | EPOLLRDHUP | EPOLLONESHOT;
+    ev.events = events | EPOLLRDHUP | EPOLLONESHOT;
     ev.data.ptr = c;
     int fd = c->fd;
     TSAN_LOCK(fd);
@@ -567,10 +549,70 @@ static void go_idle(cshs_conn *c)
     TSAN_UNLOCK(fd);
 }
 
+static uint32_t epoll_dir(const cshs_conn *c)
+{
+    return c->tls_wait == POLLOUT ? EPOLLOUT : EPOLLIN;
+}
+
+/* Back to epoll to read: the deadline of where the exchange stands. A
+ * level-triggered one-shot fires again at once if bytes came meanwhile, so
+ * no read is spent to see EAGAIN. */
+static void wait_input(cshs_worker *w, cshs_conn *c)
+{
+    cshs_server *s = c->srv;
+    int64_t now = cshs__now_ms();
+    int64_t deadline = 0;
+    int kind = EXP_NONE;
+    cshw_exchange_phase ph = c->x ? cshw_exchange_phase_of(c->x) : CSHW_PHASE_IDLE;
+    if (c->tls_state == TLS_HANDSHAKE) {
+        if (s->o.tls_handshake_timeout_ms) {
+            deadline = c->accept_ms + (int64_t)s->o.tls_handshake_timeout_ms;
+            kind = EXP_TLS;
+        }
+    } else if (ph == CSHW_PHASE_IDLE) {
+        if (c->x && cshw_exchange_buffered(c->x) == 0) release_exchange(w, c);
+        if (c->served == 0 && s->o.header_timeout_ms) {
+            deadline = c->accept_ms + (int64_t)s->o.header_timeout_ms;
+            kind = EXP_HEAD;
+        } else if (c->served && s->o.keepalive_timeout_ms) {
+            deadline = now + (int64_t)s->o.keepalive_timeout_ms;
+            kind = EXP_IDLE;
+        }
+    } else if (ph == CSHW_PHASE_HEAD) {
+        /* a head in progress keeps its deadline from its first byte */
+        if (s->o.header_timeout_ms) {
+            deadline = cshw_exchange_body_start_us(c->x) / 1000 + (int64_t)s->o.header_timeout_ms;
+            kind = EXP_HEAD;
+        }
+    } else if (ph == CSHW_PHASE_BODY) {
+        /* the body: read_timeout_ms since the last bytes, and the minimum
+         * rate: received * 1000 >= rate * elapsed after the grace period */
+        int64_t start = cshw_exchange_body_start_us(c->x) / 1000;
+        if (s->o.read_timeout_ms) deadline = c->last_io_ms + (int64_t)s->o.read_timeout_ms;
+        if (s->o.min_body_rate) {
+            uint64_t got = cshw_exchange_body_received(c->x);
+            int64_t allowed = (int64_t)(got * 1000u / s->o.min_body_rate);
+            if (allowed < (int64_t)s->o.body_grace_ms) allowed = (int64_t)s->o.body_grace_ms;
+            int64_t d = start + allowed + 1;
+            if (!deadline || d < deadline) deadline = d;
+        }
+        kind = EXP_BODY;
+    }
+    wait_in_epoll(c, epoll_dir(c), deadline, kind);
+}
+
+/* Back to epoll until the socket takes more of the queued output. */
+static void wait_output(cshs_conn *c)
+{
+    cshs_server *s = c->srv;
+    int64_t deadline = s->o.send_timeout_ms ? c->last_io_ms + (int64_t)s->o.send_timeout_ms : 0;
+    wait_in_epoll(c, epoll_dir(c) == EPOLLIN ? EPOLLIN : EPOLLOUT, deadline, EXP_SEND);
+}
+
 void cshs__conn_rearm(cshs_conn *c)
 {
     struct epoll_event ev;
-    ev.events = EPOLLIN | EPOLLRDHUP | EPOLLONESHOT;
+    ev.events = (c->phase == CP_WRITE ? EPOLLOUT : EPOLLIN) | EPOLLRDHUP | EPOLLONESHOT;
     ev.data.ptr = c;
     int fd = c->fd;
     TSAN_LOCK(fd);
@@ -578,100 +620,226 @@ void cshs__conn_rearm(cshs_conn *c)
     TSAN_UNLOCK(fd);
 }
 
-/* What an idle connection holds besides its struct: a head in progress. */
+/* What an idle connection holds besides its struct: a head in progress
+ * (its exchange) and queued output. */
 uint64_t cshs__conn_idle_held(const cshs_conn *c)
 {
-    return c->len ? c->cap + sizeof *c->rd + c->srv->o.limits.max_fields * sizeof(csh_header) : 0;
+    uint64_t n = c->out_bytes;
+    if (c->x) n += c->srv->o.read_buffer + c->srv->o.limits.max_fields * sizeof(csh_header);
+    return n;
+}
+
+/* Lingering close (nginx's lingering_close): our side is shut down, and
+ * what the client still sends is read and discarded for linger_ms and up
+ * to linger_bytes, so that closing does not send a reset that could
+ * destroy the answer before the client read it. 1 when it is over. */
+static int linger_read(cshs_conn *c)
+{
+    cshs_server *s = c->srv;
+    char sink[4096];
+    for (;;) {
+        if (c->lingered >= s->o.linger_bytes) return 1;
+        ssize_t n = recv(c->fd, sink, sizeof sink, 0);
+        if (n > 0) {
+            c->lingered += (uint64_t)n;
+            atomic_fetch_add(&s->c_bytes_in, (uint64_t)n);
+            continue;
+        }
+        if (n < 0 && errno == EINTR) continue;
+        return !(n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK));
+    }
+}
+
+/* The connection ends after its last answer: at once, or lingering. */
+static void finish(cshs_worker *w, cshs_conn *c)
+{
+    cshs_server *s = c->srv;
+    if (!c->linger || s->o.linger_ms == 0 || atomic_load(&s->forced)) {
+        atomic_fetch_sub(&s->c_active, 1);
+        cshs__conn_close(w, c);
+        return;
+    }
+    if (c->ssl) cshs__tls_close(c); /* close_notify, then the raw socket */
+    release_exchange(w, c);
+    shutdown(c->fd, SHUT_WR);
+    c->phase = CP_LINGER;
+    c->lingered = 0;
+    if (linger_read(c)) {
+        atomic_fetch_sub(&s->c_active, 1);
+        cshs__conn_close(w, c);
+        return;
+    }
+    wait_in_epoll(c, EPOLLIN, cshs__now_ms() + (int64_t)s->o.linger_ms, EXP_LINGER);
+}
+
+/* The exchange's answer or the response is queued: the loop sends it, then
+ * goes on (more requests) or ends the connection. */
+static void after_output(cshs_worker *w, cshs_conn *c, int close_after)
+{
+    c->close_after_write = close_after;
+    c->phase = CP_WRITE;
+    wait_output(c);
+    (void)w;
+}
+
+/* Reads, runs and answers requests until the socket has nothing more, the
+ * output has to wait for the client, or the connection ends. */
+static void drive(cshs_worker *w, cshs_conn *c)
+{
+    cshs_server *s = c->srv;
+    for (;;) {
+        if (!c->x) {
+            if (w->spare_x) {
+                c->x = w->spare_x;
+                w->spare_x = NULL;
+            } else if (!(c->x = cshw_exchange_new(&s->xcfg))) {
+                atomic_fetch_sub(&s->c_active, 1);
+                cshs__conn_close(w, c);
+                return;
+            }
+        }
+        cshw_transport t = transport_of(c);
+        int r = cshw_exchange_input(c->x, &t);
+        if (r == CSHW_EXCHANGE_WANT_INPUT) {
+            /* bytes OpenSSL already decrypted count as buffered */
+            if (cshs__tls_pending(c)) continue;
+            wait_input(w, c);
+            return;
+        }
+        if (r == CSHW_EXCHANGE_READY) {
+            w->conn = c;
+            r = cshw_exchange_run(c->x, w->ctx, &t);
+            w->conn = NULL;
+            c->served++;
+            if (r != CSHW_EXCHANGE_NEXT) c->linger = 1;
+        } else {
+            /* the exchange answered (an error), or the input ended */
+            c->linger = 1;
+        }
+        int more = r == CSHW_EXCHANGE_NEXT && !atomic_load(&s->stopping);
+        if (r < 0 && r != -ENOMEM) c->linger = 0; /* the socket failed */
+        if (c->out) {
+            int f = out_flush(c);
+            if (f == 0) {
+                after_output(w, c, !more);
+                return;
+            }
+            if (f < 0) {
+                out_clear(c);
+                more = 0;
+                c->linger = 0;
+            }
+        }
+        if (!more) {
+            finish(w, c);
+            return;
+        }
+    }
+}
+
+/* The sweep found a deadline passed while the connection waited. */
+static void expired(cshs_worker *w, cshs_conn *c)
+{
+    cshs_server *s = c->srv;
+    int kind = atomic_load(&c->expire_kind);
+    if ((kind == EXP_HEAD || kind == EXP_BODY) && c->x && c->phase == CP_READ &&
+        !atomic_load(&s->forced)) {
+        cshw_transport t = transport_of(c);
+        cshw_exchange_expire(c->x, &t); /* 408 for a request in progress */
+        c->linger = 1;
+        if (c->out && out_flush(c) == 0) {
+            after_output(w, c, 1);
+            return;
+        }
+        out_clear(c);
+        finish(w, c);
+        return;
+    }
+    atomic_fetch_sub(&s->c_active, 1);
+    cshs__conn_close(w, c);
+}
+
+/* Plain HTTP sent to the HTTPS port: the first byte of a TLS connection is
+ * a handshake record (22); a letter is a request line. Answered 400 in
+ * plain text, as nginx does, then closed. 1 when it was. */
+static int plain_on_tls(cshs_worker *w, cshs_conn *c)
+{
+    unsigned char b;
+    ssize_t n = recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n != 1 || b == 22 || !((b >= 'A' && b <= 'Z') || (b >= 'a' && b <= 'z'))) return 0;
+    SSL_free(c->ssl);
+    c->ssl = NULL;
+    c->tls_state = TLS_NONE;
+    cshw_transport t = transport_of(c);
+    cshw_exchange_refuse(&c->srv->xcfg, &t, 400,
+                         "A plain HTTP request was sent to the HTTPS port: use https://.");
+    c->linger = 1;
+    if (c->out && out_flush(c) == 0) {
+        after_output(w, c, 1);
+        return 1;
+    }
+    out_clear(c);
+    finish(w, c);
+    return 1;
 }
 
 void cshs__conn_event(cshs_worker *w, cshs_conn *c)
 {
     cshs_server *s = w->srv;
-    tls_worker = w;
     TSAN_LOCK(c->fd);
     TSAN_UNLOCK(c->fd);
     int expected = CONN_IDLE;
-    if (!atomic_compare_exchange_strong(&c->state, &expected, CONN_BUSY)) {
-        /* the sweep (or a stop) shut it down while idle */
-        atomic_fetch_sub(&s->c_idle, 1);
-        atomic_fetch_sub(&s->c_idle_buffers, cshs__conn_idle_held(c));
-        cshs__conn_close(c);
-        return;
-    }
+    int was_expired = !atomic_compare_exchange_strong(&c->state, &expected, CONN_BUSY);
     atomic_fetch_sub(&s->c_idle, 1);
     atomic_fetch_add(&s->c_active, 1);
     atomic_fetch_sub(&s->c_idle_buffers, cshs__conn_idle_held(c));
+    if (was_expired) {
+        atomic_store(&c->state, CONN_BUSY);
+        expired(w, c);
+        return;
+    }
+
+    if (c->phase == CP_LINGER) {
+        if (linger_read(c)) {
+            atomic_fetch_sub(&s->c_active, 1);
+            cshs__conn_close(w, c);
+        } else {
+            int64_t d = atomic_load(&c->deadline_ms);
+            wait_in_epoll(c, EPOLLIN, d, EXP_LINGER);
+        }
+        return;
+    }
+    if (c->phase == CP_WRITE) {
+        int f = out_flush(c);
+        if (f == 0) {
+            wait_output(c);
+            return;
+        }
+        c->phase = CP_READ;
+        if (f < 0 || c->close_after_write || atomic_load(&s->stopping)) {
+            if (f < 0) {
+                out_clear(c);
+                c->linger = 0;
+            }
+            finish(w, c);
+            return;
+        }
+    }
 
     while (c->tls_state == TLS_HANDSHAKE) {
+        if (SSL_in_before(c->ssl) && plain_on_tls(w, c)) return;
         int r = cshs__tls_handshake(c);
         if (r == 1) break;
-        if (r == -EAGAIN) {
-            go_idle(c);
+        if (r == -EAGAIN || r == -EINPROGRESS) {
+            /* the handshake's own bytes wait for the socket either way */
+            c->tls_wait = r == -EAGAIN ? POLLIN : POLLOUT;
+            wait_input(w, c);
             return;
-        }
-        /* the handshake's own bytes do not fit in the socket buffer: wait
-         * for room as a response write would */
-        if (r == -EINPROGRESS) {
-            c->tls_wait = POLLOUT;
-            if (wait_send(c) == 0) continue;
         }
         atomic_fetch_add(&s->e_tls, 1);
-        goto out;
+        atomic_fetch_sub(&s->c_active, 1);
+        cshs__conn_close(w, c);
+        return;
     }
-
-    int read_once = 0, filled = 0;
-    for (;;) {
-        if (ensure_reader(c) < 0) break;
-        int pr = CSH_INCOMPLETE;
-        if (c->len) pr = csh_parser_execute(&c->rd->p, c->buf, c->len);
-        if (pr == CSH_INCOMPLETE) {
-            if (read_once && !filled && !cshs__tls_pending(c)) {
-                go_idle(c);
-                return;
-            }
-            ssize_t n = read_head(c, &filled);
-            if (n == -EAGAIN) {
-                go_idle(c);
-                return;
-            }
-            if (n <= 0) break; /* closed (perhaps inside a head: nothing to answer) */
-            read_once = 1;
-            continue;
-        }
-        if (pr < 0) {
-            atomic_fetch_add(&s->e_parse, 1);
-            write_parse_error(c, csh_error_status(pr));
-            if (!c->ssl) {
-                /* a lingering close, briefly: what the client already sent
-                 * is read so that close sends a FIN, not a reset that
-                 * could destroy the answer before the client reads it */
-                shutdown(c->fd, SHUT_WR);
-                char sink[4096];
-                size_t drained = 0;
-                ssize_t n;
-                while (drained < (256u << 10) &&
-                       (n = recv(c->fd, sink, sizeof sink, MSG_DONTWAIT)) > 0)
-                    drained += (size_t)n;
-            }
-            break;
-        }
-        int r = serve_request(w, c);
-        if (r <= 0 || atomic_load(&s->stopping)) break;
-        /* what the request left (a pipelined head) moves to the front */
-        size_t left = c->len - c->pos;
-        if (left) memmove(c->buf, c->buf + c->pos, left);
-        c->len = left;
-        c->pos = 0;
-        c->head_start_ms = left ? cshs__now_ms() : 0;
-        csh_parser_reset(&c->rd->p);
-        if (!left && !cshs__tls_pending(c)) {
-            go_idle(c);
-            return;
-        }
-        read_once = 0;
-        filled = 0;
-    }
-out:
-    atomic_fetch_sub(&s->c_active, 1);
-    cshs__conn_close(c);
+    drive(w, c);
 }

@@ -38,6 +38,9 @@ void cshs_options_init(cshs_options *o)
     o->send_timeout_ms = 30000;
     o->stop_timeout_ms = 5000;
     o->sweep_interval_ms = 200;
+    o->write_high_water = 262144;
+    o->linger_ms = 2000;
+    o->linger_bytes = 1u << 20;
     o->read_buffer = 8192;
     csh_limits_init(&o->limits);
     cshw_options_init(&o->web);
@@ -82,8 +85,12 @@ int cshs_options_check(const cshs_options *o, const char **why)
         w = "sweep_interval_ms must be 1..60000";
     else if (o->read_buffer < 1024 || o->read_buffer > (1u << 24))
         w = "read_buffer must be 1024..16777216";
-    else if (o->limits.max_head < 64 || o->limits.max_fields < 1)
-        w = "max_head must be >= 64 and max_fields >= 1";
+    else if (o->limits.max_head < 64 || o->limits.max_fields < 1 || o->limits.max_fields > 65536)
+        w = "max_head must be >= 64 and max_fields 1..65536";
+    else if (o->write_high_water < 4096)
+        w = "write_high_water must be >= 4096";
+    else if (o->linger_ms > 60000)
+        w = "linger_ms must be 0..60000";
     if (!w && cshw_options_check(&o->web, &w) < 0 && !w) w = "web options are not valid";
     if (why) *why = w;
     return w ? -EINVAL : 0;
@@ -129,6 +136,9 @@ static const opt_def defs[] = {
      "longest wait for the client to take bytes (0: off)"},
     {"stop_timeout_ms", T_UINT, O(stop_timeout_ms), "graceful stop deadline"},
     {"sweep_interval_ms", T_UINT, O(sweep_interval_ms), "how often deadlines are checked"},
+    {"write_high_water", T_SIZE, O(write_high_water), "queued output a handler may leave, bytes"},
+    {"linger_ms", T_UINT, O(linger_ms), "lingering close, at most (0: off)"},
+    {"linger_bytes", T_U64, O(linger_bytes), "lingering close, bytes read at most"},
     {"read_buffer", T_SIZE, O(read_buffer), "read buffer of a busy connection, bytes"},
     {"max_start_line", T_SIZE, O(limits.max_start_line), "request line limit (414)"},
     {"max_field_line", T_SIZE, O(limits.max_field_line), "header line limit (431)"},
@@ -138,7 +148,9 @@ static const opt_def defs[] = {
     {"gzip", T_BOOL, O(web.gzip), "gzip responses when accepted"},
     {"max_form_bytes", T_U64, O(web.max_form_bytes), "form body limit (413)"},
     {"max_drain_bytes", T_U64, O(web.max_drain_bytes), "unread body drained to keep alive"},
-    {"temp_dir", T_STR, O(web.temp_dir), "folder of large uploads"},
+    {"temp_dir", T_STR, O(web.temp_dir), "folder of large uploads and request bodies"},
+    {"body_buffer", T_SIZE, O(web.body_buffer), "request body bytes kept in memory"},
+    {"max_request_body", T_U64, O(web.max_request_body), "request body limit (413; 0: none)"},
     {"server_header", T_STR, O(web.server_header), "Server field value (empty: none)"},
 };
 #undef O

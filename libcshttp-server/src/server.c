@@ -70,6 +70,13 @@ cshs_server *cshs_server_new(const cshs_options *options, cshw_handler handler, 
     }
     s->handler = handler;
     s->router = router;
+    s->xcfg.web = &s->o.web;
+    s->xcfg.limits = &s->o.limits;
+    s->xcfg.handler = handler;
+    s->xcfg.router = router;
+    s->xcfg.report = cshs__report;
+    s->xcfg.closing = cshs__closing;
+    s->xcfg.arg = s;
     s->epfd = s->evfd = -1;
     s->wake_tag = TAG_WAKE;
     s->workers = calloc(s->o.max_threads, sizeof *s->workers);
@@ -89,6 +96,89 @@ void cshs_server_set_log(cshs_server *s, cshs_log_fn fn, void *user)
 {
     s->log_fn = fn;
     s->log_user = user;
+}
+
+void cshs_server_set_streaming(cshs_server *s,
+                               int (*fn)(void *arg, const char *head, const csh_message *msg),
+                               void *arg)
+{
+    s->stream_fn = fn;
+    s->stream_arg = arg;
+    s->xcfg.streams = fn ? cshs__streams : NULL;
+}
+
+int cshs__streams(void *arg, const char *head, const csh_message *msg)
+{
+    cshs_server *s = arg;
+    return s->stream_fn(s->stream_arg, head, msg);
+}
+
+int cshs__closing(void *arg)
+{
+    cshs_server *s = arg;
+    return atomic_load(&s->stopping);
+}
+
+/* Copies at most cap-1 bytes of p[0 .. n) as a string. */
+static const char *copy_str(char *out, size_t cap, const char *p, size_t n)
+{
+    if (n > cap - 1) n = cap - 1;
+    memcpy(out, p, n);
+    out[n] = '\0';
+    return out;
+}
+
+static const char *field_copy(const cshw_exchange_outcome *o, const char *name, char *out,
+                              size_t cap)
+{
+    size_t nl = strlen(name);
+    for (size_t i = 0; i < o->msg->num_headers; i++) {
+        csh_span n = o->msg->headers[i].name;
+        if (n.len == nl && strncasecmp(o->head + n.off, name, nl) == 0) {
+            csh_span v = o->msg->headers[i].value;
+            return copy_str(out, cap, o->head + v.off, v.len);
+        }
+    }
+    return NULL;
+}
+
+/* Every exchange once, with its real status: the counters and the access
+ * log come from here. */
+void cshs__report(void *arg, const cshw_exchange_outcome *o)
+{
+    cshs_server *s = arg;
+    if (o->msg)
+        atomic_fetch_add(&s->c_requests, 1);
+    else if (o->status >= 400 && o->error)
+        atomic_fetch_add(&s->e_parse, 1);
+    if (!s->log_fn) return;
+    char method[32], target[2048], ref[512], ua[512];
+    cshs_request_log e;
+    memset(&e, 0, sizeof e);
+    e.remote_addr = o->transport && o->transport->remote_addr ? o->transport->remote_addr : "-";
+    if (o->msg) {
+        e.method = copy_str(method, sizeof method, o->head + o->msg->method_span.off,
+                            o->msg->method_span.len);
+        e.target = copy_str(target, sizeof target, o->head + o->msg->target.off,
+                            o->msg->target.len);
+        e.version_minor = o->msg->version_minor;
+        e.referer = field_copy(o, "Referer", ref, sizeof ref);
+        e.user_agent = field_copy(o, "User-Agent", ua, sizeof ua);
+    } else {
+        /* a head that did not parse: its request line as it came, split at
+         * its first space (the log escapes what it holds) */
+        const char *sp = o->line_len ? memchr(o->line, ' ', o->line_len) : NULL;
+        size_t ml = sp ? (size_t)(sp - o->line) : o->line_len;
+        e.method = ml ? copy_str(method, sizeof method, o->line, ml) : "-";
+        e.target = sp ? copy_str(target, sizeof target, sp + 1, o->line_len - ml - 1) : "-";
+        e.version_minor = 1;
+    }
+    e.status = o->status;
+    e.bytes_out = o->bytes_out;
+    e.bytes_in = o->bytes_in;
+    e.duration_us = o->duration_us;
+    e.time_unix_ms = o->start_unix_ms;
+    s->log_fn(s->log_user, &e);
 }
 
 void cshs_server_set_app_data(cshs_server *s, void *data)
@@ -205,16 +295,16 @@ static void accept_some(cshs_server *s, cshs_listener *l)
             pause = errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM;
             break;
         }
+        if (l->family == AF_UNIX) ss.ss_family = AF_UNIX;
         if (atomic_load(&s->c_open) >= s->o.max_connections) {
             if (l->tls) { /* a plain-text 503 means nothing inside TLS */
                 close(fd);
                 atomic_fetch_add(&s->e_rejected, 1);
             } else {
-                cshs__reject(s, fd);
+                cshs__reject(s, fd, (struct sockaddr *)&ss);
             }
             continue;
         }
-        if (l->family == AF_UNIX) ss.ss_family = AF_UNIX;
         cshs_conn *c = cshs__conn_new(s, fd, (struct sockaddr *)&ss);
         if (!c || (l->tls && cshs__tls_attach(c) < 0)) {
             free(c);
@@ -468,18 +558,32 @@ static void sweep(cshs_server *s, int all_idle)
         if (!expired) continue;
         int expected = CONN_IDLE;
         if (!atomic_compare_exchange_strong(&c->state, &expected, CONN_EXPIRED)) continue;
+        int kind = atomic_load(&c->expire_kind);
         if (!all_idle) {
-            int kind = atomic_load(&c->expire_kind);
             if (kind == EXP_TLS)
                 atomic_fetch_add(&s->e_tls, 1);
             else if (kind == EXP_HEAD)
                 atomic_fetch_add(&s->e_head, 1);
-            else
+            else if (kind == EXP_BODY)
+                atomic_fetch_add(&s->e_body, 1);
+            else if (kind == EXP_SEND)
+                atomic_fetch_add(&s->e_send, 1);
+            else if (kind == EXP_IDLE)
                 atomic_fetch_add(&s->e_idle, 1);
         }
-        /* its one-shot registration fires; the worker that gets it closes
-         * it (only workers free connections) */
-        shutdown(c->fd, SHUT_RDWR);
+        /* The worker that gets its event ends it (only workers free
+         * connections). A request in progress is answered 408 there, so
+         * its socket is left whole and its registration armed for
+         * writability, which fires at once; otherwise the socket is shut
+         * down, which fires it too. */
+        if (!all_idle && (kind == EXP_HEAD || kind == EXP_BODY)) {
+            struct epoll_event ev;
+            ev.events = EPOLLOUT | EPOLLIN | EPOLLRDHUP | EPOLLONESHOT;
+            ev.data.ptr = c;
+            epoll_ctl(s->epfd, EPOLL_CTL_MOD, c->fd, &ev);
+        } else {
+            shutdown(c->fd, SHUT_RDWR);
+        }
     }
     pthread_mutex_unlock(&s->mu);
 }
@@ -585,7 +689,13 @@ static void close_listeners(cshs_server *s)
     s->nlis = 0;
 }
 
-static void join_all(cshs_server *s)
+/* Stops and joins every thread, then frees the workers and the connections
+ * left. until_ms (0: no limit): a worker still inside a handler then is
+ * abandoned (detached): the handler may block without end, and a stop has
+ * a deadline (the process is expected to exit). Its memory, its
+ * connection's and the server's are then kept: returns the number of
+ * workers abandoned. */
+static unsigned join_all(cshs_server *s, int64_t until_ms)
 {
     atomic_store(&s->exiting, 1);
     uint64_t one = 1;
@@ -600,11 +710,31 @@ static void join_all(cshs_server *s)
     s->supervisor = 0;
     /* every worker joined before any is freed: a running worker reads the
      * others' held slots (steal_held) */
-    for (unsigned i = 0; i < s->nworkers; i++) pthread_join(s->workers[i]->thread, NULL);
+    unsigned abandoned = 0;
+    for (unsigned i = 0; i < s->nworkers; i++) {
+        if (!until_ms) {
+            pthread_join(s->workers[i]->thread, NULL);
+            continue;
+        }
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        int64_t left = until_ms - cshs__now_ms();
+        if (left < 0) left = 0;
+        int64_t ns = ts.tv_nsec + (left % 1000) * 1000000;
+        ts.tv_sec += (time_t)(left / 1000 + ns / 1000000000);
+        ts.tv_nsec = (long)(ns % 1000000000);
+        if (pthread_timedjoin_np(s->workers[i]->thread, NULL, &ts) != 0) {
+            pthread_detach(s->workers[i]->thread);
+            abandoned++;
+        }
+    }
+    if (abandoned) {
+        s->abandoned = 1;
+        return abandoned;
+    }
     for (unsigned i = 0; i < s->nworkers; i++) {
         cshw_context_free(s->workers[i]->ctx);
-        free(s->workers[i]->spare_buf);
-        free(s->workers[i]->spare_rd);
+        cshs__worker_release(s->workers[i]);
         free(s->workers[i]);
     }
     s->nworkers = 0;
@@ -615,8 +745,9 @@ static void join_all(cshs_server *s)
             atomic_fetch_sub(&s->c_idle, 1);
             atomic_fetch_sub(&s->c_idle_buffers, cshs__conn_idle_held(c));
         }
-        cshs__conn_close(c);
+        cshs__conn_close(NULL, c);
     }
+    return 0;
 }
 
 int cshs_server_start(cshs_server *s)
@@ -656,7 +787,7 @@ int cshs_server_start(cshs_server *s)
         }
     }
     if (r < 0) {
-        join_all(s);
+        join_all(s, 0);
         goto fail;
     }
     s->started = 1;
@@ -696,11 +827,14 @@ int cshs_server_stop(cshs_server *s, int deadline_ms)
         pthread_mutex_unlock(&s->mu);
         sweep(s, 1);
     }
-    join_all(s);
+    /* handlers get a last moment to return once their sockets are cut;
+     * those that do not are left behind (join_all) */
+    if (join_all(s, cut ? cshs__now_ms() + 250 : 0) == 0) {
+        close(s->epfd);
+        close(s->evfd);
+        s->epfd = s->evfd = -1;
+    }
     close_listeners(s);
-    close(s->epfd);
-    close(s->evfd);
-    s->epfd = s->evfd = -1;
     pthread_mutex_lock(&s->mu);
     s->stopped = 1;
     pthread_cond_broadcast(&s->stopped_cv);
@@ -719,6 +853,9 @@ void cshs_server_free(cshs_server *s)
 {
     if (!s) return;
     cshs_server_stop(s, -1);
+    /* a worker left in a handler at the stop's deadline still uses the
+     * server: it is kept until the process exits */
+    if (s->abandoned) return;
     cshs__tls_free(s);
     pthread_mutex_destroy(&s->tls_mu);
     pthread_mutex_destroy(&s->mu);

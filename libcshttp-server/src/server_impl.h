@@ -12,6 +12,7 @@
 #include <cshttp/parser.h>
 #include <cshttp/server/server.h>
 #include <cshttp/web/context.h>
+#include <cshttp/web/exchange.h>
 
 /* What an epoll registration points at: the first member of each. */
 enum { TAG_CONN = 1, TAG_LISTENER = 2, TAG_WAKE = 3 };
@@ -20,17 +21,40 @@ enum { TAG_CONN = 1, TAG_LISTENER = 2, TAG_WAKE = 3 };
 #define CSHS_WORKER_BATCH 8
 
 /* Connection states: who may touch it. IDLE: nobody (in epoll); BUSY: one
- * worker; EXPIRED: the sweep shut it down while idle, the worker that
- * receives its event closes it. */
+ * worker; EXPIRED: the sweep found a deadline passed while it was idle, the
+ * worker that receives its event ends it (answering 408 when a request was
+ * in progress). */
 enum { CONN_IDLE = 0, CONN_BUSY = 1, CONN_EXPIRED = 2 };
-enum { EXP_NONE = 0, EXP_HEAD = 1, EXP_IDLE = 2, EXP_TLS = 3 };
+/* Which deadline deadline_ms is. */
+enum {
+    EXP_NONE = 0,
+    EXP_HEAD,   /* a request head (or a new connection's first) */
+    EXP_IDLE,   /* keep-alive idle */
+    EXP_TLS,    /* TLS handshake */
+    EXP_BODY,   /* body rate or read timeout while the body is read */
+    EXP_SEND,   /* the client does not take the response */
+    EXP_LINGER  /* lingering close over */
+};
 enum { TLS_NONE = 0, TLS_HANDSHAKE = 1, TLS_OPEN = 2 };
 
-/* Read state, allocated while the connection has bytes to parse. */
-typedef struct cshs_reader {
-    csh_parser p;
-    csh_header fields[]; /* limits.max_fields */
-} cshs_reader;
+/* Where a connection's life stands (connection.c has the diagram). */
+enum {
+    CP_READ = 0, /* reading and answering requests */
+    CP_WRITE,    /* the loop finishes sending a response, then after_write */
+    CP_LINGER    /* answered and closing: reading and discarding (lingering close) */
+};
+
+/* Output the socket could not take at once, sent by the loop: bytes, or a
+ * file range (its own descriptor, dup'ed). */
+typedef struct cshs_out {
+    struct cshs_out *next;
+    int fd;           /* a file range, else -1 */
+    off_t off;        /* file: next offset to send */
+    uint64_t left;    /* file: bytes still to send */
+    size_t pos, n;    /* data[pos .. n) still to send */
+    size_t cap;       /* data's size */
+    char data[];
+} cshs_out;
 
 typedef struct cshs_conn {
     int tag;
@@ -38,22 +62,23 @@ typedef struct cshs_conn {
     struct cshs_server *srv;
     struct cshs_conn *prev, *next; /* the server's list, under srv->mu */
     _Atomic int state;
-    _Atomic int64_t deadline_ms; /* while idle: when the sweep closes it (0: never) */
+    _Atomic int64_t deadline_ms; /* while idle: when the sweep acts (0: never) */
     _Atomic int expire_kind;     /* EXP_*: which deadline deadline_ms is */
-    int64_t head_start_ms;       /* first byte of the head being read, 0: none */
-    uint64_t served;             /* requests served */
+    int phase;                   /* CP_* */
+    int close_after_write;       /* CP_WRITE: close (lingering) once sent, else go on */
+    int linger;                  /* the close should linger (an error answer, unread input) */
+    uint64_t served;             /* exchanges run */
     int64_t accept_ms;
+    int64_t last_io_ms;          /* last read (body) or write progress (output) */
     SSL *ssl;       /* HTTPS, else NULL */
     int tls_state;  /* TLS_* */
     short tls_wait; /* POLLIN or POLLOUT: what OpenSSL waits for */
-    cshs_reader *rd;
-    char *buf;
-    size_t cap, len, pos, body_base;
-    /* the request in progress */
-    int64_t body_start_ms, last_read_ms;
-    uint64_t body_bytes, req_out;
-    uint64_t body_limit, body_consumed; /* framing: bytes the body has, bytes used */
-    int status;
+    cshw_exchange *x;            /* while bytes are pending, else NULL */
+    cshs_out *out, *out_tail;    /* queued output */
+    size_t out_bytes;            /* bytes (not file ranges) queued */
+    char *sbuf;                  /* streaming routes: the bytes the handler's reads use */
+    size_t spos, slen;
+    uint64_t lingered;           /* bytes discarded while lingering */
     unsigned remote_port;
     char remote[46];
 } cshs_conn;
@@ -72,8 +97,7 @@ typedef struct cshs_worker {
     pthread_t thread;
     cshw_context *ctx;
     cshs_conn *conn; /* the connection being served */
-    char *spare_buf; /* a read buffer kept for the next connection */
-    cshs_reader *spare_rd;
+    cshw_exchange *spare_x; /* an exchange kept for the next connection */
     _Atomic int64_t busy_since_us; /* 0: waiting in epoll */
     _Atomic int parked;
     /* Events taken in one epoll_wait beyond the one being served. Each slot
@@ -91,6 +115,10 @@ struct cshs_server {
     cshs_log_fn log_fn;
     void *log_user;
     void *app_data; /* cshs_server_set_app_data, handed to every context */
+    cshw_exchange_config xcfg; /* every connection's exchange: the handler, report */
+    int (*stream_fn)(void *, const char *, const csh_message *);
+    void *stream_arg;
+    int abandoned; /* workers left in handlers at a forced stop: nothing is freed */
 
     int epfd;
     int wake_tag; /* TAG_WAKE, what the eventfd's registration points at */
@@ -133,14 +161,21 @@ int64_t cshs__now_us(void);
 cshs_conn *cshs__conn_new(struct cshs_server *s, int fd, const struct sockaddr *sa);
 /* Serves what the connection's event brought; re-arms or closes it. */
 void cshs__conn_event(cshs_worker *w, cshs_conn *c);
+/* The exchange configuration's callbacks (server.c sets them up). */
+void cshs__report(void *arg, const cshw_exchange_outcome *o);
+int cshs__closing(void *arg);
+int cshs__streams(void *arg, const char *head, const csh_message *msg);
 /* Hands an event this worker took but did not serve back to epoll: the
  * one-shot registration is armed again and fires for another worker. */
 void cshs__conn_rearm(cshs_conn *c);
-void cshs__conn_close(cshs_conn *c);
+/* Closes and frees it; w (may be NULL) keeps its exchange as a spare. */
+void cshs__conn_close(cshs_worker *w, cshs_conn *c);
 /* Bytes an idle connection holds beyond its struct (a head in progress). */
 uint64_t cshs__conn_idle_held(const cshs_conn *c);
 /* Answers 503 and closes: beyond max_connections. */
-void cshs__reject(struct cshs_server *s, int fd);
+void cshs__reject(struct cshs_server *s, int fd, const struct sockaddr *sa);
+/* Gives a worker's spare exchange back (at the worker's end). */
+void cshs__worker_release(cshs_worker *w);
 
 /* tls.c */
 int cshs__tls_init(struct cshs_server *s);

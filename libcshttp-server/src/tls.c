@@ -116,6 +116,7 @@ static int map_error(cshs_conn *c, int r)
 int cshs__tls_handshake(cshs_conn *c)
 {
     ERR_clear_error();
+    errno = 0;
     int r = SSL_do_handshake(c->ssl);
     if (r == 1) {
         c->tls_state = TLS_OPEN;
@@ -129,6 +130,7 @@ int cshs__tls_handshake(cshs_conn *c)
 ssize_t cshs__tls_read(cshs_conn *c, void *buf, size_t len)
 {
     ERR_clear_error();
+    errno = 0; /* SSL_ERROR_SYSCALL reads it: no stale value may pass for EAGAIN */
     size_t n = 0;
     int r = SSL_read_ex(c->ssl, buf, len, &n);
     if (r == 1) return (ssize_t)n;
@@ -138,6 +140,7 @@ ssize_t cshs__tls_read(cshs_conn *c, void *buf, size_t len)
 ssize_t cshs__tls_write(cshs_conn *c, const void *buf, size_t len)
 {
     ERR_clear_error();
+    errno = 0;
     size_t n = 0;
     int r = SSL_write_ex(c->ssl, buf, len, &n);
     if (r == 1) return (ssize_t)n;

@@ -59,6 +59,7 @@ int cshw_context_begin(cshw_context *ctx, const char *head, const csh_message *m
     if (ctx->active) cshw_context_end(ctx);
     ctx->transport = *transport;
     ctx->user_data = NULL;
+    ctx->body_stored = 0;
     ctx->params.items = NULL;
     ctx->params.count = 0;
     ctx->pend.len = 0;
@@ -113,15 +114,26 @@ int cshw_context_end(cshw_context *ctx)
                                      : 0;
         if (code) cshw__response_auto_error(res, code);
     }
+    /* A body that failed is never answered 2xx or 3xx, whatever the handler
+     * said: its error status while nothing was sent, otherwise the response
+     * is cut short (no last chunk) so the client cannot take it for whole. */
+    if (req->body_error && res->status < 400) {
+        if (!res->headers_sent && !res->file_sent)
+            cshw__response_auto_error(res, req->body_error);
+        else
+            res->abort = 1;
+    }
     /* RFC 9112 §9.6: a server that will not read the rest of the body says
      * so with Connection: close before it closes; after a bad body the
-     * framing of what follows cannot be trusted either. */
-    if (!req->body_done && cshw__body_forces_close(req)) res->close = 1;
+     * framing of what follows cannot be trusted either. A body the exchange
+     * stored is already read: nothing of it is left on the connection. */
+    if (!req->body_done && !ctx->body_stored && cshw__body_forces_close(req)) res->close = 1;
     if (form_error || req->body_error) res->close = 1;
 
     int r = cshw__response_end(res);
     int keep = r == 0 && !res->close && !res->abort && (req->msg.flags & CSH_MSG_KEEP_ALIVE);
-    if (keep && !req->body_done) keep = cshw__body_drain(req, ctx->options.max_drain_bytes);
+    if (keep && !req->body_done && !ctx->body_stored)
+        keep = cshw__body_drain(req, ctx->options.max_drain_bytes);
 
     cshw_arena_reset(ctx->arena);
     ctx->active = 0;

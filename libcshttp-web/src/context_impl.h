@@ -97,6 +97,10 @@ struct cshw_context {
     cshw_response res;
     void *user_data; /* per request */
     void *app_data;  /* per context, the owner's (cshw_context_set_app_data) */
+    /* the exchange read the whole body before the handler (exchange.c):
+     * what the handler leaves unread is discarded, never a reason to close */
+    int body_stored;
+    struct cshw_exchange *exchange; /* the one running this request (exchange.c) */
     cshw_pairs params;
     int active;
 
@@ -141,8 +145,11 @@ void cshw__http_date(char out[30]);
  * one, nothing more is written and the connection closes. */
 int cshw__transport_write(cshw_context *ctx, const void *data, size_t len);
 /* A complete error response without a request (a head that failed to
- * parse), Connection: close. */
-int cshw__write_raw_error(const cshw_transport *t, const cshw_options *o, int status);
+ * parse, a body that failed before the handler, a refused connection):
+ * the error page with `detail` (may be NULL), Date, Content-Length,
+ * Connection: close. *written (may be NULL): the bytes written. */
+int cshw__write_raw_error(const cshw_transport *t, const cshw_options *o, int status,
+                          const char *detail, uint64_t *written);
 
 /* ---- gzip.c ---- */
 /* 1 when the request's Accept-Encoding prefers gzip to identity. */

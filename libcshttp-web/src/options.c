@@ -18,6 +18,8 @@ void cshw_options_init(cshw_options *o)
     o->max_form_parts = 1000;
     o->max_part_header = 16384;
     o->server_header = NULL;
+    o->body_buffer = 65536;
+    o->max_request_body = 16u << 20;
 }
 
 /* A field value (RFC 9110 §5.5): visible characters, obs-text, and spaces
@@ -49,6 +51,8 @@ int cshw_options_check(const cshw_options *o, const char **why)
         return fail(why, "temp_dir must be an absolute path");
     if (o->max_form_parts == 0) return fail(why, "max_form_parts must be at least 1");
     if (o->max_part_header < 64) return fail(why, "max_part_header must be at least 64 bytes");
+    if (o->body_buffer < 1024 || o->body_buffer > (64u << 20))
+        return fail(why, "body_buffer must be from 1024 to 67108864 bytes");
     if (o->server_header && !valid_value(o->server_header))
         return fail(why, "server_header must be NULL or a field value without control "
                          "characters or surrounding spaces");

@@ -316,6 +316,9 @@ static int build_head(cshw_response *res, int64_t content_length, int vary)
     cshw_context *ctx = res->ctx;
     cshw_buf *b = &ctx->wire;
     cshw_buf_clear(b);
+    /* a request whose body failed is not answered 2xx or 3xx: the context's
+     * end answers the body's error instead (context.c) */
+    if (ctx->req.body_error && res->status < 400) return ctx->req.body_error;
     /* RFC 9110 §6.2: our version, whatever the client's; the status is
      * 200..599 (cshw_response_set_status) */
     int r = cshw_buf_append(b, "HTTP/1.1 ", 9);

@@ -136,15 +136,18 @@ int cshw__error_page(cshw_buf *b, int status, const char *detail)
 }
 
 /* A whole error response without a context: for a head that did not
- * parse, so there is no request to answer in the usual way. */
-int cshw__write_raw_error(const cshw_transport *t, const cshw_options *o, int status)
+ * parse, a body that failed before the handler ran, or a connection
+ * refused; Date (RFC 9110 §6.6.1), Content-Length, Connection: close. The
+ * bytes written go to *written (when not NULL). */
+int cshw__write_raw_error(const cshw_transport *t, const cshw_options *o, int status,
+                          const char *detail, uint64_t *written)
 {
     cshw_buf page, b;
     cshw_buf_init(&page, NULL);
     cshw_buf_init(&b, NULL);
     char line[128], date[30];
     cshw__http_date(date);
-    int r = cshw__error_page(&page, status, NULL);
+    int r = cshw__error_page(&page, status, detail);
     int n = snprintf(line, sizeof line, "HTTP/1.1 %d %s\r\nDate: %s\r\n", status,
                      cshw_status_reason(status), date);
     r |= cshw_buf_append(&b, line, (size_t)n);
@@ -163,6 +166,7 @@ int cshw__write_raw_error(const cshw_transport *t, const cshw_options *o, int st
         r = t->ops->write(t->io, b.data, b.len);
     else
         r = -ENOMEM;
+    if (written) *written = r == 0 ? b.len : 0;
     if (r == 0 && t->ops->flush) r = t->ops->flush(t->io);
     cshw_buf_free(&page);
     cshw_buf_free(&b);

@@ -93,6 +93,21 @@ typedef struct cshs_options {
     unsigned stop_timeout_ms;
     unsigned sweep_interval_ms;
 
+    /* Output the socket does not take at once is queued and sent by the
+     * event loop, so a slow reader holds no worker; a handler whose own
+     * queued bytes pass write_high_water (default 262144; file ranges
+     * count nothing) waits for the client until half of them went, within
+     * send_timeout_ms. */
+    size_t write_high_water;
+
+    /* Lingering close, after an error answer or with input left unread:
+     * our side is shut down and what the client still sends is read and
+     * discarded for at most linger_ms (default 2000; 0: close at once) and
+     * linger_bytes (default 1 MiB), so the answer is not destroyed by a
+     * reset before the client reads it. */
+    unsigned linger_ms;
+    uint64_t linger_bytes;
+
     /* The read buffer of a busy connection (default 8192; it grows up to
      * the head limit plus itself); idle connections hold none. */
     size_t read_buffer;

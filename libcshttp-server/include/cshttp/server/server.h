@@ -38,8 +38,12 @@ extern "C" {
 
 typedef struct cshs_server cshs_server;
 
-/* One request as the access log sees it, after its response ended. The
- * strings live for the call only. */
+/* One answer as the access log sees it, after it was handed to the
+ * connection: every answer, the handler's and the server's own (a head that
+ * did not parse: its request line as sent, split at its first space; 408;
+ * 413; 503 beyond max_connections: method and target "-"). The status is
+ * the one sent (0: none, the client left first). The strings live for the
+ * call only and are as the client sent them: escape them. */
 typedef struct cshs_request_log {
     const char *remote_addr;
     const char *method;
@@ -49,10 +53,12 @@ typedef struct cshs_request_log {
     uint64_t bytes_out;  /* bytes written for this request, head included */
     const char *referer; /* NULL when absent */
     const char *user_agent;
-    int64_t time_unix_ms; /* when the head was parsed */
+    int64_t time_unix_ms; /* when the request's first byte arrived */
+    uint64_t bytes_in;    /* head and body bytes received */
+    int64_t duration_us;  /* from the first byte to the response handed over */
 } cshs_request_log;
 
-/* Called on the worker thread after each request; must be thread-safe. */
+/* Called on a worker thread after each answer; must be thread-safe. */
 typedef void (*cshs_log_fn)(void *user, const cshs_request_log *entry);
 
 /* Counters, read at one moment (each is exact; they are not read under one
@@ -87,6 +93,17 @@ CSHS_EXPORT cshs_server *cshs_server_new(const cshs_options *options, cshw_handl
 
 /* An access-log callback (NULL: none). Call before start. */
 CSHS_EXPORT void cshs_server_set_log(cshs_server *s, cshs_log_fn fn, void *user);
+
+/* Routes whose handler reads the request body as it arrives, instead of
+ * the engine reading all of it before the handler runs (huge uploads, a
+ * proxy): fn(arg, head, msg) says 1 for such a request (called on a worker
+ * before the body is read). Such a handler holds its worker while the
+ * client sends: the one case where a slow client holds a worker, bounded
+ * by max_threads; body deadlines still apply. Set before start. */
+CSHS_EXPORT void cshs_server_set_streaming(cshs_server *s,
+                                           int (*fn)(void *arg, const char *head,
+                                                     const csh_message *msg),
+                                           void *arg);
 
 /* The application's pointer (libuv's `data` convention): every handler
  * reaches it as cshw_context_app_data(ctx). Set before start; the engine

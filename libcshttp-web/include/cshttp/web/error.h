@@ -83,6 +83,7 @@ extern "C" {
     XX(TARGET_USERINFO, -10118, 400, "absolute-form target has userinfo (http://user@host/)")     \
     XX(TARGET_SYNTAX, -10119, 400,                                                                \
        "target has a fragment ('#'), or a '%' in its path not followed by two hex digits")        \
+    XX(BODY_LIMIT, -10120, 413, "the request body is larger than max_request_body")               \
     /* static files and MapPath: -10200 .. -10299 */                                              \
     XX(NOT_FOUND, -10200, 404, "no such file")                                                     \
     XX(STATIC_FORBIDDEN, -10201, 403, "the file may not be read (permission denied)")              \

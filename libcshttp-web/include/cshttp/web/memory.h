@@ -44,13 +44,15 @@ CSHW_EXPORT const char *cshw_memory_output(const cshw_memory *m, size_t *len);
  * return end of input. */
 CSHW_EXPORT void cshw_memory_fail_writes_after(cshw_memory *m, size_t after);
 
-/* Serves every request of the input with `handler`, as the engine would:
- * parse a head (libcshttp, default limits, strict), begin, run, end, and
- * the next one (pipelined, RFC 9112 §9.3.2) while the connection may be
- * kept. A head that fails to parse gets an error page with its status
- * (csh_error_status) and Connection: close, and the connection ends; so
- * does input that ends inside a head (nothing is answered) and a failed
- * write. Returns the number of requests served (handlers run), or
+/* Serves every request of the input with `handler` through the exchange
+ * (exchange.h), exactly as the engine does on a socket: parse, validate,
+ * read the body (answering 100-continue, 413, 400 for a bad body), run,
+ * end, and the next pipelined request (RFC 9112 §9.3.2) while the
+ * connection may be kept. A head that fails to parse, or a request the
+ * exchange refuses, gets the error page with its status and Connection:
+ * close, and the connection ends; so does input that ends inside a head
+ * (nothing is answered) and a failed write. Returns the number of requests
+ * run (handlers called, or answered for the handler by the toolkit), or
  * CSHW_E_INVALID_OPTION, -EINVAL, -ENOMEM before any. `options` may be
  * NULL. */
 CSHW_EXPORT int cshw_memory_serve(cshw_memory *m, const cshw_options *options,

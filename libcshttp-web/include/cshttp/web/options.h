@@ -40,6 +40,12 @@ typedef struct cshw_options {
      * beyond). */
     size_t max_form_parts;
     size_t max_part_header;
+    /* Request bodies as the exchange reads them before the handler runs
+     * (exchange.h): up to body_buffer bytes in memory, the rest in a
+     * temporary file in temp_dir; more than max_request_body bytes (0: no
+     * limit) is answered 413. Defaults 65536 and 16 MiB. */
+    size_t body_buffer;
+    uint64_t max_request_body;
     /* The Server field of every response, or NULL for none (the default:
      * naming the software helps nobody but an attacker). */
     const char *server_header;

@@ -38,6 +38,10 @@ typedef struct cshw_transport_ops {
     /* Sends len bytes of the file fd from offset, with sendfile(2) where it
      * can. 0, or -errno. May be NULL: the toolkit then reads and writes. */
     int (*send_file)(void *io, int fd, off_t offset, size_t len);
+    /* Reads up to cap input bytes into buf without waiting: the count, 0
+     * when the input ended, -EAGAIN when nothing is there now, or -errno.
+     * May be NULL: the exchange then copies from peek/consume. */
+    ssize_t (*read)(void *io, void *buf, size_t cap);
 } cshw_transport_ops;
 
 typedef struct cshw_transport {

@@ -1,0 +1,176 @@
+/* cshw_exchange: one connection's HTTP/1.1 exchanges, driven without
+ * blocking. The one place where a request is parsed, validated, run and
+ * answered: the engine (libcshttp-server) and the in-memory transport
+ * (cshw_memory_serve) both drive their connections through it, so the
+ * toolkit's tests see the bytes production sends.
+ *
+ * The owner of the connection (the engine's event loop, or a test) feeds it
+ * input and runs what is ready:
+ *
+ *   cshw_exchange *x = cshw_exchange_new(&config);     // per connection
+ *   for (;;) {
+ *       int r = cshw_exchange_input(x, &transport);    // never waits
+ *       if (r == CSHW_EXCHANGE_WANT_INPUT) wait for the socket, again;
+ *       if (r == CSHW_EXCHANGE_READY)                  // head and body are in
+ *           r = cshw_exchange_run(x, ctx, &transport); // the handler, on a worker
+ *       if (r == CSHW_EXCHANGE_CLOSE) finish sending, lingering close, stop;
+ *   }
+ *   cshw_exchange_free(x);
+ *
+ * What cshw_exchange_input does, in order (RFC 9112 and 9110 sections in
+ * exchange.c):
+ * - reads what the transport has (its `read` op, or peek/consume) into the
+ *   exchange's buffer, and parses a request head with libcshttp; a head
+ *   that does not parse is answered with its status (400, 413, 414, 431,
+ *   501, 505) and the connection closes;
+ * - validates the request (Host syntax, absolute-form, fragment,
+ *   percent-encoding): 400;
+ * - refuses a body larger than options.max_request_body: 413 before any
+ *   body byte is read when Content-Length says so, as soon as a chunked body
+ *   crosses it;
+ * - answers "100 Continue" when the client asked for it, then reads the
+ *   whole body: up to options.body_buffer bytes in memory, beyond that into
+ *   a temporary file in options.temp_dir; a malformed chunked body gets 400
+ *   and the handler never runs;
+ * - or, for a request that config.streams says streams its body (huge
+ *   uploads, a proxy), stops after the head: the handler then reads the
+ *   body on demand through the transport's blocking peek/consume.
+ * cshw_exchange_run runs the handler (or the router) with the context,
+ * ends the response, discards what the handler left of a stored body, and
+ * reports the exchange. A request whose body failed is never answered 2xx:
+ * the body's error status replaces it, or, once bytes were sent, the
+ * response is cut short (no last chunk) and the connection closes.
+ *
+ * Every answer, the handler's and the exchange's own (parse errors, 408,
+ * 413, validation), is reported once through config.report with its real
+ * status and byte counts, so logs and counters need no wrapper.
+ *
+ * Ownership: the config (and what it points to) is the caller's and must
+ * outlive every exchange made with it; an exchange owns its buffer, parser
+ * and temporary file. Spans in an outcome live for the report call only.
+ * Threads: one thread at a time per exchange; cshw_exchange_input may run
+ * on one thread (a loop) and cshw_exchange_run on another (a worker) as
+ * long as the owner orders them. */
+#ifndef CSHTTP_WEB_EXCHANGE_H
+#define CSHTTP_WEB_EXCHANGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cshttp/parser.h>
+
+#include "context.h"
+#include "export.h"
+#include "options.h"
+#include "router.h"
+#include "transport.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct cshw_exchange cshw_exchange;
+
+/* What cshw_exchange_input and cshw_exchange_run return (errors are
+ * negative: -ENOMEM, -errno of the transport). */
+enum {
+    CSHW_EXCHANGE_WANT_INPUT = 1, /* wait until the connection is readable, call input again */
+    CSHW_EXCHANGE_READY = 2,      /* a request is ready: cshw_exchange_run */
+    CSHW_EXCHANGE_CLOSE = 3,      /* done: send what is queued, then close (lingering) */
+    CSHW_EXCHANGE_NEXT = 4        /* run: the connection goes on, call input again */
+};
+
+/* Where a connection stands between calls: for the owner's deadlines. */
+typedef enum cshw_exchange_phase {
+    CSHW_PHASE_IDLE = 0, /* between requests, no byte of the next one yet */
+    CSHW_PHASE_HEAD,     /* a head has begun */
+    CSHW_PHASE_BODY,     /* a body is being read into memory or a file */
+    CSHW_PHASE_READY,    /* a request waits for cshw_exchange_run */
+    CSHW_PHASE_CLOSED    /* answered and closing, or the input ended */
+} cshw_exchange_phase;
+
+/* One exchange as it ended: what an access log line and the counters need. */
+typedef struct cshw_exchange_outcome {
+    int status;              /* the status answered; 0: none (the client left first) */
+    int error;               /* when the exchange answered, not the handler: the
+                              * csh_ or cshw_ error (or -ETIMEDOUT) that decided it */
+    const char *head;        /* the request head; msg's spans refer to it */
+    const csh_message *msg;  /* NULL when the head did not parse */
+    const char *line;        /* the request line as received (up to 1024 bytes,
+                              * not NUL-terminated), for a head that did not parse too */
+    size_t line_len;
+    const cshw_transport *transport; /* remote address, is_secure */
+    uint64_t bytes_in;       /* head and body bytes as received */
+    uint64_t bytes_out;      /* response bytes handed to the transport */
+    int keep_alive;          /* the connection carries on */
+    int64_t start_unix_ms;   /* wall clock when the head began */
+    int64_t duration_us;     /* from the head's first byte to the response's end */
+} cshw_exchange_outcome;
+
+typedef struct cshw_exchange_config {
+    const cshw_options *web; /* body_buffer, max_request_body, temp_dir, server_header */
+    const csh_limits *limits;
+    /* The application: a handler, or (handler NULL) a router. */
+    cshw_handler handler;
+    cshw_router *router;
+    /* 1 when this request's handler reads its body as it arrives instead
+     * (NULL: never). Called on the thread of cshw_exchange_input. */
+    int (*streams)(void *arg, const char *head, const csh_message *msg);
+    /* Every exchange, once, after its answer was handed to the transport
+     * (NULL: none). Called on the thread that ended it. */
+    void (*report)(void *arg, const cshw_exchange_outcome *outcome);
+    /* 1 when the owner is stopping: responses then carry Connection:
+     * close (NULL: never). */
+    int (*closing)(void *arg);
+    void *arg; /* passed to the three callbacks */
+} cshw_exchange_config;
+
+/* An exchange for one connection. NULL when out of memory. */
+CSHW_EXPORT cshw_exchange *cshw_exchange_new(const cshw_exchange_config *config);
+
+/* Frees it (a temporary body file is removed). NULL does nothing. */
+CSHW_EXPORT void cshw_exchange_free(cshw_exchange *x);
+
+/* Makes it as new, for another connection (keeps its memory). */
+CSHW_EXPORT void cshw_exchange_reset(cshw_exchange *x);
+
+/* Reads and processes what the transport has without waiting: WANT_INPUT,
+ * READY, CLOSE (after an answer of its own or the end of input), or a
+ * negative error (close). */
+CSHW_EXPORT int cshw_exchange_input(cshw_exchange *x, const cshw_transport *t);
+
+/* Runs the ready request with ctx (a context of the same options) and
+ * reports it: NEXT (the connection goes on: call input), CLOSE, or a
+ * negative error (close). `t` is the connection's transport; for a
+ * streaming request its peek/consume may wait for body bytes. */
+CSHW_EXPORT int cshw_exchange_run(cshw_exchange *x, cshw_context *ctx, const cshw_transport *t);
+
+/* A deadline passed while the exchange waited for input (request head,
+ * body rate or read timeout): a request in progress is answered 408
+ * (RFC 9110 §15.5.9) and reported; nothing is sent between requests.
+ * Returns CLOSE. */
+CSHW_EXPORT int cshw_exchange_expire(cshw_exchange *x, const cshw_transport *t);
+
+CSHW_EXPORT cshw_exchange_phase cshw_exchange_phase_of(const cshw_exchange *x);
+
+/* Bytes read and not yet used (a head in progress, pipelined requests). */
+CSHW_EXPORT size_t cshw_exchange_buffered(const cshw_exchange *x);
+
+/* Body bytes received for the request in progress, and when (monotonic
+ * microseconds) its first byte arrived: for the head deadline and a
+ * minimum body rate. */
+CSHW_EXPORT uint64_t cshw_exchange_body_received(const cshw_exchange *x);
+CSHW_EXPORT int64_t cshw_exchange_body_start_us(const cshw_exchange *x);
+
+/* An answer without a request (beyond max_connections: 503; plain HTTP on
+ * an HTTPS port: 400): the toolkit's error page with Date, Content-Length
+ * and Connection: close, `detail` (may be NULL) in its text; reported
+ * through config->report like any exchange. 0 or the write's error. */
+CSHW_EXPORT int cshw_exchange_refuse(const cshw_exchange_config *config, const cshw_transport *t,
+                                     int status, const char *detail);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
