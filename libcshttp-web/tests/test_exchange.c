@@ -1,0 +1,487 @@
+/* cshw_exchange (src/exchange.c) over the memory transport: what it
+ * reports for every kind of answer, the body stored in memory or in a
+ * temporary file, the limits, the request checks, streaming routes, and
+ * that the same bytes give the same answers whole and byte by byte. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "cshttp/web/exchange.h"
+#include "tw.h"
+
+/* ---- what the reports said ---- */
+
+#define MAX_REPORTS 16
+
+typedef struct report_log {
+    int n;
+    int status[MAX_REPORTS];
+    int error[MAX_REPORTS];
+    int parsed[MAX_REPORTS];
+    int keep[MAX_REPORTS];
+    uint64_t in[MAX_REPORTS], out[MAX_REPORTS];
+    char line[MAX_REPORTS][64];
+} report_log;
+
+static report_log reports;
+
+static void on_report(void *arg, const cshw_exchange_outcome *o)
+{
+    (void)arg;
+    if (reports.n >= MAX_REPORTS) return;
+    int i = reports.n++;
+    reports.status[i] = o->status;
+    reports.error[i] = o->error;
+    reports.parsed[i] = o->msg != NULL;
+    reports.keep[i] = o->keep_alive;
+    reports.in[i] = o->bytes_in;
+    reports.out[i] = o->bytes_out;
+    size_t l = o->line_len < 63 ? o->line_len : 63;
+    memcpy(reports.line[i], o->line, l);
+    reports.line[i][l] = '\0';
+}
+
+/* ---- handlers ---- */
+
+static char body_seen[1 << 20];
+static size_t body_seen_len;
+static int handler_calls;
+
+/* Echoes the body's length and a checksum, after reading all of it. */
+static void read_all(cshw_context *ctx)
+{
+    handler_calls++;
+    cshw_request *req = cshw_context_request(ctx);
+    /* the body of the last POST: the GET after it must not hide it */
+    int post = strcmp(cshw_request_method(req), "POST") == 0;
+    if (post) body_seen_len = 0;
+    size_t got = 0;
+    ssize_t n;
+    char buf[1000];
+    while ((n = cshw_request_read(req, buf, sizeof buf)) > 0) {
+        if (post && got + (size_t)n <= sizeof body_seen) memcpy(body_seen + got, buf, (size_t)n);
+        got += (size_t)n;
+    }
+    if (post) body_seen_len = got;
+    cshw_response *res = cshw_context_response(ctx);
+    if (n < 0) {
+        /* a handler that tries to call a failed body a success */
+        cshw_response_set_status(res, 200);
+        cshw_response_puts(res, "fine");
+        return;
+    }
+    cshw_response_printf(res, "%zu", got);
+}
+
+static void hello(cshw_context *ctx)
+{
+    handler_calls++;
+    cshw_response_puts(cshw_context_response(ctx), "hello");
+}
+
+/* Serves `in` through an exchange, `piece` bytes at a time (0: whole),
+ * as cshw_memory_serve does, with the reports collected. */
+static void serve(tw_run *run, const char *in, size_t len, size_t piece, const cshw_options *o,
+                  cshw_handler h, int (*streams)(void *, const char *, const csh_message *))
+{
+    memset(&reports, 0, sizeof reports);
+    handler_calls = 0;
+    cshw_options defaults;
+    cshw_options_init(&defaults);
+    cshw_exchange_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.web = o ? o : &defaults;
+    cfg.handler = h;
+    cfg.report = on_report;
+    cfg.streams = streams;
+    cshw_memory *m = cshw_memory_new(in, len, piece);
+    cshw_exchange *x = cshw_exchange_new(&cfg);
+    cshw_context *ctx = cshw_context_new(cfg.web);
+    assert_non_null(m);
+    assert_non_null(x);
+    assert_non_null(ctx);
+    const cshw_transport *t = cshw_memory_transport(m);
+    int runs = 0;
+    for (int guard = 0; guard < 10000000; guard++) {
+        int r = cshw_exchange_input(x, t);
+        if (r == CSHW_EXCHANGE_WANT_INPUT) continue;
+        if (r != CSHW_EXCHANGE_READY) break;
+        runs++;
+        if (cshw_exchange_run(x, ctx, t) != CSHW_EXCHANGE_NEXT) break;
+    }
+    (void)len;
+    tw_collect(run, m, in); /* the output, parsed as responses */
+    run->served = runs;
+    cshw_context_free(ctx);
+    cshw_exchange_free(x);
+    cshw_memory_free(m);
+}
+
+static void serve_str(tw_run *run, const char *in, size_t piece)
+{
+    serve(run, in, strlen(in), piece, NULL, hello, NULL);
+}
+
+/* ---- every kind of answer is reported, with its real status ---- */
+
+static void test_reports(void **state)
+{
+    (void)state;
+    tw_run run;
+    /* two pipelined requests: two reports, the bytes of each */
+    static const char two[] = "GET /a HTTP/1.1\r\nHost: h\r\n\r\nGET /b HTTP/1.1\r\nHost: h\r\n\r\n";
+    serve_str(&run, two, 0);
+    assert_int_equal(reports.n, 2);
+    assert_int_equal(reports.status[0], 200);
+    assert_int_equal(reports.status[1], 200);
+    assert_int_equal(reports.in[0], 28);
+    assert_int_equal(reports.out[0] + reports.out[1], run.out_len);
+    assert_string_equal(reports.line[1], "GET /b HTTP/1.1");
+    assert_int_equal(reports.keep[0], 1);
+    tw_free(&run);
+
+    /* a head that does not parse: reported, its request line kept */
+    serve_str(&run, "GET /x HTTP/1.1\r\nHost: h\r\nBad Name: v\r\n\r\n", 0);
+    assert_int_equal(reports.n, 1);
+    assert_int_equal(reports.status[0], 400);
+    assert_int_equal(reports.parsed[0], 0);
+    assert_string_equal(reports.line[0], "GET /x HTTP/1.1");
+    assert_int_equal(run.r[0].status, 400);
+    assert_non_null(tw_field(&run.r[0], "date")); /* RFC 9110 §6.6.1 */
+    assert_string_equal(tw_field(&run.r[0], "connection"), "close");
+    assert_int_equal(handler_calls, 0);
+    tw_free(&run);
+
+}
+
+static void form_reader(cshw_context *ctx)
+{
+    handler_calls++;
+    /* like most handlers, it leaves a form error to the toolkit's answer */
+    cshw_request *req = cshw_context_request(ctx);
+    cshw_request_form(req);
+    if (cshw_request_form_error(req)) return;
+    cshw_response_puts(cshw_context_response(ctx), "form read");
+}
+
+static void test_toolkit_error_reported(void **state)
+{
+    (void)state;
+    cshw_options o;
+    cshw_options_init(&o);
+    o.max_form_parts = 2;
+    static const char form[] =
+        "POST /f HTTP/1.1\r\nHost: h\r\nContent-Type: application/x-www-form-urlencoded\r\n"
+        "Content-Length: 11\r\n\r\na=1&b=2&c=3";
+    tw_run run;
+    serve(&run, form, sizeof form - 1, 0, &o, form_reader, NULL);
+    assert_int_equal(handler_calls, 1);
+    assert_int_equal(run.r[0].status, 413);
+    assert_int_equal(reports.n, 1);
+    assert_int_equal(reports.status[0], 413);
+    tw_free(&run);
+}
+
+/* ---- the body, read before the handler ---- */
+
+static char *make_post(size_t body_len, int chunked, size_t *out_len)
+{
+    size_t cap = body_len * 2 + 4096;
+    char *p = malloc(cap);
+    assert_non_null(p);
+    size_t n;
+    if (chunked) {
+        n = (size_t)sprintf(p, "POST /u HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n");
+        size_t done = 0, k = 0;
+        while (done < body_len) {
+            size_t c = 1 + (k++ * 7919) % 5000;
+            if (c > body_len - done) c = body_len - done;
+            n += (size_t)sprintf(p + n, "%zx\r\n", c);
+            for (size_t i = 0; i < c; i++) p[n++] = (char)('a' + (done + i) % 26);
+            p[n++] = '\r';
+            p[n++] = '\n';
+            done += c;
+        }
+        n += (size_t)sprintf(p + n, "0\r\n\r\n");
+    } else {
+        n = (size_t)sprintf(p, "POST /u HTTP/1.1\r\nHost: h\r\nContent-Length: %zu\r\n\r\n",
+                            body_len);
+        for (size_t i = 0; i < body_len; i++) p[n++] = (char)('a' + i % 26);
+    }
+    n += (size_t)sprintf(p + n, "GET /after HTTP/1.1\r\nHost: h\r\n\r\n");
+    *out_len = n;
+    return p;
+}
+
+static void check_body(size_t len)
+{
+    assert_int_equal(body_seen_len, len);
+    for (size_t i = 0; i < len; i++)
+        if (body_seen[i] != (char)('a' + i % 26)) fail_msg("byte %zu of %zu differs", i, len);
+}
+
+/* In memory up to body_buffer, in a temporary file beyond: the handler
+ * reads the same bytes, and the pipelined request after the body is
+ * served; Content-Length and chunked, whole and in pieces. */
+static void test_body_memory_and_file(void **state)
+{
+    (void)state;
+    cshw_options o;
+    cshw_options_init(&o);
+    o.body_buffer = 4096;
+    static const size_t sizes[] = {0, 1, 4095, 4096, 4097, 200000};
+    static const size_t pieces[] = {0, 1, 7, 4096};
+    for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++) {
+        for (int chunked = 0; chunked <= 1; chunked++) {
+            for (size_t pi = 0; pi < sizeof pieces / sizeof *pieces; pi++) {
+                if (pieces[pi] == 1 && sizes[si] > 5000) continue; /* slow, and 7 covers it */
+                size_t n;
+                char *in = make_post(sizes[si], chunked, &n);
+                tw_run run;
+                serve(&run, in, n, pieces[pi], &o, read_all, NULL);
+                check_body(sizes[si]);
+                assert_int_equal(run.served, 2);
+                assert_int_equal(run.n, 2);
+                char want[32];
+                snprintf(want, sizeof want, "%zu", sizes[si]);
+                assert_string_equal(run.r[0].body, want);
+                assert_int_equal(reports.status[0], 200);
+                assert_int_equal(reports.in[0], n - 32); /* all but the pipelined GET */
+                tw_free(&run);
+                free(in);
+            }
+        }
+    }
+}
+
+/* RFC 9110 §15.5.14: past max_request_body, 413: before any body byte
+ * when Content-Length says so, as soon as a chunked body crosses it. */
+static void test_body_limit(void **state)
+{
+    (void)state;
+    cshw_options o;
+    cshw_options_init(&o);
+    o.max_request_body = 1000;
+    tw_run run;
+    /* 4294967301 bytes announced, none sent: answered at once */
+    static const char big[] = "POST /u HTTP/1.1\r\nHost: h\r\nContent-Length: 4294967301\r\n\r\n";
+    serve(&run, big, sizeof big - 1, 0, &o, read_all, NULL);
+    assert_int_equal(handler_calls, 0);
+    assert_int_equal(run.r[0].status, 413);
+    assert_string_equal(tw_field(&run.r[0], "connection"), "close");
+    assert_int_equal(reports.status[0], 413);
+    assert_int_equal(reports.error[0], CSHW_E_BODY_LIMIT);
+    tw_free(&run);
+    /* the default limit, 16 MiB, answers the same */
+    serve(&run, big, sizeof big - 1, 0, NULL, read_all, NULL);
+    assert_int_equal(run.r[0].status, 413);
+    tw_free(&run);
+    /* exactly the limit is fine; one byte more is not */
+    size_t n;
+    char *in = make_post(1000, 1, &n);
+    serve(&run, in, n, 0, &o, read_all, NULL);
+    assert_int_equal(run.r[0].status, 200);
+    tw_free(&run);
+    free(in);
+    in = make_post(1001, 1, &n);
+    for (size_t piece = 0; piece <= 1; piece++) {
+        serve(&run, in, n, piece, &o, read_all, NULL);
+        assert_int_equal(handler_calls, 0);
+        assert_int_equal(run.n, 1);
+        assert_int_equal(run.r[0].status, 413);
+        tw_free(&run);
+    }
+    free(in);
+    /* 0: no limit */
+    o.max_request_body = 0;
+    in = make_post(5000, 0, &n);
+    serve(&run, in, n, 0, &o, read_all, NULL);
+    assert_int_equal(run.r[0].status, 200);
+    tw_free(&run);
+    free(in);
+}
+
+/* ---- the request checks (RFC 9110, 9112) ---- */
+
+static void test_request_checks(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *in;
+        int status;
+    } cases[] = {
+        {"GET / HTTP/1.1\r\nHost: a:b1\r\n\r\n", 400},           /* RFC 9110 §7.2 */
+        {"GET / HTTP/1.1\r\nHost: [::1\r\n\r\n", 400},           /* RFC 3986 §3.2.2 */
+        {"GET http:///x HTTP/1.1\r\nHost: h\r\n\r\n", 400},      /* RFC 9112 §3.2.2 */
+        {"GET http://user@host/x HTTP/1.1\r\nHost: h\r\n\r\n", 400}, /* RFC 9110 §4.2.4 */
+        {"GET /a#frag HTTP/1.1\r\nHost: h\r\n\r\n", 400},        /* RFC 9112 §3.2 */
+        {"GET /a%zz HTTP/1.1\r\nHost: h\r\n\r\n", 400},          /* RFC 3986 §2.1 */
+        {"POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n",
+         501}, /* RFC 9112 §6.1 */
+        {"POST / HTTP/1.1\r\nHost: h\r\nExpect: 200-ok\r\nContent-Length: 1\r\n\r\nx",
+         417}, /* RFC 9110 §10.1.1 */
+        /* accepted */
+        {"GET / HTTP/1.1\r\nHost: [::1]:8080\r\n\r\n", 200},
+        {"GET http://h:80/x HTTP/1.1\r\nHost: h\r\n\r\n", 200},
+        {"POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: , chunked\r\n\r\n0\r\n\r\n",
+         200}, /* RFC 9110 §5.6.1: empty list elements */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        for (size_t piece = 0; piece <= 1; piece++) {
+            tw_run run;
+            serve_str(&run, cases[i].in, piece);
+            if (run.n != 1 || run.r[0].status != cases[i].status)
+                fail_msg("case %zu piece %zu: %zu responses, status %d", i, piece, run.n,
+                         run.n ? run.r[0].status : 0);
+            assert_int_equal(handler_calls, cases[i].status == 200);
+            assert_int_equal(reports.status[0], cases[i].status);
+            tw_free(&run);
+        }
+    }
+}
+
+/* ---- streaming routes ---- */
+
+static int stream_all(void *arg, const char *head, const csh_message *msg)
+{
+    (void)arg;
+    (void)head;
+    (void)msg;
+    return 1;
+}
+
+/* The handler reads the body itself; a body that fails while it reads is
+ * never answered 2xx, even when the handler says 200. */
+static void test_streaming(void **state)
+{
+    (void)state;
+    size_t n;
+    char *in = make_post(30000, 1, &n);
+    for (size_t piece = 0; piece <= 7; piece += 7) {
+        tw_run run;
+        serve(&run, in, n, piece, NULL, read_all, stream_all);
+        check_body(30000);
+        assert_int_equal(run.served, 2);
+        assert_string_equal(run.r[0].body, "30000");
+        tw_free(&run);
+    }
+    free(in);
+    static const char bad[] = "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n"
+                              "5\r\nhello\r\nzz\r\n";
+    for (size_t piece = 0; piece <= 1; piece++) {
+        tw_run run;
+        serve(&run, bad, sizeof bad - 1, piece, NULL, read_all, stream_all);
+        assert_int_equal(handler_calls, 1);
+        assert_int_equal(run.r[0].status, 400);
+        assert_int_equal(reports.status[0], 400);
+        assert_int_equal(reports.error[0], CSHW_E_BAD_BODY);
+        assert_string_equal(tw_field(&run.r[0], "connection"), "close");
+        tw_free(&run);
+    }
+}
+
+/* ---- the same bytes, whole or in any pieces, give the same answers ---- */
+
+static void test_pieces_same_output(void **state)
+{
+    (void)state;
+    static const char in[] =
+        "GET /a HTTP/1.1\r\nHost: h\r\n\r\n"
+        "POST /u HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n\r\nhello"
+        "POST /u HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n"
+        "HEAD /a HTTP/1.1\r\nHost: h\r\n\r\n"
+        "GET /bad HTTP/1.1\r\nHost: h\r\nX : y\r\n\r\n";
+    tw_run whole;
+    serve(&whole, in, sizeof in - 1, 0, NULL, read_all, NULL);
+    assert_int_equal(whole.n, 5);
+    assert_int_equal(whole.r[4].status, 400);
+    for (size_t piece = 1; piece < 40; piece++) {
+        tw_run run;
+        serve(&run, in, sizeof in - 1, piece, NULL, read_all, NULL);
+        assert_int_equal(run.n, whole.n);
+        for (size_t i = 0; i < run.n; i++) {
+            assert_int_equal(run.r[i].status, whole.r[i].status);
+            assert_int_equal(run.r[i].body_len, whole.r[i].body_len);
+            assert_memory_equal(run.r[i].body, whole.r[i].body, run.r[i].body_len);
+        }
+        tw_free(&run);
+    }
+    tw_free(&whole);
+}
+
+/* ---- deadlines and refusals ---- */
+
+static void test_expire_and_refuse(void **state)
+{
+    (void)state;
+    memset(&reports, 0, sizeof reports);
+    cshw_exchange_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.handler = hello;
+    cfg.report = on_report;
+    /* a head in progress when its deadline passes: 408 (RFC 9110 §15.5.9) */
+    static const char part[] = "GET / HTTP/1.1\r\nHo";
+    cshw_memory *m = cshw_memory_new(part, sizeof part - 1, 0);
+    cshw_exchange *x = cshw_exchange_new(&cfg);
+    const cshw_transport *t = cshw_memory_transport(m);
+    assert_int_equal(cshw_exchange_input(x, t), CSHW_EXCHANGE_WANT_INPUT);
+    assert_int_equal(cshw_exchange_phase_of(x), CSHW_PHASE_HEAD);
+    assert_int_equal(cshw_exchange_expire(x, t), CSHW_EXCHANGE_CLOSE);
+    size_t n;
+    const char *out = cshw_memory_output(m, &n);
+    assert_memory_equal(out, "HTTP/1.1 408 ", 13);
+    assert_int_equal(reports.n, 1);
+    assert_int_equal(reports.status[0], 408);
+    cshw_exchange_free(x);
+    cshw_memory_free(m);
+
+    /* between requests: nothing is sent, nothing reported */
+    memset(&reports, 0, sizeof reports);
+    m = cshw_memory_new("", 0, 0);
+    x = cshw_exchange_new(&cfg);
+    t = cshw_memory_transport(m);
+    assert_int_equal(cshw_exchange_phase_of(x), CSHW_PHASE_IDLE);
+    assert_int_equal(cshw_exchange_expire(x, t), CSHW_EXCHANGE_CLOSE);
+    cshw_memory_output(m, &n);
+    assert_int_equal(n, 0);
+    assert_int_equal(reports.n, 0);
+    cshw_exchange_free(x);
+
+    /* a connection refused (503 beyond max_connections) is reported too */
+    assert_int_equal(cshw_exchange_refuse(&cfg, t, 503, "too many"), 0);
+    out = cshw_memory_output(m, &n);
+    assert_memory_equal(out, "HTTP/1.1 503 ", 13);
+    assert_non_null(strstr(out, "\r\nDate: "));
+    assert_non_null(strstr(out, "too many"));
+    assert_int_equal(reports.n, 1);
+    assert_int_equal(reports.status[0], 503);
+    assert_int_equal(reports.out[0], n);
+    cshw_memory_free(m);
+
+    /* no handler and no router: refused */
+    cfg.handler = NULL;
+    assert_null(cshw_exchange_new(&cfg));
+    cshw_exchange_free(NULL);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_reports),
+        cmocka_unit_test(test_toolkit_error_reported),
+        cmocka_unit_test(test_body_memory_and_file),
+        cmocka_unit_test(test_body_limit),
+        cmocka_unit_test(test_request_checks),
+        cmocka_unit_test(test_streaming),
+        cmocka_unit_test(test_pieces_same_output),
+        cmocka_unit_test(test_expire_and_refuse),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
