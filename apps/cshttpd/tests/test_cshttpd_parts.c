@@ -1,0 +1,175 @@
+/* cshttpd's parts without a server: the access log's escaping and lines,
+ * the status page's ACL, the latency percentiles and the bounded path
+ * table. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "app.h"
+#include "log.h"
+#include "stats.h"
+
+static void test_escape_nginx(void **state)
+{
+    (void)state;
+    char out[64];
+    log_escape(out, sizeof out, "x\" 200 5 \"-\" \"curl");
+    assert_string_equal(out, "x\\x22 200 5 \\x22-\\x22 \\x22curl");
+    log_escape(out, sizeof out, "a\\b\t\r\n\x7f\xc3\xa9~ ");
+    assert_string_equal(out, "a\\x5Cb\\x09\\x0D\\x0A\\x7F\\xC3\\xA9~ ");
+    log_escape(out, sizeof out, "");
+    assert_string_equal(out, "-");
+    log_escape(out, sizeof out, NULL);
+    assert_string_equal(out, "-");
+    /* cut short: never half an escape */
+    char small[6]; /* "ab" and a NUL fit, "ab\\x22" does not */
+    size_t n = log_escape(small, sizeof small, "ab\"cd");
+    assert_int_equal(n, 2);
+    assert_string_equal(small, "ab");
+}
+
+static void test_escape_json(void **state)
+{
+    (void)state;
+    char out[64];
+    log_escape_json(out, sizeof out, "q\"b\\s\x01\xff");
+    assert_string_equal(out, "q\\\"b\\\\s\\u0001\\u00ff");
+    log_escape_json(out, sizeof out, NULL);
+    assert_string_equal(out, "");
+}
+
+static void test_access_line(void **state)
+{
+    (void)state;
+    cshs_request_log e = {.remote_addr = "10.1.2.3", .method = "GET", .target = "/a b\"",
+                          .version_minor = 1, .status = 200, .bytes_out = 42,
+                          .referer = NULL, .user_agent = "ua\n", .time_unix_ms = 0};
+    char line[512];
+    size_t n = access_log_format(line, sizeof line, LOG_COMBINED, &e, 3);
+    assert_true(n > 0 && line[n - 1] == '\n');
+    assert_non_null(strstr(line, "10.1.2.3 - - ["));
+    assert_non_null(strstr(line, "] \"GET /a b\\x22 HTTP/1.1\" 200 42 \"-\" \"ua\\x0A\"\n"));
+    assert_ptr_equal(strchr(line, '\n'), line + n - 1);
+    n = access_log_format(line, sizeof line, LOG_JSON, &e, 3);
+    assert_non_null(strstr(line, "\"target\":\"/a b\\\"\""));
+    assert_non_null(strstr(line, "\"user_agent\":\"ua\\u000a\""));
+    assert_non_null(strstr(line, "\"duration_ms\":3}\n"));
+    /* a line longer than the buffer stays one line */
+    char big[3000];
+    memset(big, 'a', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    e.target = big;
+    char shortbuf[200];
+    n = access_log_format(shortbuf, sizeof shortbuf, LOG_COMBINED, &e, 0);
+    assert_int_equal(n, sizeof shortbuf - 1);
+    assert_int_equal(shortbuf[n - 1], '\n');
+    assert_int_equal(memchr(shortbuf, '\n', n - 1), NULL);
+}
+
+static void test_acl(void **state)
+{
+    (void)state;
+    acl a;
+    char err[128];
+    acl_loopback(&a);
+    assert_true(acl_allows(&a, "127.0.0.1"));
+    assert_true(acl_allows(&a, "127.9.9.9"));
+    assert_true(acl_allows(&a, "::1"));
+    assert_true(acl_allows(&a, "::ffff:127.0.0.1"));
+    assert_true(acl_allows(&a, "unix"));
+    assert_false(acl_allows(&a, "10.0.0.1"));
+    assert_false(acl_allows(&a, "::2"));
+    assert_false(acl_allows(&a, "garbage"));
+    assert_false(acl_allows(&a, NULL));
+    assert_int_equal(acl_parse(&a, "192.168.16.0/20, 2001:db8::/33,10.0.0.7", err, sizeof err), 0);
+    assert_true(acl_allows(&a, "192.168.31.255"));
+    assert_false(acl_allows(&a, "192.168.32.0"));
+    assert_true(acl_allows(&a, "::ffff:192.168.20.1"));
+    assert_true(acl_allows(&a, "2001:db8:7fff::1"));
+    assert_false(acl_allows(&a, "2001:db8:8000::1"));
+    assert_true(acl_allows(&a, "10.0.0.7"));
+    assert_false(acl_allows(&a, "10.0.0.8"));
+    assert_false(acl_allows(&a, "127.0.0.1"));
+    assert_false(acl_allows(&a, "unix"));
+    assert_int_equal(acl_parse(&a, "0.0.0.0/0", err, sizeof err), 0);
+    assert_true(acl_allows(&a, "8.8.8.8"));
+    assert_false(acl_allows(&a, "::1"));
+    const char *bad[] = {"", ",", "1.2.3.4/33", "1.2.3.4/", "::/129", "1.2.3", "x", "1.2.3.4/-1",
+                         "1.2.3.4/8x"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        assert_int_equal(acl_parse(&a, bad[i], err, sizeof err), -1);
+    assert_non_null(strstr(err, "1.2.3.4/8x"));
+}
+
+static void test_percentile(void **state)
+{
+    (void)state;
+    /* the bucket bounds: 0, 1, 2, 3, 4, 5, 7, 10 ... ms */
+    uint64_t c[30] = {0};
+    assert_true(stats_percentile(c, 30, 0.5) == 0);
+    c[0] = 98; /* 98 requests in 0 ms, 2 in the 10 ms bucket */
+    c[7] = 2;
+    assert_true(stats_percentile(c, 30, 0.50) == 0);
+    assert_true(stats_percentile(c, 30, 0.99) == 10);
+    c[0] = 50;
+    c[7] = 50;
+    assert_true(stats_percentile(c, 30, 0.50) == 0);
+    assert_true(stats_percentile(c, 30, 0.51) == 10);
+    memset(c, 0, sizeof c);
+    c[29] = 1; /* above the last bound */
+    assert_true(stats_percentile(c, 30, 0.99) > 60000);
+}
+
+static void test_paths_bounded(void **state)
+{
+    (void)state;
+    stats *st = stats_new(NULL);
+    assert_non_null(st);
+    char target[200];
+    cshs_request_log e = {.target = target};
+    for (int i = 0; i < STATS_PATHS + 10; i++) {
+        snprintf(target, sizeof target, "/p%d?q=%d", i, i);
+        stats_record(st, &e, 1);
+    }
+    for (int i = 0; i < 5; i++) {
+        snprintf(target, sizeof target, "/p3?again=%d", i);
+        stats_record(st, &e, 1);
+    }
+    memset(target, 'x', sizeof target - 1);
+    target[0] = '/';
+    target[sizeof target - 1] = '\0';
+    stats_route r[STATS_PATHS + 1];
+    size_t n = stats_routes(st, r, STATS_PATHS + 1);
+    assert_int_equal(n, STATS_PATHS + 1);
+    assert_string_equal(r[0].path, "(other)");
+    assert_int_equal(r[0].requests, 10);
+    assert_string_equal(r[1].path, "/p3");
+    assert_int_equal(r[1].requests, 6);
+    n = stats_routes(st, r, 2);
+    assert_int_equal(n, 2);
+    stats_free(st);
+    /* a long path is cut to the slot */
+    st = stats_new(NULL);
+    stats_record(st, &e, 1);
+    n = stats_routes(st, r, 1);
+    assert_int_equal(n, 1);
+    assert_int_equal(strlen(r[0].path), STATS_PATH_MAX - 1);
+    stats_sample s[STATS_SAMPLES];
+    assert_int_equal(stats_series(st, s, STATS_SAMPLES), 0);
+    stats_free(st);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_escape_nginx), cmocka_unit_test(test_escape_json),
+        cmocka_unit_test(test_access_line),  cmocka_unit_test(test_acl),
+        cmocka_unit_test(test_percentile),   cmocka_unit_test(test_paths_bounded),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
