@@ -117,7 +117,7 @@ size_t log_escape_json(char *dst, size_t cap, const char *s)
 }
 
 size_t access_log_format(char *buf, size_t cap, log_format f, const cshs_request_log *e,
-                         int64_t duration_ms)
+                         int64_t duration_us)
 {
     /* a field may grow 4x when escaped: each gets a bounded share */
     char method[64], target[2048], referer[1024], agent[1024], when[64];
@@ -134,10 +134,10 @@ size_t access_log_format(char *buf, size_t cap, log_format f, const cshs_request
         n = snprintf(buf, cap,
                      "{\"time\":\"%s\",\"remote_addr\":\"%s\",\"method\":\"%s\",\"target\":\"%s\","
                      "\"protocol\":\"HTTP/1.%d\",\"status\":%d,\"bytes_out\":%llu,"
-                     "\"referer\":\"%s\",\"user_agent\":\"%s\",\"duration_ms\":%lld}\n",
+                     "\"referer\":\"%s\",\"user_agent\":\"%s\",\"duration_ms\":%lld.%03lld}\n",
                      when, e->remote_addr ? e->remote_addr : "", method, target,
                      e->version_minor, e->status, (unsigned long long)e->bytes_out, referer,
-                     agent, (long long)duration_ms);
+                     agent, (long long)(duration_us / 1000), (long long)(duration_us % 1000));
     } else {
         strftime(when, sizeof when, "%d/%b/%Y:%H:%M:%S %z", &tm);
         log_escape(method, sizeof method, e->method);

@@ -43,9 +43,10 @@ size_t log_escape(char *dst, size_t cap, const char *s);
 size_t log_escape_json(char *dst, size_t cap, const char *s);
 
 /* One access-log line, '\n' included, in buf[cap]; its length.
- * duration_ms: from the head to the end of the response. */
+ * duration_us: from the request's first byte to its response handed over
+ * (JSON only, as duration_ms with three decimals). */
 size_t access_log_format(char *buf, size_t cap, log_format f, const cshs_request_log *e,
-                         int64_t duration_ms);
+                         int64_t duration_us);
 
 /* The error log: where error_log_printf writes (default: stderr). */
 typedef enum log_level { LOG_ERROR, LOG_WARN, LOG_NOTICE, LOG_INFO } log_level;

@@ -12,12 +12,14 @@
 #include <string.h>
 #include <time.h>
 
-/* Upper bounds of the latency buckets, in ms (the log gives whole ms); the
- * last bucket holds everything above. */
-static const double bucket_ms[] = {0,   1,   2,   3,    4,    5,    7,    10,   15,    20,
-                                   30,  40,  50,  70,   100,  150,  200,  300,  500,   700,
-                                   1000, 1500, 2000, 3000, 5000, 7000, 10000, 20000, 60000};
-#define NBUCKETS (sizeof bucket_ms / sizeof bucket_ms[0] + 1)
+/* Upper bounds of the latency buckets, in microseconds (about 1.5x
+ * apart: a percentile is reported as its bucket's bound); the last bucket
+ * holds everything above. */
+static const double bucket_us[] = {
+    50,     100,    200,    300,    500,    700,     1000,    1500,    2000,    3000,
+    5000,   7000,   10000,  15000,  20000,  30000,   50000,   70000,   100000,  150000,
+    200000, 300000, 500000, 700000, 1e6,    2e6,     5e6,     1e7,     3e7,     6e7};
+#define NBUCKETS (sizeof bucket_us / sizeof bucket_us[0] + 1)
 
 typedef struct path_slot {
     char path[STATS_PATH_MAX];
@@ -92,15 +94,15 @@ double stats_percentile(const uint64_t *counts, size_t n, double q)
     for (size_t i = 0; i < n; i++) {
         seen += counts[i];
         if (seen >= rank)
-            return i < NBUCKETS - 1 ? bucket_ms[i] : bucket_ms[NBUCKETS - 2] * 2;
+            return (i < NBUCKETS - 1 ? bucket_us[i] : bucket_us[NBUCKETS - 2] * 2) / 1000.0;
     }
-    return bucket_ms[NBUCKETS - 2] * 2;
+    return bucket_us[NBUCKETS - 2] * 2 / 1000.0;
 }
 
-void stats_record(stats *st, const cshs_request_log *e, int64_t latency_ms)
+void stats_record(stats *st, const cshs_request_log *e, int64_t latency_us)
 {
     size_t b = 0;
-    while (b < NBUCKETS - 1 && (double)latency_ms > bucket_ms[b]) b++;
+    while (b < NBUCKETS - 1 && (double)latency_us > bucket_us[b]) b++;
     atomic_fetch_add_explicit(&st->hist[b], 1, memory_order_relaxed);
 
     /* the path: the target without its query, cut to the slot */

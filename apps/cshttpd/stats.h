@@ -37,8 +37,9 @@ int stats_start(stats *st);
 void stats_stop(stats *st);
 void stats_free(stats *st);
 
-/* From the access-log callback, any worker thread. */
-void stats_record(stats *st, const cshs_request_log *e, int64_t latency_ms);
+/* From the access-log callback, any worker thread: latency_us from the
+ * request's first byte to its response handed over (duration_us). */
+void stats_record(stats *st, const cshs_request_log *e, int64_t latency_us);
 
 /* The samples, oldest first, into out[cap]; their number. */
 size_t stats_series(stats *st, stats_sample *out, size_t cap);
@@ -48,8 +49,9 @@ size_t stats_routes(stats *st, stats_route *out, size_t cap);
 int64_t stats_started_ms(const stats *st);
 cshs_server *stats_server(const stats *st);
 
-/* The latency histogram's percentile q (0..1) over counts[n] of the
- * bucket bounds stats_bucket_ms; exposed for the tests of the bounds. */
+/* The latency histogram's percentile q (0..1) in ms, over counts[n] of
+ * the buckets (50 us, 100 us, 200 us, 300 us, 500 us, 700 us, 1 ms, ...);
+ * exposed for the tests. */
 double stats_percentile(const uint64_t *counts, size_t n, double q);
 
 #endif

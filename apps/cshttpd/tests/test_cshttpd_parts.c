@@ -55,10 +55,10 @@ static void test_access_line(void **state)
     assert_non_null(strstr(line, "10.1.2.3 - - ["));
     assert_non_null(strstr(line, "] \"GET /a b\\x22 HTTP/1.1\" 200 42 \"-\" \"ua\\x0A\"\n"));
     assert_ptr_equal(strchr(line, '\n'), line + n - 1);
-    n = access_log_format(line, sizeof line, LOG_JSON, &e, 3);
+    n = access_log_format(line, sizeof line, LOG_JSON, &e, 3042);
     assert_non_null(strstr(line, "\"target\":\"/a b\\\"\""));
     assert_non_null(strstr(line, "\"user_agent\":\"ua\\u000a\""));
-    assert_non_null(strstr(line, "\"duration_ms\":3}\n"));
+    assert_non_null(strstr(line, "\"duration_ms\":3.042}\n"));
     /* a line longer than the buffer stays one line */
     char big[3000];
     memset(big, 'a', sizeof big - 1);
@@ -109,20 +109,22 @@ static void test_acl(void **state)
 static void test_percentile(void **state)
 {
     (void)state;
-    /* the bucket bounds: 0, 1, 2, 3, 4, 5, 7, 10 ... ms */
-    uint64_t c[30] = {0};
-    assert_true(stats_percentile(c, 30, 0.5) == 0);
-    c[0] = 98; /* 98 requests in 0 ms, 2 in the 10 ms bucket */
-    c[7] = 2;
-    assert_true(stats_percentile(c, 30, 0.50) == 0);
-    assert_true(stats_percentile(c, 30, 0.99) == 10);
+    /* the bucket bounds: 50, 100, 200, 300, 500, 700, 1000 ... us; the
+     * last of 31 buckets is above 60 s */
+    uint64_t c[31] = {0};
+    assert_true(stats_percentile(c, 31, 0.5) == 0);
+    c[0] = 98; /* 98 requests up to 50 us, 2 in the 1 ms bucket */
+    c[6] = 2;
+    assert_true(stats_percentile(c, 31, 0.50) == 0.05);
+    assert_true(stats_percentile(c, 31, 0.98) == 0.05);
+    assert_true(stats_percentile(c, 31, 0.99) == 1);
     c[0] = 50;
-    c[7] = 50;
-    assert_true(stats_percentile(c, 30, 0.50) == 0);
-    assert_true(stats_percentile(c, 30, 0.51) == 10);
+    c[6] = 50;
+    assert_true(stats_percentile(c, 31, 0.50) == 0.05);
+    assert_true(stats_percentile(c, 31, 0.51) == 1);
     memset(c, 0, sizeof c);
-    c[29] = 1; /* above the last bound */
-    assert_true(stats_percentile(c, 30, 0.99) > 60000);
+    c[30] = 1; /* above the last bound */
+    assert_true(stats_percentile(c, 31, 0.99) > 60000);
 }
 
 static void test_paths_bounded(void **state)
