@@ -331,7 +331,11 @@ static void accept_some(cshs_server *s, cshs_listener *l)
         struct epoll_event ev;
         ev.events = EPOLLIN | EPOLLRDHUP | EPOLLONESHOT;
         ev.data.ptr = c;
-        epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev);
+        if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+            /* never to be served: closed now rather than left until stop */
+            atomic_fetch_sub(&s->c_idle, 1);
+            cshs__conn_close(NULL, c);
+        }
     }
     if (pause)
         atomic_store(&l->paused, 1);
@@ -340,6 +344,8 @@ static void accept_some(cshs_server *s, cshs_listener *l)
 }
 
 /* ---- workers ---- */
+
+static void worker_exit(cshs_server *s, cshs_worker *w);
 
 #define WORKER_SLOW_US 200  /* an event served slower than this is slow */
 #define HELD_RESCUE_US 2000 /* the supervisor hands back events held longer */
@@ -514,6 +520,7 @@ static void *worker_main(void *arg)
         }
         if (want > 0) park_self(s, w);
     }
+    worker_exit(s, w);
     return NULL;
 }
 
@@ -679,22 +686,79 @@ static void *supervisor_main(void *arg)
 
 /* ---- start and stop ---- */
 
+/* 1 when this server bound its Unix socket (only then is the path its to
+ * remove: a failed start must not delete another instance's socket). */
+static int bound_unix(const cshs_server *s)
+{
+    for (int i = 0; i < s->nlis; i++)
+        if (s->lis[i].family == AF_UNIX && s->lis[i].fd >= 0) return 1;
+    return 0;
+}
+
 static void close_listeners(cshs_server *s)
 {
+    if (s->o.unix_path && bound_unix(s)) unlink(s->o.unix_path);
     for (int i = 0; i < s->nlis; i++) {
         if (s->lis[i].fd >= 0) close(s->lis[i].fd);
         s->lis[i].fd = -1;
     }
-    if (s->o.unix_path && s->nlis) unlink(s->o.unix_path);
     s->nlis = 0;
+}
+
+/* Frees the workers, the connections left and the server's descriptors.
+ * Every thread is gone. */
+static void release_threads_state(cshs_server *s)
+{
+    for (unsigned i = 0; i < s->nworkers; i++) {
+        cshw_context_free(s->workers[i]->ctx);
+        cshs__worker_release(s->workers[i]);
+        free(s->workers[i]);
+    }
+    s->nworkers = 0;
+    while (s->conns) {
+        cshs_conn *c = s->conns;
+        if (atomic_load(&c->state) != CONN_BUSY) {
+            atomic_fetch_sub(&s->c_idle, 1);
+            atomic_fetch_sub(&s->c_idle_buffers, cshs__conn_idle_held(c));
+        }
+        cshs__conn_close(NULL, c);
+    }
+    if (s->epfd >= 0) close(s->epfd);
+    if (s->evfd >= 0) close(s->evfd);
+    s->epfd = s->evfd = -1;
+}
+
+static void release_server(cshs_server *s)
+{
+    cshs__tls_free(s);
+    pthread_mutex_destroy(&s->tls_mu);
+    pthread_mutex_destroy(&s->mu);
+    pthread_cond_destroy(&s->park_cv);
+    pthread_cond_destroy(&s->sup_cv);
+    pthread_cond_destroy(&s->stopped_cv);
+    free(s->workers);
+    free(s);
+}
+
+/* A worker's last act: an abandoned one that finds cshs_server_free
+ * already called, and no other abandoned worker left, frees everything. */
+static void worker_exit(cshs_server *s, cshs_worker *w)
+{
+    pthread_mutex_lock(&s->mu);
+    w->exited = 1;
+    int last = w->abandoned && --s->abandoned == 0 && s->free_wanted;
+    pthread_mutex_unlock(&s->mu);
+    if (last) {
+        release_threads_state(s);
+        release_server(s);
+    }
 }
 
 /* Stops and joins every thread, then frees the workers and the connections
  * left. until_ms (0: no limit): a worker still inside a handler then is
- * abandoned (detached): the handler may block without end, and a stop has
- * a deadline (the process is expected to exit). Its memory, its
- * connection's and the server's are then kept: returns the number of
- * workers abandoned. */
+ * abandoned (detached): a handler may block without end, and a stop has a
+ * deadline. The server and what the abandoned workers use stay until the
+ * last of them returns (worker_exit). Returns the number abandoned. */
 static unsigned join_all(cshs_server *s, int64_t until_ms)
 {
     atomic_store(&s->exiting, 1);
@@ -712,8 +776,9 @@ static unsigned join_all(cshs_server *s, int64_t until_ms)
      * others' held slots (steal_held) */
     unsigned abandoned = 0;
     for (unsigned i = 0; i < s->nworkers; i++) {
+        cshs_worker *w = s->workers[i];
         if (!until_ms) {
-            pthread_join(s->workers[i]->thread, NULL);
+            pthread_join(w->thread, NULL);
             continue;
         }
         struct timespec ts;
@@ -723,31 +788,22 @@ static unsigned join_all(cshs_server *s, int64_t until_ms)
         int64_t ns = ts.tv_nsec + (left % 1000) * 1000000;
         ts.tv_sec += (time_t)(left / 1000 + ns / 1000000000);
         ts.tv_nsec = (long)(ns % 1000000000);
-        if (pthread_timedjoin_np(s->workers[i]->thread, NULL, &ts) != 0) {
-            pthread_detach(s->workers[i]->thread);
+        if (pthread_timedjoin_np(w->thread, NULL, &ts) == 0) continue;
+        pthread_mutex_lock(&s->mu);
+        int done = w->exited;
+        if (!done) {
+            w->abandoned = 1;
+            s->abandoned++;
             abandoned++;
         }
+        pthread_mutex_unlock(&s->mu);
+        if (done)
+            pthread_join(w->thread, NULL);
+        else
+            pthread_detach(w->thread);
     }
-    if (abandoned) {
-        s->abandoned = 1;
-        return abandoned;
-    }
-    for (unsigned i = 0; i < s->nworkers; i++) {
-        cshw_context_free(s->workers[i]->ctx);
-        cshs__worker_release(s->workers[i]);
-        free(s->workers[i]);
-    }
-    s->nworkers = 0;
-    /* connections left idle */
-    while (s->conns) {
-        cshs_conn *c = s->conns;
-        if (atomic_load(&c->state) != CONN_BUSY) {
-            atomic_fetch_sub(&s->c_idle, 1);
-            atomic_fetch_sub(&s->c_idle_buffers, cshs__conn_idle_held(c));
-        }
-        cshs__conn_close(NULL, c);
-    }
-    return 0;
+    if (!abandoned) release_threads_state(s);
+    return abandoned;
 }
 
 int cshs_server_start(cshs_server *s)
@@ -755,8 +811,13 @@ int cshs_server_start(cshs_server *s)
     if (!s || s->started) return -EINVAL;
     int r = 0;
     s->epfd = epoll_create1(EPOLL_CLOEXEC);
-    s->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (s->epfd < 0 || s->evfd < 0) return -errno;
+    s->evfd = s->epfd < 0 ? -1 : eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (s->epfd < 0 || s->evfd < 0) {
+        int e = -errno;
+        if (s->epfd >= 0) close(s->epfd);
+        s->epfd = -1;
+        return e;
+    }
     for (int i = 0; i < 5; i++) s->lis[i].fd = -1;
     int tls = s->o.tls_cert && *s->o.tls_cert;
     if (tls && cshs__tls_init(s) < 0) r = -EIO;
@@ -811,7 +872,7 @@ int cshs_server_stop(cshs_server *s, int deadline_ms)
         epoll_ctl(s->epfd, EPOLL_CTL_DEL, s->lis[i].fd, NULL);
         shutdown(s->lis[i].fd, SHUT_RDWR);
     }
-    if (s->o.unix_path && *s->o.unix_path) unlink(s->o.unix_path);
+    if (s->o.unix_path && bound_unix(s)) unlink(s->o.unix_path);
     int64_t until =
         cshs__now_ms() + (deadline_ms < 0 ? (int64_t)s->o.stop_timeout_ms : deadline_ms);
     while (atomic_load(&s->c_open) > 0 && cshs__now_ms() < until) {
@@ -829,11 +890,7 @@ int cshs_server_stop(cshs_server *s, int deadline_ms)
     }
     /* handlers get a last moment to return once their sockets are cut;
      * those that do not are left behind (join_all) */
-    if (join_all(s, cut ? cshs__now_ms() + 250 : 0) == 0) {
-        close(s->epfd);
-        close(s->evfd);
-        s->epfd = s->evfd = -1;
-    }
+    join_all(s, cut ? cshs__now_ms() + 250 : 0);
     close_listeners(s);
     pthread_mutex_lock(&s->mu);
     s->stopped = 1;
@@ -854,16 +911,12 @@ void cshs_server_free(cshs_server *s)
     if (!s) return;
     cshs_server_stop(s, -1);
     /* a worker left in a handler at the stop's deadline still uses the
-     * server: it is kept until the process exits */
-    if (s->abandoned) return;
-    cshs__tls_free(s);
-    pthread_mutex_destroy(&s->tls_mu);
-    pthread_mutex_destroy(&s->mu);
-    pthread_cond_destroy(&s->park_cv);
-    pthread_cond_destroy(&s->sup_cv);
-    pthread_cond_destroy(&s->stopped_cv);
-    free(s->workers);
-    free(s);
+     * server: the last such worker frees it when its handler returns */
+    pthread_mutex_lock(&s->mu);
+    int later = s->abandoned > 0;
+    s->free_wanted = 1;
+    pthread_mutex_unlock(&s->mu);
+    if (!later) release_server(s);
 }
 
 void cshs_server_counters(const cshs_server *s, cshs_counters *o)

@@ -106,6 +106,8 @@ typedef struct cshs_worker {
      * handler), so exactly one of them owns it. */
     _Atomic(void *) held[CSHS_WORKER_BATCH];
     _Atomic int64_t held_since_us; /* 0: nothing held */
+    int exited;    /* worker_main returned (under srv->mu) */
+    int abandoned; /* left in a handler at a forced stop (under srv->mu) */
 } cshs_worker;
 
 struct cshs_server {
@@ -118,7 +120,10 @@ struct cshs_server {
     cshw_exchange_config xcfg; /* every connection's exchange: the handler, report */
     int (*stream_fn)(void *, const char *, const csh_message *);
     void *stream_arg;
-    int abandoned; /* workers left in handlers at a forced stop: nothing is freed */
+    /* Workers left in handlers at a forced stop (under mu): the server is
+     * freed by the last of them to return when cshs_server_free came first. */
+    unsigned abandoned;
+    int free_wanted;
 
     int epfd;
     int wake_tag; /* TAG_WAKE, what the eventfd's registration points at */

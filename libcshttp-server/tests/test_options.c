@@ -66,6 +66,11 @@ static void test_defaults(void **state)
     assert_int_equal(o.header_timeout_ms, 10000);
     assert_int_equal(o.min_body_rate, 240);
     assert_int_equal(o.body_grace_ms, 5000);
+    assert_int_equal(o.web.body_buffer, 65536);
+    assert_int_equal(o.web.max_request_body, 16u << 20);
+    assert_int_equal(o.write_high_water, 262144);
+    assert_int_equal(o.linger_ms, 2000);
+    assert_int_equal(o.linger_bytes, 1u << 20);
 }
 
 /* a refused value is named in the message */
@@ -91,6 +96,20 @@ static void test_check_names_the_field(void **state)
     cshs_options_init(&o);
     o.web.gzip_level = 42;
     expect_refused("gzip_level");
+    /* a header array the size of a config file's whim would overflow the
+     * parser's allocation: bounded */
+    cshs_options_init(&o);
+    o.limits.max_fields = 100000;
+    expect_refused("max_fields");
+    cshs_options_init(&o);
+    o.write_high_water = 10;
+    expect_refused("write_high_water");
+    cshs_options_init(&o);
+    o.linger_ms = 600000;
+    expect_refused("linger_ms");
+    cshs_options_init(&o);
+    o.web.body_buffer = 10;
+    expect_refused("body_buffer");
 }
 
 static void test_parse_args(void **state)
