@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <stdatomic.h>
 
 #include <cshttp/server.h>
 #include <cshttp/web/request.h>
@@ -158,6 +159,63 @@ static void test_app_data(void **state)
         assert_int_equal(exchange(f2, "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
                                   "app=the-app", buf, sizeof buf),
                          0);
+        close_fd(&f2);
+    }
+}
+
+/* A streaming route reads its body as it arrives, on its worker; other
+ * routes get theirs whole before the handler runs. Either way the handler
+ * reads the same bytes, and the next request on the connection follows. */
+static _Atomic int stream_seen_partial;
+
+static int streams_upload(void *arg, const char *head, const csh_message *msg)
+{
+    (void)arg;
+    return msg->target.len >= 7 && memcmp(head + msg->target.off, "/stream", 7) == 0;
+}
+
+static void count_body(cshw_context *ctx)
+{
+    cshw_request *req = cshw_context_request(ctx);
+    char b[256];
+    ssize_t n, total = 0, first = -1;
+    while ((n = cshw_request_read(req, b, sizeof b)) > 0) {
+        if (first < 0) first = n;
+        total += n;
+    }
+    /* streaming: the first read came before the client sent the rest */
+    if (first >= 0 && first < total) atomic_store(&stream_seen_partial, 1);
+    cshw_response_printf(cshw_context_response(ctx), "got=%zd err=%zd", total, n);
+}
+
+static void test_streaming_route(void **state)
+{
+    (void)state;
+    cshs_options lo;
+    cshs_options_init(&lo);
+    lo.port = 0;
+    s2 = cshs_server_new(&lo, count_body, NULL);
+    assert_non_null(s2);
+    cshs_server_set_streaming(s2, streams_upload, NULL);
+    assert_int_equal(cshs_server_start(s2), 0);
+    for (int streaming = 0; streaming <= 1; streaming++) {
+        atomic_store(&stream_seen_partial, 0);
+        f2 = dial(cshs_server_port(s2, 0));
+        assert_true(f2 >= 0);
+        char head[128];
+        snprintf(head, sizeof head,
+                 "POST %s HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                 "5\r\nhello\r\n",
+                 streaming ? "/stream" : "/whole");
+        assert_true(send(f2, head, strlen(head), MSG_NOSIGNAL) > 0);
+        struct timespec ts = {0, 150 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+        static const char rest[] = "6\r\n world\r\n0\r\n\r\n"
+                                   "GET /after HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+        assert_true(send(f2, rest, sizeof rest - 1, MSG_NOSIGNAL) > 0);
+        assert_int_equal(exchange(f2, NULL, "got=0 err=0", buf, sizeof buf), 0);
+        assert_non_null(strstr(buf, "got=11 err=0"));
+        assert_int_equal(atomic_load(&stream_seen_partial), streaming);
         close_fd(&f2);
     }
 }
@@ -380,6 +438,7 @@ int main(void)
         cmocka_unit_test_teardown(test_wait_and_graceful_stop, teardown),
         cmocka_unit_test_teardown(test_stop_cuts_at_deadline, teardown),
         cmocka_unit_test_teardown(test_app_data, teardown),
+        cmocka_unit_test_teardown(test_streaming_route, teardown),
         cmocka_unit_test_teardown(test_slow_handler_holds_no_events, teardown),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
