@@ -7,6 +7,7 @@
 #include "context.h"
 #include "cookie.h"
 #include "error.h"
+#include "exchange.h"
 #include "export.h"
 #include "form.h"
 #include "html.h"
