@@ -17,7 +17,7 @@ from . import clients, proc, report, servers
 WORKLOADS = ["W1", "W2", "W3", "W4", "W5", "MEM", "SWEEP"]
 CEILING_W2 = 128 / 0.015
 SWEEP_LEVELS = [1, 2, 4, 8, 16, 32, 64, 128, 256]
-W1_WRK = ("cshttpd", "nginx-1")       # servers that also get a wrk run in W1
+W1_WRK = ("cshttpd", "cshttpd-base", "nginx-1")       # servers that also get a wrk run in W1
 SWEEP_SERVERS = ("cshttpd", "nginx-1")
 
 
@@ -39,6 +39,9 @@ def parse_args(argv):
     ap.add_argument("--build", default="build-release", help="build folder (default build-release)")
     ap.add_argument("--out", default=None, help="results folder (default bench/results)")
     ap.add_argument("--port-base", type=int, default=19100, help="first port (default 19100)")
+    ap.add_argument("--baseline", default=None,
+                    help="another cshttpd binary (a previous commit's build), run side by side "
+                         "as cshttpd-base")
     a = ap.parse_args(argv)
     wl = [w.upper() for w in a.workloads] or list(WORKLOADS)
     for w in wl:
@@ -314,6 +317,8 @@ class Suite:
             "cshttp-load": os.path.join(a.build, "apps", "cshttp-load"),
             "bench_mhd": os.path.join(a.build, "bench", "mhd", "bench_mhd"),
         }
+        if a.baseline:
+            self.paths["cshttpd-base"] = a.baseline
         self.paths = {k: os.path.abspath(v) for k, v in self.paths.items()}
         missing = [p for k, p in self.paths.items() if k != "bench_mhd" and not os.access(p, os.X_OK)]
         for tool in ("wrk", "ab", "gnuplot"):

@@ -301,7 +301,36 @@ class Mhd(Server):
         return cmd
 
 
+class CshttpdBase(Cshttpd):
+    """Another build of cshttpd (--baseline: a previous commit's), run side
+    by side with the current one to show what a change did."""
+    name = "cshttpd-base"
+
+    def available(self):
+        b = self.paths.get("cshttpd-base")
+        if not b or not os.access(b, os.X_OK):
+            return "no --baseline binary"
+        return None
+
+    def version(self):
+        return "cshttpd at %s" % self.paths["cshttpd-base"]
+
+    def command(self, port):
+        cmd = super().command(port)
+        cmd[0] = self.paths["cshttpd-base"]
+        # builds from before --demo served the demo without it
+        try:
+            help_text = subprocess.run([cmd[0], "--help"], capture_output=True, text=True,
+                                       timeout=10).stdout
+        except (OSError, subprocess.TimeoutExpired):
+            help_text = ""
+        if "--demo" not in help_text:
+            cmd.remove("--demo")
+        return cmd
+
+
 def all_servers(paths, tmp, root, nofile):
     a = (paths, tmp, root, nofile)
-    return [Cshttpd(*a), Nginx("1", *a), Nginx("auto", *a), H2o(*a), Mhd("tpc", *a),
-            Mhd("pool", *a)]
+    base = [CshttpdBase(*a)] if paths.get("cshttpd-base") else []
+    return [Cshttpd(*a)] + base + [Nginx("1", *a), Nginx("auto", *a), H2o(*a), Mhd("tpc", *a),
+                                   Mhd("pool", *a)]
