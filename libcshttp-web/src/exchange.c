@@ -387,8 +387,10 @@ static int head_done(cshw_exchange *x, const cshw_transport *t)
     }
     csh_body_init(&x->body, m, &x->limits, 0, NULL, 0);
     /* RFC 9110 §10.1.1: the client waits for 100 before it sends the body;
-     * it is read here, before the handler, so it is invited here */
-    if ((m->flags & CSH_MSG_EXPECT_CONTINUE) && x->raw == x->len) {
+     * it is read here, before the handler, so it is invited here. Sent even
+     * when body bytes came with the head (the RFC lets a server omit it
+     * then): what is answered never depends on how the bytes arrived. */
+    if (m->flags & CSH_MSG_EXPECT_CONTINUE) {
         static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
         int r = t->ops->write(t->io, cont, sizeof cont - 1);
         if (r < 0) return r;
