@@ -709,6 +709,13 @@ int main(int argc, char **argv)
     fflush(stdout);
     error_log_printf(LOG_NOTICE, "stopped (%d connection%s cut at the deadline)", cut,
                      cut == 1 ? "" : "s");
+    if (cshs_server_handlers_running(s)) {
+        /* a handler that outlived the stop's deadline still uses the router
+         * and the logs: the process ends now, without freeing them */
+        if (conf.pid_file[0]) unlink(conf.pid_file);
+        fflush(NULL);
+        _exit(0);
+    }
     cshs_server_free(s);
     stats_free(app.stats);
     cshw_router_free(router);

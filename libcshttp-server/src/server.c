@@ -899,6 +899,14 @@ int cshs_server_stop(cshs_server *s, int deadline_ms)
     return cut;
 }
 
+unsigned cshs_server_handlers_running(cshs_server *s)
+{
+    pthread_mutex_lock(&s->mu);
+    unsigned n = s->abandoned;
+    pthread_mutex_unlock(&s->mu);
+    return n;
+}
+
 void cshs_server_wait(cshs_server *s)
 {
     pthread_mutex_lock(&s->mu);

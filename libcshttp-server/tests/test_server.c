@@ -423,6 +423,8 @@ static void test_stop_cuts_at_deadline(void **state)
     struct timespec ts = {0, 200 * 1000 * 1000};
     nanosleep(&ts, NULL);
     assert_int_equal(cshs_server_stop(s3, 100), 1);
+    /* the handler sleeps on past the deadline: left behind, and counted */
+    assert_int_equal(cshs_server_handlers_running(s3), 1);
 }
 
 int main(void)

@@ -123,6 +123,13 @@ CSHS_EXPORT int cshs_server_start(cshs_server *s);
  * handler that blocks without end delays the return: handlers must end. */
 CSHS_EXPORT int cshs_server_stop(cshs_server *s, int deadline_ms);
 
+/* After a stop: the handlers that were still running a moment after its
+ * deadline and were left behind (their threads detached). They still use
+ * the server, and whatever application state they reach: a program that
+ * sees a non-zero count should exit without freeing that state. Any
+ * thread. */
+CSHS_EXPORT unsigned cshs_server_handlers_running(cshs_server *s);
+
 /* Blocks until the server has been stopped (by another thread). */
 CSHS_EXPORT void cshs_server_wait(cshs_server *s);
 
