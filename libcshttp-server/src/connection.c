@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -300,7 +301,9 @@ static ssize_t t_read(void *io, void *buf, size_t cap)
     if (n > 0) {
         atomic_fetch_add(&c->srv->c_bytes_in, (uint64_t)n);
         c->last_io_ms = cshs__now_ms();
-    } else if (n < 0 && n != -EAGAIN) {
+    } else if (n == 0) {
+        c->eof = 1;
+    } else if (n != -EAGAIN) {
         atomic_fetch_add(&c->srv->e_io, 1);
     }
     return n;
@@ -650,6 +653,14 @@ static int linger_read(cshs_conn *c)
     }
 }
 
+/* Bytes the client sent that nobody read yet (in the socket, or inside
+ * OpenSSL). */
+static int input_waiting(cshs_conn *c)
+{
+    int n = 0;
+    return cshs__tls_pending(c) || (ioctl(c->fd, FIONREAD, &n) == 0 && n > 0);
+}
+
 /* The connection ends after its last answer: at once, or lingering. */
 static void finish(cshs_worker *w, cshs_conn *c)
 {
@@ -711,10 +722,15 @@ static void drive(cshs_worker *w, cshs_conn *c)
             r = cshw_exchange_run(c->x, w->ctx, &t);
             w->conn = NULL;
             c->served++;
-            if (r != CSHW_EXCHANGE_NEXT) c->linger = 1;
+            /* a close after an error answer, or with input the client
+             * still sends, lingers; a plain "Connection: close" does not */
+            if (r != CSHW_EXCHANGE_NEXT)
+                c->linger = !c->eof && (c->last_status >= 400 ||
+                                        cshw_exchange_buffered(c->x) > 0 || input_waiting(c));
         } else {
-            /* the exchange answered (an error), or the input ended */
-            c->linger = 1;
+            /* the exchange answered (an error: the client may still be
+             * sending what it refused), or the input ended */
+            c->linger = !c->eof;
         }
         int more = r == CSHW_EXCHANGE_NEXT && !atomic_load(&s->stopping);
         if (r < 0 && r != -ENOMEM) c->linger = 0; /* the socket failed */

@@ -147,6 +147,8 @@ static const char *field_copy(const cshw_exchange_outcome *o, const char *name, 
 void cshs__report(void *arg, const cshw_exchange_outcome *o)
 {
     cshs_server *s = arg;
+    /* every engine transport's io is its connection */
+    if (o->transport) ((cshs_conn *)o->transport->io)->last_status = o->status;
     if (o->msg)
         atomic_fetch_add(&s->c_requests, 1);
     else if (o->status >= 400 && o->error)

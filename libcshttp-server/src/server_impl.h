@@ -67,6 +67,8 @@ typedef struct cshs_conn {
     int phase;                   /* CP_* */
     int close_after_write;       /* CP_WRITE: close (lingering) once sent, else go on */
     int linger;                  /* the close should linger (an error answer, unread input) */
+    int eof;                     /* the client's input ended */
+    int last_status;             /* of the last answer reported */
     uint64_t served;             /* exchanges run */
     int64_t accept_ms;
     int64_t last_io_ms;          /* last read (body) or write progress (output) */
