@@ -427,6 +427,59 @@ static void log_request(void *user, const cshs_request_log *e)
     }
 }
 
+/* The config file, every problem in it: the engine's loader stops at its
+ * first bad line, so the rest of the file is read again from a copy with
+ * the lines already read left blank (the line numbers stay; what was
+ * applied is not applied twice), and its messages name the real file. */
+static void load_config(settings *s, cshs_options *o, const char *path)
+{
+    char err[600];
+    if (cshs_options_load_file_with(o, path, app_option, s, err, sizeof err) == 0) return;
+    problem(s, "%s", err);
+    char tmp[] = "/tmp/cshttpd-config-XXXXXX";
+    int fd = -1;
+    for (int pass = 0; pass < PROBLEMS_MAX; pass++) {
+        /* "path:LINE: message": a line to go on after */
+        size_t pl = strlen(pass ? tmp : path);
+        const char *p = err + pl;
+        if (strncmp(err, pass ? tmp : path, pl) != 0 || *p != ':') break;
+        long bad = strtol(p + 1, NULL, 10);
+        if (bad <= 0) break;
+        if (pass == 0 && (fd = mkstemp(tmp)) < 0) break;
+        FILE *in = fopen(path, "r"), *out = fdopen(dup(fd), "w");
+        if (!in || !out || ftruncate(fd, 0) < 0) {
+            if (in) fclose(in);
+            if (out) fclose(out);
+            break;
+        }
+        long line = 1;
+        int c, more = 0;
+        while ((c = fgetc(in)) != EOF) {
+            if (line > bad) {
+                fputc(c, out);
+                more |= c != '\n';
+            } else if (c == '\n') {
+                fputc('\n', out);
+            }
+            if (c == '\n') line++;
+        }
+        fclose(in);
+        fclose(out);
+        if (!more) break;
+        char e2[600];
+        if (cshs_options_load_file_with(o, tmp, app_option, s, e2, sizeof e2) == 0) break;
+        snprintf(err, sizeof err, "%s", e2);
+        if (strncmp(e2, tmp, strlen(tmp)) == 0)
+            problem(s, "%s%s", path, e2 + strlen(tmp));
+        else
+            problem(s, "%s", e2);
+    }
+    if (fd >= 0) {
+        close(fd);
+        unlink(tmp);
+    }
+}
+
 static void free_settings(settings *s)
 {
     for (size_t i = 0; i < s->nmime; i++) free(s->mime_overrides[i]);
@@ -510,8 +563,7 @@ int main(int argc, char **argv)
         if (!strncmp(argv[i], "--config=", 9)) cfg = argv[i] + 9;
         if (!cfg) continue;
         if (!realpath(cfg, conf.config)) snprintf(conf.config, sizeof conf.config, "%s", cfg);
-        if (cshs_options_load_file_with(&o, cfg, app_option, &conf, err, sizeof err) < 0)
-            problem(&conf, "%s", err);
+        load_config(&conf, &o, cfg);
     }
     parse_args(&conf, &o, &m, argc, argv);
     if (m.help) {

@@ -376,6 +376,17 @@ def t_check_config(d):
     # half a TLS pair
     r = run(ARGS.bin, "--check-config", "--root", root, "--tls-cert", cert)
     assert r.returncode == 1 and "tls_key" in r.stderr, r.stderr
+    # engine settings: every bad line of the file, each with its line number
+    many = os.path.join(d, "many.conf")
+    with open(many, "w") as f:
+        f.write("root = %s\nport = abc\nmax_connections = -1\n# fine\nno_such = 1\n"
+                "listing = yes\nheader_timeout_ms = soon\nnot a setting\n" % root)
+    r = run(ARGS.bin, "--check-config", "--config", many)
+    assert r.returncode == 1, r.stderr
+    for n in (2, 3, 5, 7, 8):
+        assert "%s:%d: " % (many, n) in r.stderr, (n, r.stderr)
+    assert "5 problems" in r.stderr, r.stderr
+    assert "/tmp/cshttpd-config-" not in r.stderr
     r = run(ARGS.bin, "--check-config", "--config", os.path.join(d, "nope.conf"))
     assert r.returncode == 1 and "nope.conf" in r.stderr, r.stderr
 
