@@ -147,9 +147,10 @@ int cshw__transport_write(cshw_context *ctx, const void *data, size_t len);
 /* A complete error response without a request (a head that failed to
  * parse, a body that failed before the handler, a refused connection):
  * the error page with `detail` (may be NULL), Date, Content-Length,
- * Connection: close. *written (may be NULL): the bytes written. */
+ * Connection: close; head_only: the answer to HEAD, without the page.
+ * *written (may be NULL): the bytes written. */
 int cshw__write_raw_error(const cshw_transport *t, const cshw_options *o, int status,
-                          const char *detail, uint64_t *written);
+                          const char *detail, int head_only, uint64_t *written);
 
 /* ---- gzip.c ---- */
 /* 1 when the request's Accept-Encoding prefers gzip to identity. */

@@ -250,7 +250,8 @@ static int answer(cshw_exchange *x, const cshw_transport *t, int status, int err
                   const char *detail)
 {
     uint64_t written = 0;
-    cshw__write_raw_error(t, &x->web, status, detail, &written);
+    int head_only = x->head_len && x->p.msg.method == CSH_METHOD_HEAD;
+    cshw__write_raw_error(t, &x->web, status, detail, head_only, &written);
     x->bytes_out = written;
     uint64_t in = x->head_len ? x->head_len + x->raw_in : x->len;
     report(x, t, status, error, x->head_len ? &x->p.msg : NULL, in, 0);
@@ -469,7 +470,7 @@ int cshw_exchange_refuse(const cshw_exchange_config *config, const cshw_transpor
                          const char *detail)
 {
     uint64_t written = 0;
-    int r = cshw__write_raw_error(t, config ? config->web : NULL, status, detail, &written);
+    int r = cshw__write_raw_error(t, config ? config->web : NULL, status, detail, 0, &written);
     if (config && config->report) {
         cshw_exchange_outcome o;
         memset(&o, 0, sizeof o);
@@ -625,7 +626,7 @@ int cshw_exchange_run(cshw_exchange *x, cshw_context *ctx, const cshw_transport 
     } else {
         /* out of memory before the handler: a 500 the exchange can still write */
         uint64_t written = 0;
-        cshw__write_raw_error(t, &x->web, 500, NULL, &written);
+        cshw__write_raw_error(t, &x->web, 500, NULL, m->method == CSH_METHOD_HEAD, &written);
         x->bytes_out += written;
         status = 500;
         error = r;

@@ -137,10 +137,11 @@ int cshw__error_page(cshw_buf *b, int status, const char *detail)
 
 /* A whole error response without a context: for a head that did not
  * parse, a body that failed before the handler ran, or a connection
- * refused; Date (RFC 9110 §6.6.1), Content-Length, Connection: close. The
- * bytes written go to *written (when not NULL). */
+ * refused; Date (RFC 9110 §6.6.1), Content-Length, Connection: close; no
+ * content for a HEAD request (RFC 9110 §9.3.2). The bytes written go to
+ * *written (when not NULL). */
 int cshw__write_raw_error(const cshw_transport *t, const cshw_options *o, int status,
-                          const char *detail, uint64_t *written)
+                          const char *detail, int head_only, uint64_t *written)
 {
     cshw_buf page, b;
     cshw_buf_init(&page, NULL);
@@ -161,7 +162,7 @@ int cshw__write_raw_error(const cshw_transport *t, const cshw_options *o, int st
                  "Connection: close\r\n\r\n",
                  page.len);
     r |= cshw_buf_append(&b, line, (size_t)n);
-    r |= cshw_buf_append(&b, page.data, page.len);
+    if (!head_only) r |= cshw_buf_append(&b, page.data, page.len);
     if (r == 0)
         r = t->ops->write(t->io, b.data, b.len);
     else
