@@ -152,6 +152,15 @@ static void out_clear(cshs_conn *c)
     while (c->out) out_pop(c);
 }
 
+static void out_append(cshs_conn *c, cshs_out *o)
+{
+    if (c->out_tail)
+        c->out_tail->next = o;
+    else
+        c->out = o;
+    c->out_tail = o;
+}
+
 static int out_queue_bytes(cshs_conn *c, const char *p, size_t len)
 {
     cshs_out *t = c->out_tail;
@@ -172,11 +181,7 @@ static int out_queue_bytes(cshs_conn *c, const char *p, size_t len)
     o->n = len;
     o->cap = cap;
     memcpy(o->data, p, len);
-    if (c->out_tail)
-        c->out_tail->next = o;
-    else
-        c->out = o;
-    c->out_tail = o;
+    out_append(c, o);
     c->out_bytes += len;
     return 0;
 }
@@ -197,11 +202,7 @@ static int out_queue_file(cshs_conn *c, int fd, off_t off, uint64_t len)
     o->left = len;
     o->pos = o->n = 0;
     o->cap = cap;
-    if (c->out_tail)
-        c->out_tail->next = o;
-    else
-        c->out = o;
-    c->out_tail = o;
+    out_append(c, o);
     return 0;
 }
 
