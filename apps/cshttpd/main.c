@@ -761,6 +761,16 @@ int main(int argc, char **argv)
     fflush(stdout);
     error_log_printf(LOG_NOTICE, "stopped (%d connection%s cut at the deadline)", cut,
                      cut == 1 ? "" : "s");
+    unsigned behind = cshs_server_handlers_running(s);
+    if (behind) {
+        /* their threads still use the server, the router, the stats and
+         * the logs: exit without freeing what they reach */
+        error_log_printf(LOG_WARN, "%u handler%s still running after the deadline: exiting "
+                         "without waiting for %s", behind, behind == 1 ? "" : "s",
+                         behind == 1 ? "it" : "them");
+        if (conf.pid_file[0]) unlink(conf.pid_file);
+        return 0;
+    }
     if (cshs_server_handlers_running(s)) {
         /* a handler that outlived the stop's deadline still uses the router
          * and the logs: the process ends now, without freeing them */
