@@ -713,8 +713,10 @@ static void drive(cshs_worker *w, cshs_conn *c)
         cshw_transport t = transport_of(c);
         int r = cshw_exchange_input(c->x, &t);
         if (r == CSHW_EXCHANGE_WANT_INPUT) {
-            /* bytes OpenSSL already decrypted count as buffered */
-            if (cshs__tls_pending(c)) continue;
+            /* bytes OpenSSL already decrypted count as buffered, and so do
+             * those a streaming route's handler read past its body: epoll
+             * would not say they are there */
+            if (cshs__tls_pending(c) || c->spos < c->slen) continue;
             wait_input(w, c);
             return;
         }
