@@ -316,6 +316,28 @@ def t_sigusr1_reopens(d):
 
 
 @test("logs")
+def t_handler_left_behind(d):
+    """A handler still running past the stop deadline: cshttpd exits 0 at
+    once, says so in its error log, and frees nothing that handler uses."""
+    root = make_root(d)
+    elog = os.path.join(d, "e.log")
+    srv = Server("--root", root, "--demo", "--stop-timeout-ms", "200", "--error-log", elog)
+    try:
+        s = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+        s.sendall(b"GET /demo/sleep?ms=4000 HTTP/1.1\r\nHost: a\r\n\r\n")
+        time.sleep(0.3)
+        srv.proc.send_signal(signal.SIGTERM)
+        assert srv.stop() == 0, srv.err
+        s.close()
+    finally:
+        if srv.proc.poll() is None:
+            srv.proc.kill()
+    text = open(elog).read()
+    assert re.search(r"\[warn\] cshttpd: 1 handler still running after the deadline", text), text
+    assert "Sanitizer" not in srv.err, srv.err
+
+
+@test("logs")
 def t_error_log_errors(d):
     root = make_root(d)
     elog = os.path.join(d, "e.log")
