@@ -610,13 +610,16 @@ static void wait_output(cshs_conn *c)
 {
     cshs_server *s = c->srv;
     int64_t deadline = s->o.send_timeout_ms ? c->last_io_ms + (int64_t)s->o.send_timeout_ms : 0;
-    wait_in_epoll(c, epoll_dir(c) == EPOLLIN ? EPOLLIN : EPOLLOUT, deadline, EXP_SEND);
+    wait_in_epoll(c, epoll_dir(c), deadline, EXP_SEND);
 }
 
 void cshs__conn_rearm(cshs_conn *c)
 {
     struct epoll_event ev;
     ev.events = (c->phase == CP_WRITE ? EPOLLOUT : EPOLLIN) | EPOLLRDHUP | EPOLLONESHOT;
+    /* the event handed back may have been the sweep's wake-up of an expired
+     * connection (writability): it must fire again */
+    if (atomic_load(&c->state) == CONN_EXPIRED) ev.events |= EPOLLOUT;
     ev.data.ptr = c;
     int fd = c->fd;
     TSAN_LOCK(fd);
@@ -686,12 +689,11 @@ static void finish(cshs_worker *w, cshs_conn *c)
 
 /* The exchange's answer or the response is queued: the loop sends it, then
  * goes on (more requests) or ends the connection. */
-static void after_output(cshs_worker *w, cshs_conn *c, int close_after)
+static void after_output(cshs_conn *c, int close_after)
 {
     c->close_after_write = close_after;
     c->phase = CP_WRITE;
     wait_output(c);
-    (void)w;
 }
 
 /* Reads, runs and answers requests until the socket has nothing more, the
@@ -740,7 +742,7 @@ static void drive(cshs_worker *w, cshs_conn *c)
         if (c->out) {
             int f = out_flush(c);
             if (f == 0) {
-                after_output(w, c, !more);
+                after_output(c, !more);
                 return;
             }
             if (f < 0) {
@@ -762,12 +764,12 @@ static void expired(cshs_worker *w, cshs_conn *c)
     cshs_server *s = c->srv;
     int kind = atomic_load(&c->expire_kind);
     if ((kind == EXP_HEAD || kind == EXP_BODY) && c->x && c->phase == CP_READ &&
-        !atomic_load(&s->forced)) {
+        !atomic_load(&s->stopping)) {
         cshw_transport t = transport_of(c);
         cshw_exchange_expire(c->x, &t); /* 408 for a request in progress */
         c->linger = 1;
         if (c->out && out_flush(c) == 0) {
-            after_output(w, c, 1);
+            after_output(c, 1);
             return;
         }
         out_clear(c);
@@ -794,7 +796,7 @@ static int plain_on_tls(cshs_worker *w, cshs_conn *c)
                          "A plain HTTP request was sent to the HTTPS port: use https://.");
     c->linger = 1;
     if (c->out && out_flush(c) == 0) {
-        after_output(w, c, 1);
+        after_output(c, 1);
         return 1;
     }
     out_clear(c);
