@@ -769,12 +769,6 @@ int main(int argc, char **argv)
                          "without waiting for %s", behind, behind == 1 ? "" : "s",
                          behind == 1 ? "it" : "them");
         if (conf.pid_file[0]) unlink(conf.pid_file);
-        return 0;
-    }
-    if (cshs_server_handlers_running(s)) {
-        /* a handler that outlived the stop's deadline still uses the router
-         * and the logs: the process ends now, without freeing them */
-        if (conf.pid_file[0]) unlink(conf.pid_file);
         fflush(NULL);
         _exit(0);
     }
