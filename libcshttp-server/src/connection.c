@@ -82,6 +82,7 @@ static ssize_t conn_recv(cshs_conn *c, void *buf, size_t len)
     c->tls_wait = POLLIN;
     if (c->ssl) {
         ssize_t n = cshs__tls_read(c, buf, len);
+        c->tls_read_wants_write = n == -EINPROGRESS;
         if (n == -EINPROGRESS) {
             c->tls_wait = POLLOUT;
             n = -EAGAIN;
@@ -553,9 +554,20 @@ static void wait_in_epoll(cshs_conn *c, uint32_t events, int64_t deadline, int k
     TSAN_UNLOCK(fd);
 }
 
-static uint32_t epoll_dir(const cshs_conn *c)
+/* What to wait for in epoll. A plain socket waits for input to read it
+ * and for room to write; OpenSSL may want the other direction (a
+ * renegotiation, a key update, a handshake), which tls_wait says after the
+ * operation that wanted it. tls_wait is set by every read and write, so it
+ * is read only for TLS, and only for the operation that set it: after a
+ * response was sent, the connection waits for input. */
+static uint32_t input_dir(const cshs_conn *c)
 {
-    return c->tls_wait == POLLOUT ? EPOLLOUT : EPOLLIN;
+    return c->ssl && c->tls_wait == POLLOUT && c->tls_read_wants_write ? EPOLLOUT : EPOLLIN;
+}
+
+static uint32_t output_dir(const cshs_conn *c)
+{
+    return c->ssl && c->tls_wait == POLLIN ? EPOLLIN : EPOLLOUT;
 }
 
 /* Back to epoll to read: the deadline of where the exchange stands. A
@@ -602,7 +614,7 @@ static void wait_input(cshs_worker *w, cshs_conn *c)
         }
         kind = EXP_BODY;
     }
-    wait_in_epoll(c, epoll_dir(c), deadline, kind);
+    wait_in_epoll(c, input_dir(c), deadline, kind);
 }
 
 /* Back to epoll until the socket takes more of the queued output. */
@@ -610,7 +622,7 @@ static void wait_output(cshs_conn *c)
 {
     cshs_server *s = c->srv;
     int64_t deadline = s->o.send_timeout_ms ? c->last_io_ms + (int64_t)s->o.send_timeout_ms : 0;
-    wait_in_epoll(c, epoll_dir(c), deadline, EXP_SEND);
+    wait_in_epoll(c, output_dir(c), deadline, EXP_SEND);
 }
 
 void cshs__conn_rearm(cshs_conn *c)
@@ -854,6 +866,7 @@ void cshs__conn_event(cshs_worker *w, cshs_conn *c)
         if (r == -EAGAIN || r == -EINPROGRESS) {
             /* the handshake's own bytes wait for the socket either way */
             c->tls_wait = r == -EAGAIN ? POLLIN : POLLOUT;
+            c->tls_read_wants_write = r == -EINPROGRESS;
             wait_input(w, c);
             return;
         }

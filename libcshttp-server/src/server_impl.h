@@ -74,7 +74,8 @@ typedef struct cshs_conn {
     int64_t last_io_ms;          /* last read (body) or write progress (output) */
     SSL *ssl;       /* HTTPS, else NULL */
     int tls_state;  /* TLS_* */
-    short tls_wait; /* POLLIN or POLLOUT: what OpenSSL waits for */
+    short tls_wait; /* POLLIN or POLLOUT: what the last read or write waits for */
+    char tls_read_wants_write; /* the last TLS read (or handshake step) wants to write */
     cshw_exchange *x;            /* while bytes are pending, else NULL */
     cshs_out *out, *out_tail;    /* queued output */
     size_t out_bytes;            /* bytes (not file ranges) queued */
