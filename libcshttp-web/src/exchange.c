@@ -79,10 +79,11 @@ static int64_t now_us(void)
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
+/* For the log's timestamp: the coarse clock (the last tick) is enough. */
 static int64_t unix_ms(void)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
+    clock_gettime(CLOCK_REALTIME_COARSE, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
@@ -213,14 +214,15 @@ static ssize_t fill(cshw_exchange *x, const cshw_transport *t)
 static void request_line(const cshw_exchange *x, const char **line, size_t *n)
 {
     size_t end = x->len < LINE_MAX_REPORT ? x->len : LINE_MAX_REPORT;
-    size_t i = 0;
     /* RFC 9112 §2.2: empty lines before a request line are ignored */
     size_t start = 0;
     while (start < end && (x->buf[start] == '\r' || x->buf[start] == '\n')) start++;
-    for (i = start; i < end && x->buf[i] != '\r' && x->buf[i] != '\n'; i++) {
-    }
+    /* the line ends at its CR (a bare LF is an error the parser reports) */
+    const char *cr = start < end ? memchr(x->buf + start, '\r', end - start) : NULL;
+    const char *lf = start < end ? memchr(x->buf + start, '\n', (cr ? (size_t)(cr - x->buf) : end) - start) : NULL;
+    size_t stop = lf ? (size_t)(lf - x->buf) : cr ? (size_t)(cr - x->buf) : end;
     *line = x->buf ? x->buf + start : "";
-    *n = i - start;
+    *n = stop - start;
 }
 
 static void report(cshw_exchange *x, const cshw_transport *t, int status, int error,
