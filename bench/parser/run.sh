@@ -8,7 +8,8 @@
 # checkout; CORPUS_DIR or $CSHTTP_PARSER_CORPUS override it.
 # Environment: BENCH_ARGS (extra bench_parser options, e.g. "--rounds 11"),
 # CALLGRIND_ITERS (passes per file under callgrind, default 1000),
-# NO_CALLGRIND=1 to skip the instruction counts.
+# NO_CALLGRIND=1 to skip the instruction counts, NO_TIMING=1 to skip the timed
+# runs (the instruction counts alone, about 40 s).
 # Output: the report on stdout and in bench/results/parser-<date>.md, every
 # timing as CSV in bench/results/parser-<date>.csv, the instruction counts in
 # bench/results/parser-<date>-instructions.csv.
@@ -57,10 +58,14 @@ load() { cut -d' ' -f1-3 /proc/loadavg; }
   echo
 } | tee "$report"
 
-# shellcheck disable=SC2086
-"$bin" --csv "$csv" ${BENCH_ARGS:-} "$corpus" | tee -a "$report"
-echo "
+if [ "${NO_TIMING:-0}" = 1 ]; then
+  echo "(timed runs skipped: NO_TIMING=1)" | tee -a "$report"
+else
+  # shellcheck disable=SC2086
+  "$bin" --csv "$csv" ${BENCH_ARGS:-} "$corpus" | tee -a "$report"
+  echo "
 Load average after the timed runs: $(load)" | tee -a "$report"
+fi
 
 if [ "${NO_CALLGRIND:-0}" = 1 ]; then
   echo "(instruction counts skipped: NO_CALLGRIND=1)" | tee -a "$report"
@@ -98,6 +103,7 @@ count() { # parser file piece -> instructions per request
   echo "|---|---|--:|--:|--:|--:|--:|"
 } | tee -a "$report"
 echo "file,piece,cshttp,http_parser,cshttp_nosimd" >"$cgcsv"
+files=()
 for file in $(awk '!/^#/ && NF { print $1 }' "$corpus/MANIFEST"); do
   for piece in 0 64; do
     c=$(count cshttp "$file" "$piece")
@@ -109,6 +115,24 @@ for file in $(awk '!/^#/ && NF { print $1 }' "$corpus/MANIFEST"); do
       | tee -a "$report"
     echo "$file,$piece,$c,$h,$n" >>"$cgcsv"
   done
+  files+=("$file")
+done
+
+# The pieces table: what feeding the same bytes in 64-byte pieces costs
+# against the whole buffer, per parser (from the counts above).
+{
+  echo
+  echo "### Pieces: 64-byte pieces against the whole buffer (instructions per request)"
+  echo
+  echo "| file | cshttp whole | cshttp 64 B | ratio | http_parser whole | http_parser 64 B | ratio | no-SIMD whole | no-SIMD 64 B | ratio |"
+  echo "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|"
+} | tee -a "$report"
+for file in "${files[@]}"; do
+  awk -F, -v f="$file" '
+    $1 == f && $2 == 0 { cw = $3; hw = $4; nw = $5 }
+    $1 == f && $2 == 64 { cp = $3; hp = $4; np = $5 }
+    END { printf "| %s | %d | %d | %.2fx | %d | %d | %.2fx | %d | %d | %.2fx |\n",
+          f, cw, cp, cp / cw, hw, hp, hp / hw, nw, np, np / nw }' "$cgcsv" | tee -a "$report"
 done
 echo | tee -a "$report"
 echo "report: $report" >&2
