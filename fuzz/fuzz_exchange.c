@@ -45,8 +45,8 @@ static void handler(cshw_context *ctx)
         for (ssize_t i = 0; i < r; i++) sum = sum * 31 + (unsigned char)buf[i];
         n += (uint64_t)r;
     }
-    CHECK(r < 0 || announced < 0 || (uint64_t)announced == n,
-          "announced %lld, read %llu", (long long)announced, (unsigned long long)n);
+    CHECK(r < 0 || announced < 0 || (uint64_t)announced == n, "announced %lld, read %llu",
+          (long long)announced, (unsigned long long)n);
     cshw_response_printf(res, "%s %llu %llx %zd", cshw_request_method(req), (unsigned long long)n,
                          (unsigned long long)sum, r);
 }

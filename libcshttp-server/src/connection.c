@@ -39,7 +39,7 @@
 
 #include "server_impl.h"
 
-#define STREAM_BUF 16384u   /* a streaming route's read buffer */
+#define STREAM_BUF 16384u     /* a streaming route's read buffer */
 #define TLS_FILE_CHUNK 16384u /* a file sent over TLS is read this much at a time */
 #define OUT_MIN 4096u         /* the smallest output block */
 
@@ -426,7 +426,7 @@ static void t_consume(void *io, size_t n)
     c->spos += n;
 }
 
-static const cshw_transport_ops socket_ops = {t_peek, t_consume, t_write,
+static const cshw_transport_ops socket_ops = {t_peek, t_consume,   t_write,
                                               NULL,   t_send_file, t_read};
 
 static cshw_transport transport_of(cshs_conn *c)
@@ -742,8 +742,8 @@ static void drive(cshs_worker *w, cshs_conn *c)
             /* a close after an error answer, or with input the client
              * still sends, lingers; a plain "Connection: close" does not */
             if (r != CSHW_EXCHANGE_NEXT)
-                c->linger = !c->eof && (c->last_status >= 400 ||
-                                        cshw_exchange_buffered(c->x) > 0 || input_waiting(c));
+                c->linger = !c->eof && (c->last_status >= 400 || cshw_exchange_buffered(c->x) > 0 ||
+                                        input_waiting(c));
         } else {
             /* the exchange answered (an error: the client may still be
              * sending what it refused), or the input ended */

@@ -165,8 +165,8 @@ void cshs__report(void *arg, const cshw_exchange_outcome *o)
     if (o->msg) {
         e.method = copy_str(method, sizeof method, o->head + o->msg->method_span.off,
                             o->msg->method_span.len);
-        e.target = copy_str(target, sizeof target, o->head + o->msg->target.off,
-                            o->msg->target.len);
+        e.target =
+            copy_str(target, sizeof target, o->head + o->msg->target.off, o->msg->target.len);
         e.version_minor = o->msg->version_minor;
         log_fields(o, &e, ref, sizeof ref, ua, sizeof ua);
     } else {

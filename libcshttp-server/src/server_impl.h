@@ -28,12 +28,12 @@ enum { CONN_IDLE = 0, CONN_BUSY = 1, CONN_EXPIRED = 2 };
 /* Which deadline deadline_ms is. */
 enum {
     EXP_NONE = 0,
-    EXP_HEAD,   /* a request head (or a new connection's first) */
-    EXP_IDLE,   /* keep-alive idle */
-    EXP_TLS,    /* TLS handshake */
-    EXP_BODY,   /* body rate or read timeout while the body is read */
-    EXP_SEND,   /* the client does not take the response */
-    EXP_LINGER  /* lingering close over */
+    EXP_HEAD,  /* a request head (or a new connection's first) */
+    EXP_IDLE,  /* keep-alive idle */
+    EXP_TLS,   /* TLS handshake */
+    EXP_BODY,  /* body rate or read timeout while the body is read */
+    EXP_SEND,  /* the client does not take the response */
+    EXP_LINGER /* lingering close over */
 };
 enum { TLS_NONE = 0, TLS_HANDSHAKE = 1, TLS_OPEN = 2 };
 
@@ -48,11 +48,11 @@ enum {
  * file range (its own descriptor, dup'ed). */
 typedef struct cshs_out {
     struct cshs_out *next;
-    int fd;           /* a file range, else -1 */
-    off_t off;        /* file: next offset to send */
-    uint64_t left;    /* file: bytes still to send */
-    size_t pos, n;    /* data[pos .. n) still to send */
-    size_t cap;       /* data's size */
+    int fd;        /* a file range, else -1 */
+    off_t off;     /* file: next offset to send */
+    uint64_t left; /* file: bytes still to send */
+    size_t pos, n; /* data[pos .. n) still to send */
+    size_t cap;    /* data's size */
     char data[];
 } cshs_out;
 
@@ -71,17 +71,17 @@ typedef struct cshs_conn {
     int last_status;             /* of the last answer reported */
     uint64_t served;             /* exchanges run */
     int64_t accept_ms;
-    int64_t last_io_ms;          /* last read (body) or write progress (output) */
-    SSL *ssl;       /* HTTPS, else NULL */
-    int tls_state;  /* TLS_* */
-    short tls_wait; /* POLLIN or POLLOUT: what the last read or write waits for */
+    int64_t last_io_ms;        /* last read (body) or write progress (output) */
+    SSL *ssl;                  /* HTTPS, else NULL */
+    int tls_state;             /* TLS_* */
+    short tls_wait;            /* POLLIN or POLLOUT: what the last read or write waits for */
     char tls_read_wants_write; /* the last TLS read (or handshake step) wants to write */
-    cshw_exchange *x;            /* while bytes are pending, else NULL */
-    cshs_out *out, *out_tail;    /* queued output */
-    size_t out_bytes;            /* bytes (not file ranges) queued */
-    char *sbuf;                  /* streaming routes: the bytes the handler's reads use */
+    cshw_exchange *x;          /* while bytes are pending, else NULL */
+    cshs_out *out, *out_tail;  /* queued output */
+    size_t out_bytes;          /* bytes (not file ranges) queued */
+    char *sbuf;                /* streaming routes: the bytes the handler's reads use */
     size_t spos, slen;
-    uint64_t lingered;           /* bytes discarded while lingering */
+    uint64_t lingered; /* bytes discarded while lingering */
     unsigned remote_port;
     char remote[46];
 } cshs_conn;
@@ -99,8 +99,8 @@ typedef struct cshs_worker {
     struct cshs_server *srv;
     pthread_t thread;
     cshw_context *ctx;
-    cshs_conn *conn; /* the connection being served */
-    cshw_exchange *spare_x; /* an exchange kept for the next connection */
+    cshs_conn *conn;               /* the connection being served */
+    cshw_exchange *spare_x;        /* an exchange kept for the next connection */
     _Atomic int64_t busy_since_us; /* 0: waiting in epoll */
     _Atomic int parked;
     /* Events taken in one epoll_wait beyond the one being served. Each slot
@@ -109,8 +109,8 @@ typedef struct cshs_worker {
      * handler), so exactly one of them owns it. */
     _Atomic(void *) held[CSHS_WORKER_BATCH];
     _Atomic int64_t held_since_us; /* 0: nothing held */
-    int exited;    /* worker_main returned (under srv->mu) */
-    int abandoned; /* left in a handler at a forced stop (under srv->mu) */
+    int exited;                    /* worker_main returned (under srv->mu) */
+    int abandoned;                 /* left in a handler at a forced stop (under srv->mu) */
 } cshs_worker;
 
 struct cshs_server {
@@ -119,7 +119,7 @@ struct cshs_server {
     cshw_router *router;
     cshs_log_fn log_fn;
     void *log_user;
-    void *app_data; /* cshs_server_set_app_data, handed to every context */
+    void *app_data;            /* cshs_server_set_app_data, handed to every context */
     cshw_exchange_config xcfg; /* every connection's exchange: the handler, report */
     int (*stream_fn)(void *, const char *, const csh_message *);
     void *stream_arg;

@@ -33,7 +33,7 @@
 #include "cshttp/web/error.h"
 #include "validate.h"
 
-#define READ_ROOM 4096u  /* the least room a read is given */
+#define READ_ROOM 4096u    /* the least room a read is given */
 #define FILE_WINDOW 16384u /* a stored body is read back from its file by this much */
 #define LINE_MAX_REPORT 1024u
 
@@ -48,7 +48,7 @@ struct cshw_exchange {
     size_t raw;      /* first raw byte not yet processed */
     size_t head_len; /* the head of the request in progress, 0 before it parsed */
     cshw_exchange_phase phase;
-    int streaming; /* the handler reads the body from the connection */
+    int streaming;  /* the handler reads the body from the connection */
     int short_read; /* the last read did not fill its room */
 
     /* the body being stored */
@@ -219,7 +219,9 @@ static void request_line(const cshw_exchange *x, const char **line, size_t *n)
     while (start < end && (x->buf[start] == '\r' || x->buf[start] == '\n')) start++;
     /* the line ends at its CR (a bare LF is an error the parser reports) */
     const char *cr = start < end ? memchr(x->buf + start, '\r', end - start) : NULL;
-    const char *lf = start < end ? memchr(x->buf + start, '\n', (cr ? (size_t)(cr - x->buf) : end) - start) : NULL;
+    const char *lf = start < end
+                         ? memchr(x->buf + start, '\n', (cr ? (size_t)(cr - x->buf) : end) - start)
+                         : NULL;
     size_t stop = lf ? (size_t)(lf - x->buf) : cr ? (size_t)(cr - x->buf) : end;
     *line = x->buf ? x->buf + start : "";
     *n = stop - start;
@@ -382,8 +384,8 @@ static int head_done(cshw_exchange *x, const cshw_transport *t)
     /* RFC 9110 §15.5.14: refused before any body byte is read */
     if (m->body == CSH_BODY_LENGTH && max && m->content_length > max)
         return answer(x, t, 413, CSHW_E_BODY_LIMIT, cshw_error_message(CSHW_E_BODY_LIMIT));
-    x->streaming = m->body != CSH_BODY_NONE && x->cfg->streams &&
-                   x->cfg->streams(x->cfg->arg, x->buf, m);
+    x->streaming =
+        m->body != CSH_BODY_NONE && x->cfg->streams && x->cfg->streams(x->cfg->arg, x->buf, m);
     if (m->body == CSH_BODY_NONE || x->streaming) {
         x->phase = CSHW_PHASE_READY;
         return CSHW_EXCHANGE_READY;
@@ -408,8 +410,10 @@ int cshw_exchange_input(cshw_exchange *x, const cshw_transport *t)
     if (!x || !t) return -EINVAL;
     for (;;) {
         switch (x->phase) {
-        case CSHW_PHASE_READY: return CSHW_EXCHANGE_READY;
-        case CSHW_PHASE_CLOSED: return CSHW_EXCHANGE_CLOSE;
+        case CSHW_PHASE_READY:
+            return CSHW_EXCHANGE_READY;
+        case CSHW_PHASE_CLOSED:
+            return CSHW_EXCHANGE_CLOSE;
         case CSHW_PHASE_IDLE:
         case CSHW_PHASE_HEAD: {
             int pr = x->len ? csh_parser_execute(&x->p, x->buf, x->len) : CSH_INCOMPLETE;
@@ -451,8 +455,8 @@ int cshw_exchange_input(cshw_exchange *x, const cshw_transport *t)
             /* the input ended: inside a body, the request cannot be
              * answered usefully (the client is gone); inside a head or
              * between requests, there is nothing to answer */
-            if (x->phase == CSHW_PHASE_BODY) report(x, t, 0, CSHW_E_BODY_TRUNCATED, &x->p.msg,
-                                                    x->head_len + x->raw_in, 0);
+            if (x->phase == CSHW_PHASE_BODY)
+                report(x, t, 0, CSHW_E_BODY_TRUNCATED, &x->p.msg, x->head_len + x->raw_in, 0);
             x->phase = CSHW_PHASE_CLOSED;
             drop_body(x);
             return CSHW_EXCHANGE_CLOSE;
@@ -574,13 +578,13 @@ static int view_send_file(void *io, int fd, off_t offset, size_t len)
 }
 
 static const cshw_transport_ops stored_ops = {stored_peek, stored_consume, view_write,
-                                              view_flush, view_send_file, NULL};
+                                              view_flush,  view_send_file, NULL};
 static const cshw_transport_ops stored_ops_nofile = {stored_peek, stored_consume, view_write,
-                                                     view_flush, NULL, NULL};
+                                                     view_flush,  NULL,           NULL};
 static const cshw_transport_ops stream_ops = {stream_peek, stream_consume, view_write,
-                                              view_flush, view_send_file, NULL};
+                                              view_flush,  view_send_file, NULL};
 static const cshw_transport_ops stream_ops_nofile = {stream_peek, stream_consume, view_write,
-                                                     view_flush, NULL, NULL};
+                                                     view_flush,  NULL,           NULL};
 
 /* The application, then: a stop that began meanwhile closes the
  * connection after this response (it says so with Connection: close). */

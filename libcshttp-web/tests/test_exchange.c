@@ -136,7 +136,8 @@ static void test_reports(void **state)
     (void)state;
     tw_run run;
     /* two pipelined requests: two reports, the bytes of each */
-    static const char two[] = "GET /a HTTP/1.1\r\nHost: h\r\n\r\nGET /b HTTP/1.1\r\nHost: h\r\n\r\n";
+    static const char two[] =
+        "GET /a HTTP/1.1\r\nHost: h\r\n\r\nGET /b HTTP/1.1\r\nHost: h\r\n\r\n";
     serve_str(&run, two, 0);
     assert_int_equal(reports.n, 2);
     assert_int_equal(reports.status[0], 200);
@@ -158,7 +159,6 @@ static void test_reports(void **state)
     assert_string_equal(tw_field(&run.r[0], "connection"), "close");
     assert_int_equal(handler_calls, 0);
     tw_free(&run);
-
 }
 
 static void form_reader(cshw_context *ctx)
@@ -317,12 +317,12 @@ static void test_request_checks(void **state)
         const char *in;
         int status;
     } cases[] = {
-        {"GET / HTTP/1.1\r\nHost: a:b1\r\n\r\n", 400},           /* RFC 9110 §7.2 */
-        {"GET / HTTP/1.1\r\nHost: [::1\r\n\r\n", 400},           /* RFC 3986 §3.2.2 */
-        {"GET http:///x HTTP/1.1\r\nHost: h\r\n\r\n", 400},      /* RFC 9112 §3.2.2 */
+        {"GET / HTTP/1.1\r\nHost: a:b1\r\n\r\n", 400},               /* RFC 9110 §7.2 */
+        {"GET / HTTP/1.1\r\nHost: [::1\r\n\r\n", 400},               /* RFC 3986 §3.2.2 */
+        {"GET http:///x HTTP/1.1\r\nHost: h\r\n\r\n", 400},          /* RFC 9112 §3.2.2 */
         {"GET http://user@host/x HTTP/1.1\r\nHost: h\r\n\r\n", 400}, /* RFC 9110 §4.2.4 */
-        {"GET /a#frag HTTP/1.1\r\nHost: h\r\n\r\n", 400},        /* RFC 9112 §3.2 */
-        {"GET /a%zz HTTP/1.1\r\nHost: h\r\n\r\n", 400},          /* RFC 3986 §2.1 */
+        {"GET /a#frag HTTP/1.1\r\nHost: h\r\n\r\n", 400},            /* RFC 9112 §3.2 */
+        {"GET /a%zz HTTP/1.1\r\nHost: h\r\n\r\n", 400},              /* RFC 3986 §2.1 */
         {"POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n",
          501}, /* RFC 9112 §6.1 */
         {"POST / HTTP/1.1\r\nHost: h\r\nExpect: 200-ok\r\nContent-Length: 1\r\n\r\nx",

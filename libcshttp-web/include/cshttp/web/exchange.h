@@ -91,20 +91,20 @@ typedef enum cshw_exchange_phase {
 
 /* One exchange as it ended: what an access log line and the counters need. */
 typedef struct cshw_exchange_outcome {
-    int status;              /* the status answered; 0: none (the client left first) */
-    int error;               /* when the exchange answered, not the handler: the
-                              * csh_ or cshw_ error (or -ETIMEDOUT) that decided it */
-    const char *head;        /* the request head; msg's spans refer to it */
-    const csh_message *msg;  /* NULL when the head did not parse */
-    const char *line;        /* the request line as received (up to 1024 bytes,
-                              * not NUL-terminated), for a head that did not parse too */
+    int status;             /* the status answered; 0: none (the client left first) */
+    int error;              /* when the exchange answered, not the handler: the
+                             * csh_ or cshw_ error (or -ETIMEDOUT) that decided it */
+    const char *head;       /* the request head; msg's spans refer to it */
+    const csh_message *msg; /* NULL when the head did not parse */
+    const char *line;       /* the request line as received (up to 1024 bytes,
+                             * not NUL-terminated), for a head that did not parse too */
     size_t line_len;
     const cshw_transport *transport; /* remote address, is_secure */
-    uint64_t bytes_in;       /* head and body bytes as received */
-    uint64_t bytes_out;      /* response bytes handed to the transport */
-    int keep_alive;          /* the connection carries on */
-    int64_t start_unix_ms;   /* wall clock when the head began */
-    int64_t duration_us;     /* from the head's first byte to the response's end */
+    uint64_t bytes_in;               /* head and body bytes as received */
+    uint64_t bytes_out;              /* response bytes handed to the transport */
+    int keep_alive;                  /* the connection carries on */
+    int64_t start_unix_ms;           /* wall clock when the head began */
+    int64_t duration_us;             /* from the head's first byte to the response's end */
 } cshw_exchange_outcome;
 
 typedef struct cshw_exchange_config {
