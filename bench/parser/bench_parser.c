@@ -23,8 +23,8 @@
  *
  * What is timed, per file and per feed (whole, 64-byte pieces): one pass over
  * the file as one connection — parser initialised, every pipelined request
- * parsed (cshttp: csh_parser_execute, then csh_body_read until the body ends,
- * then csh_parser_reset; http_parser: one http_parser_execute per piece, with
+ * parsed (cshttp: csh_parser_execute, then csh_body_next until the body ends,
+ * then csh_parser_reset; one csh_body per connection, csh_body_reset per body; http_parser: one http_parser_execute per piece, with
  * callbacks that record the same spans cshttp returns). */
 #define _POSIX_C_SOURCE 200809L
 
@@ -197,11 +197,12 @@ static inline int cshttp_run(const char *src, size_t len, size_t piece, unsigned
     csh_body b;
     size_t avail = 0; /* bytes received so far */
     size_t pos = 0;   /* first byte of the current message */
-    size_t bpos = 0;  /* next body byte to hand to csh_body_read */
+    size_t bpos = 0;  /* next body byte to hand to csh_body_next */
     int in_body = 0;
     int r;
 
     csh_parser_init(&p, CSH_REQUEST, fields, CORPUS_FIELDS, NULL, flags);
+    int b_ready = 0; /* the body reader is prepared once, at the first body */
     while (avail < len) {
         size_t n = len - avail < piece ? len - avail : piece;
         if (rx) memcpy(rx + avail, src + avail, n);
@@ -221,14 +222,17 @@ static inline int cshttp_run(const char *src, size_t len, size_t piece, unsigned
                 }
                 bpos = pos + p.msg.head_length;
                 if (p.msg.body != CSH_BODY_NONE) {
-                    csh_body_init(&b, &p.msg, NULL, flags, NULL, 0);
-                    in_body = 1;
+                    if (b_ready)
+                        csh_body_reset(&b, &p.msg);
+                    else
+                        csh_body_init(&b, &p.msg, NULL, flags, NULL, 0);
+                    b_ready = in_body = 1;
                 }
             }
             while (in_body) {
                 size_t used = 0;
                 csh_span d = {0, 0};
-                r = csh_body_read(&b, buf + bpos, avail - bpos, &used, &d);
+                r = csh_body_next(&b, buf + bpos, avail - bpos, &used, &d);
                 if (r == CSH_DATA) {
                     tally_body(t, buf + bpos + d.off, d.len, full);
                     bpos += used;

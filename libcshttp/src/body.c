@@ -1,17 +1,26 @@
 /* One body reader over the framings of RFC 9112 §6.3. */
 #include "cshttp/body.h"
 
-#include <string.h>
-
 void csh_body_init(csh_body *b, const csh_message *msg, const csh_limits *limits, unsigned flags,
                    csh_header *trailers, size_t trailers_cap)
 {
-    memset(b, 0, sizeof *b);
+    /* the decoder is always prepared, so that csh_body_reset can switch to
+     * any framing later without its limits */
+    csh_chunked_init(&b->chunked, limits, flags, trailers, trailers_cap);
+    b->kind = CSH_BODY_NONE;
+    b->received = 0;
+    b->remaining_ = 0;
+    b->done_ = 1;
+    if (msg) csh_body_reset(b, msg);
+}
+
+void csh_body_reset(csh_body *b, const csh_message *msg)
+{
     b->kind = msg->body;
+    b->received = 0;
     b->remaining_ = msg->body == CSH_BODY_LENGTH ? msg->content_length : 0;
     b->done_ = msg->body == CSH_BODY_NONE || (msg->body == CSH_BODY_LENGTH && b->remaining_ == 0);
-    if (msg->body == CSH_BODY_CHUNKED)
-        csh_chunked_init(&b->chunked, limits, flags, trailers, trailers_cap);
+    if (msg->body == CSH_BODY_CHUNKED) csh_chunked_reset(&b->chunked);
 }
 
 int csh_body_read(csh_body *b, const char *buf, size_t len, size_t *consumed, csh_span *data)

@@ -48,6 +48,22 @@ void csh_chunked_init(csh_chunked *c, const csh_limits *limits, unsigned flags,
     c->result_ = CSH_INCOMPLETE;
 }
 
+void csh_chunked_reset(csh_chunked *c)
+{
+    /* limits, flags, SIMD choice and trailer array are kept: only the
+     * decoding state is cleared (what csh_chunked_init's memset would) */
+    c->body_bytes = 0;
+    c->chunks = 0;
+    c->num_trailers = 0;
+    c->remaining_ = 0;
+    c->size_ = 0;
+    c->ext_len_ = 0;
+    c->fields_seen_ = 0;
+    c->digits_ = 0;
+    c->state_ = C_SIZE;
+    c->result_ = CSH_INCOMPLETE;
+}
+
 static inline int hex_value(unsigned char ch)
 {
     if (ch >= '0' && ch <= '9') return ch - '0';
@@ -195,6 +211,12 @@ int csh_chunked_decode(csh_chunked *c, const char *buf, size_t len, size_t *cons
             goto size_line_done;
         case C_DATA: {
             size_t n = len - i;
+            if (c->remaining_ == 0) {
+                /* csh_body_next took the chunk's last bytes inline, leaving
+                 * the state to move on here */
+                c->state_ = C_DATA_CR;
+                continue;
+            }
             if ((uint64_t)n > c->remaining_) n = (size_t)c->remaining_;
             data->off = i;
             data->len = n;

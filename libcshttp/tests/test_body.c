@@ -36,6 +36,10 @@ static void parse_head(fixture *f, csh_parser_type type, csh_method method, cons
     f->len = len;
 }
 
+/* 1: read_body calls csh_body_next (the inline steps) instead of
+ * csh_body_read; main runs every test both ways. */
+static int g_next;
+
 typedef struct result {
     int r;
     size_t consumed;
@@ -58,7 +62,8 @@ static void read_body(csh_body *b, const char *in, size_t n, size_t step, int fi
         memcpy(buf, in + pos, len);
         size_t used = (size_t)-1;
         csh_span data = {(size_t)-1, (size_t)-1};
-        int r = csh_body_read(b, buf, len, &used, &data);
+        int r = g_next ? csh_body_next(b, buf, len, &used, &data)
+                       : csh_body_read(b, buf, len, &used, &data);
         assert_true(used <= len);
         if (r == CSH_DATA) {
             assert_true(data.len > 0);
@@ -342,6 +347,77 @@ static void test_body_kind_from_message(void **state)
     assert_memory_equal(res.data, "ab", 2);
 }
 
+/* body.h: one reader for a connection, csh_body_reset per body, gives what a
+ * reader initialised per body gives: chunked (with trailers), Content-Length,
+ * none, chunked again, at every step size; the limits and flags given to
+ * csh_body_init hold for every body. */
+static void test_body_reset_reuses_reader(void **state)
+{
+    (void)state;
+    static const char chunked_rest[] = "4\r\nWiki\r\n5;x=y\r\npedia\r\n0\r\nX-T: ok\r\n\r\n";
+    for (size_t step = 0; step <= 9; step++) {
+        csh_header tr[2];
+        csh_body b;
+        result res;
+        fixture f;
+        csh_limits l;
+        csh_limits_init(&l);
+        l.max_chunk_ext = 4;
+        memset(tr, 0, sizeof tr);
+        csh_body_init(&b, NULL, &l, 0, tr, 2);
+        assert_int_equal(b.kind, CSH_BODY_NONE);
+        assert_int_equal(csh_body_done(&b), 1);
+        for (int round = 0; round < 2; round++) {
+            parse_head(&f, CSH_REQUEST, CSH_METHOD_OTHER,
+                       S("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"));
+            csh_body_reset(&b, &f.p.msg);
+            read_body(&b, S(chunked_rest), step, 0, &res);
+            assert_int_equal(res.r, CSH_OK);
+            assert_int_equal(res.consumed, sizeof chunked_rest - 1);
+            assert_int_equal(res.ndata, 9);
+            assert_memory_equal(res.data, "Wikipedia", 9);
+            assert_int_equal(b.received, 9);
+            assert_int_equal(b.chunked.body_bytes, 9);
+            assert_int_equal(b.chunked.chunks, 3);
+            assert_int_equal(b.chunked.num_trailers, 1);
+
+            parse_head(&f, CSH_REQUEST, CSH_METHOD_OTHER,
+                       S("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\n"));
+            csh_body_reset(&b, &f.p.msg);
+            assert_int_equal(b.kind, CSH_BODY_LENGTH);
+            read_body(&b, S("helloGET"), step, 0, &res);
+            assert_int_equal(res.consumed, 5);
+            assert_int_equal(res.ndata, 5);
+            assert_int_equal(b.received, 5);
+            assert_int_equal(csh_body_done(&b), 1);
+
+            parse_head(&f, CSH_REQUEST, CSH_METHOD_OTHER, S("GET / HTTP/1.1\r\nHost: a\r\n\r\n"));
+            csh_body_reset(&b, &f.p.msg);
+            read_body(&b, S("GET"), step, 0, &res);
+            assert_int_equal(res.r, CSH_OK);
+            assert_int_equal(res.consumed, 0);
+        }
+        /* the limit given once holds after the resets: 5 extension bytes */
+        parse_head(&f, CSH_REQUEST, CSH_METHOD_OTHER,
+                   S("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"));
+        csh_body_reset(&b, &f.p.msg);
+        read_body(&b, S("1;abcd\r\nx\r\n0\r\n\r\n"), step, 0, &res);
+        assert_int_equal(res.r, CSH_E_CHUNK_EXT_TOO_LONG);
+        /* an error stays, even for a call without bytes */
+        size_t used = 1;
+        csh_span d;
+        assert_int_equal(csh_body_next(&b, "", 0, &used, &d), CSH_E_CHUNK_EXT_TOO_LONG);
+        assert_int_equal(used, 0);
+    }
+}
+
+static int set_next(void **state)
+{
+    (void)state;
+    g_next = 1;
+    return 0;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -357,6 +433,8 @@ int main(void)
         cmocka_unit_test_teardown(test_body_until_close, free_live),
         cmocka_unit_test_teardown(test_body_until_close_never_ok, free_live),
         cmocka_unit_test_teardown(test_body_kind_from_message, free_live),
+        cmocka_unit_test_teardown(test_body_reset_reuses_reader, free_live),
     };
-    return cmocka_run_group_tests_name("body", tests, NULL, NULL);
+    int fails = cmocka_run_group_tests_name("body (csh_body_read)", tests, NULL, NULL);
+    return fails + cmocka_run_group_tests_name("body (csh_body_next)", tests, set_next, NULL);
 }

@@ -253,6 +253,43 @@ static void test_ok_is_sticky(void **state)
     assert_int_equal(c.body_bytes, 0);
 }
 
+/* chunked.h: csh_chunked_reset starts another body with the limits, flags
+ * and trailer array of csh_chunked_init, after a finished body, an error,
+ * or a body left in the middle of a chunk, a size line or the trailers. */
+static void test_reset_keeps_setup(void **state)
+{
+    (void)state;
+    static const char *const left[] = {"0\r\n\r\n", "1;abcdef\r\n", "5\r\nab", "1f", "0\r\nX: y"};
+    csh_limits l;
+    csh_limits_init(&l);
+    l.max_chunk_ext = 4;
+    csh_header tr[2];
+    csh_chunked c;
+    csh_chunked_init(&c, &l, CSH_PARSE_LENIENT_BARE_LF, tr, 2);
+    for (size_t k = 0; k < sizeof left / sizeof left[0]; k++) {
+        size_t used;
+        csh_span data;
+        (void)csh_chunked_decode(&c, left[k], strlen(left[k]), &used, &data);
+        csh_chunked_reset(&c);
+        assert_int_equal(c.chunks, 0);
+        assert_int_equal(c.body_bytes, 0);
+        assert_int_equal(c.num_trailers, 0);
+        /* lenient bare LF kept; the trailer lands in tr */
+        assert_int_equal(csh_chunked_decode(&c, S("3\nabc\n"), &used, &data), CSH_DATA);
+        assert_int_equal(data.off, 2);
+        assert_int_equal(data.len, 3);
+        assert_int_equal(csh_chunked_decode(&c, S("\n0\nT: v\n\n"), &used, &data), CSH_OK);
+        assert_int_equal(c.num_trailers, 1);
+        assert_ptr_equal(c.trailers, tr);
+        assert_int_equal(tr[0].name.len, 1);
+        /* the extension limit kept: 5 bytes after the size is too long */
+        csh_chunked_reset(&c);
+        assert_int_equal(csh_chunked_decode(&c, S("1;abcd\r\n"), &used, &data),
+                         CSH_E_CHUNK_EXT_TOO_LONG);
+        csh_chunked_reset(&c);
+    }
+}
+
 /* chunked.h: after an error, later calls return it again. */
 static void test_error_is_sticky(void **state)
 {
@@ -617,6 +654,7 @@ int main(void)
         cmocka_unit_test_teardown(test_bare_lf_flag, free_live),
         cmocka_unit_test_teardown(test_chunk_size_errors, free_live),
         cmocka_unit_test_teardown(test_chunk_size_63_bits, free_live),
+        cmocka_unit_test_teardown(test_reset_keeps_setup, free_live),
     };
     return cmocka_run_group_tests_name("chunked", tests, NULL, NULL);
 }
