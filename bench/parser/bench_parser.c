@@ -236,6 +236,9 @@ static inline int cshttp_run(const char *src, size_t len, size_t piece, unsigned
                 if (r == CSH_DATA) {
                     tally_body(t, buf + bpos + d.off, d.len, full);
                     bpos += used;
+                    /* body.h: all bytes used, the body not done: a call
+                     * without new bytes could only say CSH_INCOMPLETE */
+                    if (bpos == avail && !csh_body_done(&b)) break;
                 } else if (r == CSH_INCOMPLETE) {
                     bpos += used;
                     break;

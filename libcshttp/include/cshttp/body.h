@@ -6,7 +6,9 @@
  *   csh_body_init(&b, &p.msg, NULL, 0, NULL, 0);
  *   buf/len: the bytes after the head (buf + p.msg.head_length ...)
  *   loop: r = csh_body_read(&b, buf, len, &used, &data);
- *     CSH_DATA: data is a span of buf; advance by used and call again
+ *     CSH_DATA: data is a span of buf; advance by used and call again (when
+ *       used == len, a call without new bytes can only return CSH_INCOMPLETE,
+ *       or CSH_OK if csh_body_done: waiting for more bytes is enough)
  *     CSH_INCOMPLETE: keep buf[used .. len), call again when more arrived
  *     CSH_OK: the body ended after `used` bytes; the next message follows
  *     < 0: error
@@ -68,17 +70,23 @@ CSH_EXPORT int csh_body_read(csh_body *b, const char *buf, size_t len, size_t *c
 static inline int csh_body_next(csh_body *b, const char *buf, size_t len, size_t *consumed,
                                 csh_span *data)
 {
-    uint64_t *left = b->kind == CSH_BODY_LENGTH    ? &b->remaining_
-                     : b->kind == CSH_BODY_CHUNKED ? &b->chunked.remaining_
-                                                   : NULL;
-    if (left && *left > 0 && !b->done_ && len > 0 && buf) {
-        size_t n = (uint64_t)len < *left ? len : (size_t)*left;
-        *left -= n;
+    if (len > 0 && buf) {
+        size_t n = len;
+        if (b->kind == CSH_BODY_LENGTH && !b->done_) { /* not done: remaining_ > 0 */
+            if ((uint64_t)n >= b->remaining_) {
+                n = (size_t)b->remaining_;
+                b->done_ = 1;
+            }
+            b->remaining_ -= n;
+        } else if (b->kind == CSH_BODY_CHUNKED && b->chunked.remaining_ > 0) {
+            /* in chunk data; the decoder moves past the chunk's end */
+            if ((uint64_t)n > b->chunked.remaining_) n = (size_t)b->chunked.remaining_;
+            b->chunked.remaining_ -= n;
+            b->chunked.body_bytes += n;
+        } else {
+            return csh_body_read(b, buf, len, consumed, data);
+        }
         b->received += n;
-        if (b->kind == CSH_BODY_LENGTH)
-            b->done_ = *left == 0;
-        else
-            b->chunked.body_bytes += n; /* the decoder moves past the chunk's end */
         data->off = 0;
         data->len = n;
         *consumed = n;
