@@ -48,8 +48,8 @@ static inline int csh__field_sub_after_cr(unsigned sub)
 #ifdef CSH_HAVE_AVX2
 #define CSH_V(name) csh__##name##_avx2
 #define CSH_V_ATTR CSH_AVX2
-#define CSH_V_SCAN_NAME(p, e) csh__scan_token_avx2(p, e)
-#define CSH_V_SCAN_VALUE(p, e) csh__scan_value_avx2(p, e)
+#define CSH_V_SCAN_NAME(p, e) csh__scan_token_avx2_from(buf, p, e) /* buf: readable from */
+#define CSH_V_SCAN_VALUE(p, e) csh__scan_value_avx2_from(buf, p, e)
 #include "fields_impl.h"
 #undef CSH_V
 #undef CSH_V_ATTR

@@ -528,10 +528,12 @@ static int finish_head(csh_parser *p, const char *buf)
 #ifdef CSH_HAVE_AVX2
 #define CSH_V(name) csh__##name##_avx2
 #define CSH_V_ATTR CSH_AVX2
-#define CSH_V_SCAN_NAME(p, e) csh__scan_token_avx2(p, e)
-#define CSH_V_SCAN_VALUE(p, e) csh__scan_value_avx2(p, e)
-#define CSH_V_SCAN_VCHAR(p, e) csh__scan_vchar_avx2(p, e)
-#define CSH_V_SCAN_FIELD(l, e, c, v) csh__scan_field_avx2(l, e, c, v)
+/* `buf` (the message's first byte, in scope wherever they are used) is the
+ * lowest byte the scanners may read */
+#define CSH_V_SCAN_NAME(p, e) csh__scan_token_avx2_from(buf, p, e)
+#define CSH_V_SCAN_VALUE(p, e) csh__scan_value_avx2_from(buf, p, e)
+#define CSH_V_SCAN_VCHAR(p, e) csh__scan_vchar_avx2_from(buf, p, e)
+#define CSH_V_SCAN_FIELD(l, e, c, v) csh__scan_field_avx2_from(buf, l, e, c, v)
 #include "head_impl.h"
 #undef CSH_V
 #undef CSH_V_ATTR

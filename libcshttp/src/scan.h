@@ -136,7 +136,13 @@ static inline CSH_AVX2 unsigned csh__value_mask16(__m128i v)
     return (unsigned)_mm_movemask_epi8(_mm_or_si128(ctl, _mm_cmpeq_epi8(v, del)));
 }
 
-static inline CSH_AVX2 const char *csh__scan_value_avx2(const char *p, const char *end)
+/* The *_from forms take `lo`, the first byte of the buffer that may be read:
+ * fewer than 16 bytes left before `end` are then classified with one vector
+ * that ends at `end` (when 16 bytes before it are readable), not a byte at a
+ * time. That tail is where a head that arrives in pieces stops on every call.
+ * Nothing at or past `end` is read. */
+static inline CSH_AVX2 const char *csh__scan_value_avx2_from(const char *lo, const char *p,
+                                                             const char *end)
 {
     if (end - p >= 64) {
         /* long values (user agents, cookies): 32 bytes a step, then
@@ -170,7 +176,17 @@ static inline CSH_AVX2 const char *csh__scan_value_avx2(const char *p, const cha
         if (m) return p + __builtin_ctz(m);
         p += 16;
     }
+    if (p < end && end - lo >= 16) {
+        unsigned m = csh__value_mask16(_mm_loadu_si128((const __m128i *)(const void *)(end - 16))) >>
+                     (16 - (end - p));
+        return m ? p + __builtin_ctz(m) : end;
+    }
     return csh__scan_value_portable(p, end);
+}
+
+static inline CSH_AVX2 const char *csh__scan_value_avx2(const char *p, const char *end)
+{
+    return csh__scan_value_avx2_from(p, p, end);
 }
 
 /* tchar test with two table lookups: the low nibble selects which high
@@ -189,14 +205,26 @@ static inline CSH_AVX2 unsigned csh__nontoken_mask16(__m128i v)
     return (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_and_si128(lo, hi), _mm_setzero_si128()));
 }
 
-static inline CSH_AVX2 const char *csh__scan_token_avx2(const char *p, const char *end)
+static inline CSH_AVX2 const char *csh__scan_token_avx2_from(const char *lo, const char *p,
+                                                             const char *end)
 {
     while (end - p >= 16) {
         unsigned m = csh__nontoken_mask16(_mm_loadu_si128((const __m128i *)(const void *)p));
         if (m) return p + __builtin_ctz(m);
         p += 16;
     }
+    if (p < end && end - lo >= 16) {
+        unsigned m =
+            csh__nontoken_mask16(_mm_loadu_si128((const __m128i *)(const void *)(end - 16))) >>
+            (16 - (end - p));
+        return m ? p + __builtin_ctz(m) : end;
+    }
     return csh__scan_token(p, end);
+}
+
+static inline CSH_AVX2 const char *csh__scan_token_avx2(const char *p, const char *end)
+{
+    return csh__scan_token_avx2_from(p, p, end);
 }
 
 /* A field line in one pass where it can: the first 32 bytes are classified
@@ -204,14 +232,15 @@ static inline CSH_AVX2 const char *csh__scan_token_avx2(const char *p, const cha
  * where the value ends. Returns 0 when the line is not that simple (the
  * caller then takes the careful way); else *colon and *eol, the first byte
  * after the colon that cannot be in a value. */
-static inline CSH_AVX2 int csh__scan_field_avx2(const char *line, const char *lim,
-                                                const char **colon, const char **eol)
+static inline CSH_AVX2 int csh__scan_field_avx2_from(const char *lo, const char *line,
+                                                     const char *lim, const char **colon,
+                                                     const char **eol)
 {
     if (lim - line < 32) {
-        const char *ne = csh__scan_token_avx2(line, lim);
+        const char *ne = csh__scan_token_avx2_from(lo, line, lim);
         if (ne == lim || *ne != ':' || ne == line) return 0;
         *colon = ne;
-        *eol = csh__scan_value_avx2(ne + 1, lim);
+        *eol = csh__scan_value_avx2_from(lo, ne + 1, lim);
         return 1;
     }
     __m128i v0 = _mm_loadu_si128((const __m128i *)(const void *)line);
@@ -223,7 +252,7 @@ static inline CSH_AVX2 int csh__scan_field_avx2(const char *line, const char *li
     /* value bytes after the colon; (2u << 31) is 0, leaving no bit */
     unsigned bad = (csh__value_mask16(v0) | csh__value_mask16(v1) << 16) & ~((2u << k) - 1u);
     *colon = line + k;
-    *eol = bad ? line + __builtin_ctz(bad) : csh__scan_value_avx2(line + 32, lim);
+    *eol = bad ? line + __builtin_ctz(bad) : csh__scan_value_avx2_from(lo, line + 32, lim);
     return 1;
 }
 
@@ -235,7 +264,8 @@ static inline CSH_AVX2 unsigned csh__vchar_mask16(__m128i v)
     return (unsigned)_mm_movemask_epi8(_mm_or_si128(low, high));
 }
 
-static inline CSH_AVX2 const char *csh__scan_vchar_avx2(const char *p, const char *end)
+static inline CSH_AVX2 const char *csh__scan_vchar_avx2_from(const char *lo, const char *p,
+                                                             const char *end)
 {
     while (end - p >= 32) {
         unsigned m = csh__vchar_mask16(_mm_loadu_si128((const __m128i *)(const void *)p)) |
@@ -248,6 +278,11 @@ static inline CSH_AVX2 const char *csh__scan_vchar_avx2(const char *p, const cha
         unsigned m = csh__vchar_mask16(_mm_loadu_si128((const __m128i *)(const void *)p));
         if (m) return p + __builtin_ctz(m);
         p += 16;
+    }
+    if (p < end && end - lo >= 16) {
+        unsigned m = csh__vchar_mask16(_mm_loadu_si128((const __m128i *)(const void *)(end - 16))) >>
+                     (16 - (end - p));
+        return m ? p + __builtin_ctz(m) : end;
     }
     return csh__scan_vchar_portable(p, end);
 }
