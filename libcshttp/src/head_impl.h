@@ -298,9 +298,13 @@ static CSH_V_ATTR int CSH_V(fields_fast)(csh_parser *p, const char *buf, size_t 
         /* *ve is not whitespace, so these stop by ve at the latest */
         const char *v = ne + 1;
         v += *v == ' ';
-        while (csh__is_ows(*v)) v++;
+        /* one compare for the usual case: value bytes <= 0x20 are SP and
+         * HTAB (CR ends the scan) */
+        if ((unsigned char)*v <= ' ')
+            while (csh__is_ows(*v)) v++;
         const char *next = ve + 2;
-        while (ve > v && csh__is_ows(ve[-1])) ve--;
+        if ((unsigned char)ve[-1] <= ' ')
+            while (ve > v && csh__is_ows(ve[-1])) ve--;
 
         csh_header *h = &p->fields_[n++];
         h->name.off = (size_t)(line - buf);

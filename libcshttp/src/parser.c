@@ -112,11 +112,27 @@ static inline int lower_eq(const char *a, const char *lit, size_t n)
 {
     const uint64_t lower = 0x2020202020202020ull;
     size_t i = 0;
-    for (; i + 8 <= n; i += 8) { /* eight at a time: the names are 4 to 17 bytes */
+    if (n >= 8) {
+        /* eight at a time, the last eight overlapping: the names are 4 to
+         * 17 bytes */
         uint64_t x, y;
-        memcpy(&x, a + i, 8);
-        memcpy(&y, lit + i, 8);
-        if ((x | lower) != y) return 0;
+        for (; i + 8 <= n; i += 8) {
+            memcpy(&x, a + i, 8);
+            memcpy(&y, lit + i, 8);
+            if ((x | lower) != y) return 0;
+        }
+        if (i == n) return 1;
+        memcpy(&x, a + n - 8, 8);
+        memcpy(&y, lit + n - 8, 8);
+        return (x | lower) == y;
+    }
+    if (n >= 4) {
+        uint32_t x, y, x2, y2;
+        memcpy(&x, a, 4);
+        memcpy(&y, lit, 4);
+        memcpy(&x2, a + n - 4, 4);
+        memcpy(&y2, lit + n - 4, 4);
+        return ((x | (uint32_t)lower) == y) & ((x2 | (uint32_t)lower) == y2);
     }
     for (; i < n; i++)
         if ((a[i] | 0x20) != lit[i]) return 0;
@@ -339,6 +355,15 @@ static int on_transfer_encoding(csh_parser *p, const char *buf, const char *v, s
 static int on_connection(csh_parser *p, const char *v, size_t n, const char **at)
 {
     const char *s = v, *end = v + n;
+    /* the usual values, a single option, without the list walk */
+    if (n == 10 && lower_eq(v, "keep-alive", 10)) {
+        p->seen_ |= SEEN_CONN_KEEP_ALIVE;
+        return CSH_OK;
+    }
+    if (n == 5 && lower_eq(v, "close", 5)) {
+        p->seen_ |= SEEN_CONN_CLOSE;
+        return CSH_OK;
+    }
     for (;;) {
         while (s < end && (is_ows(*s) || *s == ',')) s++;
         if (s == end) return CSH_OK;
@@ -365,7 +390,13 @@ static int on_host(csh_parser *p, const char *buf, const csh_header *h, const ch
 {
     const char *v = buf + h->value.off;
     if (p->seen_ & SEEN_HOST) return CSH_E_DUPLICATE_HOST; /* RFC 9112 §3.2 */
-    for (size_t i = 0; i < h->value.len; i++) {
+    size_t k = 0;
+    /* four bytes a test; the loop below finds the culprit */
+    for (; k + 4 <= h->value.len; k += 4)
+        if (!(host_byte[(unsigned char)v[k]] & host_byte[(unsigned char)v[k + 1]] &
+              host_byte[(unsigned char)v[k + 2]] & host_byte[(unsigned char)v[k + 3]]))
+            break;
+    for (size_t i = k; i < h->value.len; i++) {
         if (!host_byte[(unsigned char)v[i]]) {
             *at = v + i;
             return CSH_E_INVALID_HOST;
