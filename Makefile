@@ -10,7 +10,7 @@ ASAN_BUILD  ?= build-asan
 TSAN_BUILD  ?= build-tsan
 FUZZ_BUILD  ?= build-fuzz
 AFL_BUILD   ?= build-afl
-FUZZ_SECONDS ?= 30
+FUZZ_SECONDS ?= 20
 # make test's short fuzz run starts from a fixed seed, so that CI runs the
 # same inputs each time (a finding there is reproducible); make fuzz explores
 # with a new seed each run.
