@@ -276,6 +276,41 @@ static CSH_V_ATTR int CSH_V(fields_fast)(csh_parser *p, const char *buf, size_t 
     const size_t max_line = p->limits_.max_field_line;
     size_t n = p->msg.num_headers;
 
+    if (ls->sub == CSH__F_VALUE) {
+        /* The last call stopped inside this line's value (the usual way for
+         * a head in pieces): finish it here if its end came, with the checks
+         * the resumable parser makes at a value's end; anything else
+         * (incomplete, a control, a bare CR, over the limit, past the
+         * array) goes back to it, its state untouched. */
+        const char *lim = (size_t)(end - line) > max_line + 2 ? line + max_line + 2 : end;
+        const char *v = buf + ls->mark2;
+        const char *ve = CSH_V_SCAN_VALUE(buf + ls->pos, lim);
+        if (ve == end) {
+            /* still in the value: where the resumable parser would stop,
+             * and the caller checks the limits as it would */
+            ls->pos = (size_t)(end - buf);
+            return FAST_STOPPED_IN_VALUE;
+        }
+        if (n >= p->fields_cap_ || lim - ve < 2 || ve[0] != '\r' || ve[1] != '\n')
+            return CSH_INCOMPLETE;
+        const char *next = ve + 2;
+        if ((unsigned char)ve[-1] <= ' ')
+            while (ve > v && csh__is_ows(ve[-1])) ve--;
+        csh_header *h = &p->fields_[n++];
+        h->name.off = ls->line;
+        h->name.len = ls->mark - ls->line;
+        h->value.off = ls->mark2;
+        h->value.len = (size_t)(ve - v);
+        p->msg.num_headers = n;
+        ls->sub = CSH__F_START;
+        line = next;
+        if (end - line >= 2 && line[0] == '\r' && line[1] == '\n') {
+            ls->line = (size_t)(line - buf);
+            ls->pos = ls->line + 2;
+            return finish_head(p, buf);
+        }
+    }
+
     while (n < p->fields_cap_) {
         const char *lim = (size_t)(end - line) > max_line + 2 ? line + max_line + 2 : end;
         const char *ne, *ve;
@@ -348,7 +383,7 @@ static CSH_V_ATTR int CSH_V(run)(csh_parser *p, const char *buf, size_t len)
                 continue;
             }
         } else {
-            if (ls->sub == CSH__F_START) {
+            if (ls->sub == CSH__F_START || ls->sub == CSH__F_VALUE) {
                 r = CSH_V(fields_fast)(p, buf, head_end);
                 if (r == FAST_STOPPED_IN_VALUE) {
                     r = CSH_INCOMPLETE; /* the limits are checked below */
