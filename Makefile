@@ -51,7 +51,8 @@ test-tsan: deps
 	      -DCSHTTP_BUILD_BENCH=OFF $(CMAKE_FLAGS) >/dev/null
 	cmake --build $(TSAN_BUILD) -j $(JOBS) --target cshttpd libcshttp_server_test_options libcshttp_server_test_server \
 	      cshttp-load cshttp_load_test_histogram cshttp_load_test_options
-	TSAN_OPTIONS=halt_on_error=1 ctest --test-dir $(TSAN_BUILD) -L 'server|load' --output-on-failure -j $(JOBS)
+	TSAN_OPTIONS="halt_on_error=1 suppressions=$(CURDIR)/libcshttp-server/tsan.supp" \
+	  ctest --test-dir $(TSAN_BUILD) -L 'server|load' --output-on-failure -j $(JOBS)
 
 fuzz-build: deps
 	CC=clang cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCSHTTP_BUILD_FUZZ=ON \

@@ -43,36 +43,6 @@
 #define TLS_FILE_CHUNK 16384u /* a file sent over TLS is read this much at a time */
 #define OUT_MIN 4096u         /* the smallest output block */
 
-/* ThreadSanitizer does not see the order that a one-shot re-arm
- * (EPOLL_CTL_MOD) gives between the worker that re-arms and the worker that
- * receives the event, and reports the second one's close as a race on the
- * descriptor. In TSan builds the re-arm and the start of an event's service
- * take a (striped) lock, which makes that order visible; other builds need
- * nothing. */
-#if defined(__SANITIZE_THREAD__)
-#define CSHS_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define CSHS_TSAN 1
-#endif
-#endif
-#ifdef CSHS_TSAN
-static pthread_mutex_t tsan_locks[64] = {
-#define L4                                                                                         \
-    PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER,               \
-        PTHREAD_MUTEX_INITIALIZER
-#define L16 L4, L4, L4, L4
-    L16, L16, L16, L16
-#undef L16
-#undef L4
-};
-#define TSAN_LOCK(fd) pthread_mutex_lock(&tsan_locks[(unsigned)(fd) % 64u])
-#define TSAN_UNLOCK(fd) pthread_mutex_unlock(&tsan_locks[(unsigned)(fd) % 64u])
-#else
-#define TSAN_LOCK(fd) ((void)0)
-#define TSAN_UNLOCK(fd) ((void)0)
-#endif
-
 /* ---- the socket, plain or TLS ---- */
 
 /* Reads from the socket, or through OpenSSL. > 0 bytes, 0 at the end of
@@ -535,23 +505,24 @@ void cshs__reject(cshs_server *s, int fd, const struct sockaddr *sa)
 }
 
 /* Waits in epoll (one-shot) for `events`, with a deadline the sweep acts
- * on. Nothing may touch c after the re-arm. */
+ * on. The connection passes to whichever worker gets the event, which may
+ * be at once: everything this worker reads of c is read before the state
+ * is stored (the store releases c to the worker whose CAS acquires it), and
+ * nothing of c is touched after. */
 static void wait_in_epoll(cshs_conn *c, uint32_t events, int64_t deadline, int kind)
 {
     cshs_server *s = c->srv;
+    int fd = c->fd, epfd = s->epfd;
+    struct epoll_event ev;
+    ev.events = events | EPOLLRDHUP | EPOLLONESHOT;
+    ev.data.ptr = c;
     atomic_store(&c->deadline_ms, deadline);
     atomic_store(&c->expire_kind, kind);
     atomic_fetch_add(&s->c_idle_buffers, cshs__conn_idle_held(c));
     atomic_fetch_sub(&s->c_active, 1);
     atomic_fetch_add(&s->c_idle, 1);
     atomic_store(&c->state, CONN_IDLE);
-    struct epoll_event ev;
-    ev.events = events | EPOLLRDHUP | EPOLLONESHOT;
-    ev.data.ptr = c;
-    int fd = c->fd;
-    TSAN_LOCK(fd);
-    epoll_ctl(s->epfd, EPOLL_CTL_MOD, fd, &ev);
-    TSAN_UNLOCK(fd);
+    epoll_ctl(epfd, EPOLL_CTL_MOD, fd, &ev);
 }
 
 /* What to wait for in epoll. A plain socket waits for input to read it
@@ -627,16 +598,17 @@ static void wait_output(cshs_conn *c)
 
 void cshs__conn_rearm(cshs_conn *c)
 {
+    int fd = c->fd, epfd = c->srv->epfd;
     struct epoll_event ev;
     ev.events = (c->phase == CP_WRITE ? EPOLLOUT : EPOLLIN) | EPOLLRDHUP | EPOLLONESHOT;
-    /* the event handed back may have been the sweep's wake-up of an expired
-     * connection (writability): it must fire again */
-    if (atomic_load(&c->state) == CONN_EXPIRED) ev.events |= EPOLLOUT;
     ev.data.ptr = c;
-    int fd = c->fd;
-    TSAN_LOCK(fd);
-    epoll_ctl(c->srv->epfd, EPOLL_CTL_MOD, fd, &ev);
-    TSAN_UNLOCK(fd);
+    /* Read-modify-write of the state that changes nothing: a release, so
+     * what was read of c above is ordered before the worker that takes the
+     * event acquires c (its CAS). It also says whether the event handed
+     * back may have been the sweep's wake-up of an expired connection
+     * (writability), which must fire again. */
+    if (atomic_fetch_or(&c->state, 0) == CONN_EXPIRED) ev.events |= EPOLLOUT;
+    epoll_ctl(epfd, EPOLL_CTL_MOD, fd, &ev);
 }
 
 /* What an idle connection holds besides its struct: a head in progress
@@ -819,8 +791,6 @@ static int plain_on_tls(cshs_worker *w, cshs_conn *c)
 void cshs__conn_event(cshs_worker *w, cshs_conn *c)
 {
     cshs_server *s = w->srv;
-    TSAN_LOCK(c->fd);
-    TSAN_UNLOCK(c->fd);
     int expected = CONN_IDLE;
     int was_expired = !atomic_compare_exchange_strong(&c->state, &expected, CONN_BUSY);
     atomic_fetch_sub(&s->c_idle, 1);
