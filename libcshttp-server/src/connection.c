@@ -43,22 +43,11 @@
 #define TLS_FILE_CHUNK 16384u /* a file sent over TLS is read this much at a time */
 #define OUT_MIN 4096u         /* the smallest output block */
 
-/* ---- the socket, plain or TLS ---- */
+/* ---- the plain stream (server_impl.h, cshs_stream_ops) ---- */
 
-/* Reads from the socket, or through OpenSSL. > 0 bytes, 0 at the end of
- * input, -EAGAIN (wait for c->tls_wait), -errno. */
-static ssize_t conn_recv(cshs_conn *c, void *buf, size_t len)
+static ssize_t plain_read(cshs_conn *c, void *buf, size_t len)
 {
     c->tls_wait = POLLIN;
-    if (c->ssl) {
-        ssize_t n = cshs__tls_read(c, buf, len);
-        c->tls_read_wants_write = n == -EINPROGRESS;
-        if (n == -EINPROGRESS) {
-            c->tls_wait = POLLOUT;
-            n = -EAGAIN;
-        }
-        return n;
-    }
     for (;;) {
         ssize_t n = recv(c->fd, buf, len, 0);
         if (n >= 0) return n;
@@ -68,15 +57,9 @@ static ssize_t conn_recv(cshs_conn *c, void *buf, size_t len)
     }
 }
 
-static ssize_t conn_send(cshs_conn *c, const void *buf, size_t len)
+static ssize_t plain_write(cshs_conn *c, const void *buf, size_t len)
 {
     c->tls_wait = POLLOUT;
-    if (c->ssl) {
-        ssize_t n = cshs__tls_write(c, buf, len);
-        if (n == -EAGAIN) c->tls_wait = POLLIN; /* OpenSSL wants to read first */
-        if (n == -EINPROGRESS) n = -EAGAIN;
-        return n;
-    }
     for (;;) {
         ssize_t n = send(c->fd, buf, len, MSG_NOSIGNAL);
         if (n >= 0) return n;
@@ -85,6 +68,33 @@ static ssize_t conn_send(cshs_conn *c, const void *buf, size_t len)
         return -errno;
     }
 }
+
+static ssize_t plain_sendfile(cshs_conn *c, int fd, off_t *off, size_t len)
+{
+    c->tls_wait = POLLOUT;
+    for (;;) {
+        ssize_t n = sendfile(c->fd, fd, off, len);
+        if (n > 0) return n;
+        if (n == 0) return -EIO; /* the file is shorter than said */
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) return -EAGAIN;
+        return -errno;
+    }
+}
+
+static int plain_pending(const cshs_conn *c)
+{
+    (void)c;
+    return 0;
+}
+
+static void plain_close(cshs_conn *c)
+{
+    (void)c;
+}
+
+const cshs_stream_ops cshs__plain_stream = {plain_read, plain_write, plain_sendfile, plain_pending,
+                                            plain_close};
 
 /* Waits for `events` until until_ms (0: no limit), in slices so that a
  * forced stop is noticed. 0 when ready, -ETIMEDOUT, -ECONNABORTED. Only a
@@ -159,7 +169,8 @@ static int out_queue_bytes(cshs_conn *c, const char *p, size_t len)
 
 static int out_queue_file(cshs_conn *c, int fd, off_t off, uint64_t len)
 {
-    size_t cap = c->ssl ? TLS_FILE_CHUNK : 0; /* TLS: the file is read into data */
+    /* without the stream's sendfile (TLS), the file is read into data */
+    size_t cap = c->io->sendfile ? 0 : TLS_FILE_CHUNK;
     cshs_out *o = malloc(sizeof *o + cap);
     if (!o) return -ENOMEM;
     o->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
@@ -189,32 +200,27 @@ static int out_flush(cshs_conn *c)
 {
     cshs_out *o;
     while ((o = c->out)) {
-        if (o->fd >= 0 && !c->ssl) {
+        if (o->fd >= 0 && !o->cap) {
             if (o->left == 0) {
                 out_pop(c);
                 continue;
             }
             size_t want = o->left > (1u << 30) ? (1u << 30) : (size_t)o->left;
-            ssize_t n = sendfile(c->fd, o->fd, &o->off, want);
+            ssize_t n = c->io->sendfile(c, o->fd, &o->off, want);
             if (n > 0) {
                 o->left -= (uint64_t)n;
                 sent(c, (size_t)n);
                 continue;
             }
-            if (n == 0) return -EIO; /* the file is shorter than said */
-            if (errno == EINTR) continue;
-            if (errno == EAGAIN || errno == EWOULDBLOCK) {
-                c->tls_wait = POLLOUT;
-                return 0;
-            }
-            return -errno;
+            return n == -EAGAIN ? 0 : (int)n;
         }
         if (o->pos == o->n) {
             if (o->fd < 0 || o->left == 0) {
                 out_pop(c);
                 continue;
             }
-            /* a file over TLS: the next piece of it, encrypted from memory */
+            /* a file the stream cannot send itself (TLS): the next piece
+             * of it, read into memory and written */
             size_t want = o->left < o->cap ? (size_t)o->left : o->cap;
             ssize_t n = pread(o->fd, o->data, want, o->off);
             if (n < 0 && errno == EINTR) continue;
@@ -224,7 +230,7 @@ static int out_flush(cshs_conn *c)
             o->pos = 0;
             o->n = (size_t)n;
         }
-        ssize_t n = conn_send(c, o->data + o->pos, o->n - o->pos);
+        ssize_t n = c->io->write(c, o->data + o->pos, o->n - o->pos);
         if (n > 0) {
             o->pos += (size_t)n;
             if (o->fd < 0) c->out_bytes -= (size_t)n;
@@ -269,7 +275,7 @@ static ssize_t t_read(void *io, void *buf, size_t cap)
         c->spos += n;
         return (ssize_t)n;
     }
-    ssize_t n = conn_recv(c, buf, cap);
+    ssize_t n = c->io->read(c, buf, cap);
     if (n > 0) {
         atomic_fetch_add(&c->srv->c_bytes_in, (uint64_t)n);
         c->last_io_ms = cshs__now_ms();
@@ -287,7 +293,7 @@ static int t_write(void *io, const void *data, size_t len)
     const char *p = data;
     if (!c->out) {
         while (len > 0) {
-            ssize_t n = conn_send(c, p, len);
+            ssize_t n = c->io->write(c, p, len);
             if (n > 0) {
                 p += n;
                 len -= (size_t)n;
@@ -309,25 +315,24 @@ static int t_write(void *io, const void *data, size_t len)
 static int t_send_file(void *io, int fd, off_t offset, size_t len)
 {
     cshs_conn *c = io;
-    if (!c->out && !c->ssl) {
+    if (!c->out && c->io->sendfile) {
         while (len > 0) {
-            ssize_t n = sendfile(c->fd, fd, &offset, len);
+            ssize_t n = c->io->sendfile(c, fd, &offset, len);
             if (n > 0) {
                 len -= (size_t)n;
                 sent(c, (size_t)n);
                 continue;
             }
-            if (n == 0) return -EIO; /* the file is shorter than said */
-            if (errno == EINTR) continue;
-            if (errno == EAGAIN || errno == EWOULDBLOCK) break;
-            atomic_fetch_add(&c->srv->e_io, 1);
-            return -errno;
+            if (n == -EAGAIN) break;
+            if (n != -EIO) atomic_fetch_add(&c->srv->e_io, 1);
+            return (int)n;
         }
         if (len == 0) return 0;
     }
-    /* the rest goes out from the loop: no worker waits for a slow reader */
+    /* the rest goes out from the loop: no worker waits for a slow reader;
+     * a stream that reads and writes the file starts at once */
     int r = out_queue_file(c, fd, offset, len);
-    if (r == 0 && c->ssl) {
+    if (r == 0 && !c->io->sendfile) {
         r = out_flush(c);
         r = r < 0 ? r : 0;
     }
@@ -349,7 +354,7 @@ static int t_peek(void *io, const char **data, size_t *len)
     c->spos = c->slen = 0;
     int64_t start_ms = cshw_exchange_body_start_us(c->x) / 1000;
     for (;;) {
-        ssize_t n = conn_recv(c, c->sbuf, STREAM_BUF);
+        ssize_t n = c->io->read(c, c->sbuf, STREAM_BUF);
         if (n >= 0) {
             if (n > 0) {
                 atomic_fetch_add(&s->c_bytes_in, (uint64_t)n);
@@ -401,7 +406,7 @@ static const cshw_transport_ops socket_ops = {t_peek, t_consume,   t_write,
 
 static cshw_transport transport_of(cshs_conn *c)
 {
-    cshw_transport t = {&socket_ops, c, c->ssl != NULL, c->remote, c->remote_port};
+    cshw_transport t = {&socket_ops, c, c->io == &cshs__tls_stream, c->remote, c->remote_port};
     return t;
 }
 
@@ -414,6 +419,7 @@ cshs_conn *cshs__conn_new(cshs_server *s, int fd, const struct sockaddr *sa)
     c->tag = TAG_CONN;
     c->fd = fd;
     c->srv = s;
+    c->io = &cshs__plain_stream;
     if (sa->sa_family == AF_INET) {
         const struct sockaddr_in *in = (const struct sockaddr_in *)(const void *)sa;
         inet_ntop(AF_INET, &in->sin_addr, c->remote, sizeof c->remote);
@@ -463,7 +469,7 @@ void cshs__conn_close(cshs_worker *w, cshs_conn *c)
         s->conns = c->next;
     if (c->next) c->next->prev = c->prev;
     pthread_mutex_unlock(&s->mu);
-    cshs__tls_close(c);
+    c->io->close(c);
     close(c->fd);
     out_clear(c);
     release_exchange(w, c);
@@ -482,7 +488,7 @@ void cshs__reject(cshs_server *s, int fd, const struct sockaddr *sa)
     memset(&c, 0, sizeof c);
     c.fd = fd;
     c.srv = s;
-    c.out = c.out_tail = NULL;
+    c.io = &cshs__plain_stream;
     if (sa->sa_family == AF_INET || sa->sa_family == AF_INET6) {
         cshs_conn *tmp = cshs__conn_new(s, fd, sa);
         if (tmp) {
@@ -527,18 +533,18 @@ static void wait_in_epoll(cshs_conn *c, uint32_t events, int64_t deadline, int k
 
 /* What to wait for in epoll. A plain socket waits for input to read it
  * and for room to write; OpenSSL may want the other direction (a
- * renegotiation, a key update, a handshake), which tls_wait says after the
- * operation that wanted it. tls_wait is set by every read and write, so it
- * is read only for TLS, and only for the operation that set it: after a
- * response was sent, the connection waits for input. */
+ * renegotiation, a key update, a handshake). A TLS read that wants to
+ * write says so in tls_read_wants_write; every write sets tls_wait to the
+ * direction it waits for. After a response was sent, the connection waits
+ * for input, whatever its last write waited for. */
 static uint32_t input_dir(const cshs_conn *c)
 {
-    return c->ssl && c->tls_wait == POLLOUT && c->tls_read_wants_write ? EPOLLOUT : EPOLLIN;
+    return c->tls_read_wants_write ? EPOLLOUT : EPOLLIN;
 }
 
 static uint32_t output_dir(const cshs_conn *c)
 {
-    return c->ssl && c->tls_wait == POLLIN ? EPOLLIN : EPOLLOUT;
+    return c->tls_wait == POLLIN ? EPOLLIN : EPOLLOUT;
 }
 
 /* Back to epoll to read: the deadline of where the exchange stands. A
@@ -646,7 +652,7 @@ static int linger_read(cshs_conn *c)
 static int input_waiting(cshs_conn *c)
 {
     int n = 0;
-    return cshs__tls_pending(c) || (ioctl(c->fd, FIONREAD, &n) == 0 && n > 0);
+    return c->io->pending(c) || (ioctl(c->fd, FIONREAD, &n) == 0 && n > 0);
 }
 
 /* The connection ends after its last answer: at once, or lingering. */
@@ -658,7 +664,7 @@ static void finish(cshs_worker *w, cshs_conn *c)
         cshs__conn_close(w, c);
         return;
     }
-    if (c->ssl) cshs__tls_close(c); /* close_notify, then the raw socket */
+    c->io->close(c); /* TLS: close_notify; then the raw socket */
     release_exchange(w, c);
     shutdown(c->fd, SHUT_WR);
     c->phase = CP_LINGER;
@@ -702,7 +708,7 @@ static void drive(cshs_worker *w, cshs_conn *c)
             /* bytes OpenSSL already decrypted count as buffered, and so do
              * those a streaming route's handler read past its body: epoll
              * would not say they are there */
-            if (cshs__tls_pending(c) || c->spos < c->slen) continue;
+            if (c->io->pending(c) || c->spos < c->slen) continue;
             wait_input(w, c);
             return;
         }
@@ -772,9 +778,7 @@ static int plain_on_tls(cshs_worker *w, cshs_conn *c)
     unsigned char b;
     ssize_t n = recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
     if (n != 1 || b == 22 || !((b >= 'A' && b <= 'Z') || (b >= 'a' && b <= 'z'))) return 0;
-    SSL_free(c->ssl);
-    c->ssl = NULL;
-    c->tls_state = TLS_NONE;
+    cshs__tls_drop(c);
     cshw_transport t = transport_of(c);
     cshw_exchange_refuse(&c->srv->xcfg, &t, 400,
                          "A plain HTTP request was sent to the HTTPS port: use https://.");

@@ -71,15 +71,16 @@ typedef struct cshs_conn {
     int last_status;             /* of the last answer reported */
     uint64_t served;             /* exchanges run */
     int64_t accept_ms;
-    int64_t last_io_ms;        /* last read (body) or write progress (output) */
-    SSL *ssl;                  /* HTTPS, else NULL */
-    int tls_state;             /* TLS_* */
-    short tls_wait;            /* POLLIN or POLLOUT: what the last read or write waits for */
-    char tls_read_wants_write; /* the last TLS read (or handshake step) wants to write */
-    cshw_exchange *x;          /* while bytes are pending, else NULL */
-    cshs_out *out, *out_tail;  /* queued output */
-    size_t out_bytes;          /* bytes (not file ranges) queued */
-    char *sbuf;                /* streaming routes: the bytes the handler's reads use */
+    int64_t last_io_ms;               /* last read (body) or write progress (output) */
+    const struct cshs_stream_ops *io; /* plain or TLS bytes (cshs_stream_ops) */
+    SSL *ssl;                         /* HTTPS, else NULL */
+    int tls_state;                    /* TLS_* */
+    short tls_wait;                   /* POLLIN or POLLOUT: what the last read or write waits for */
+    char tls_read_wants_write;        /* the last TLS read (or handshake step) wants to write */
+    cshw_exchange *x;                 /* while bytes are pending, else NULL */
+    cshs_out *out, *out_tail;         /* queued output */
+    size_t out_bytes;                 /* bytes (not file ranges) queued */
+    char *sbuf;                       /* streaming routes: the bytes the handler's reads use */
     size_t spos, slen;
     uint64_t lingered; /* bytes discarded while lingering */
     unsigned remote_port;
@@ -185,16 +186,36 @@ void cshs__reject(struct cshs_server *s, int fd, const struct sockaddr *sa);
 /* Gives a worker's spare exchange back (at the worker's end). */
 void cshs__worker_release(cshs_worker *w);
 
+/* One connection's bytes, plain or TLS: past the TLS handshake the
+ * connection's life never asks which (connection.c: plain; tls.c: TLS).
+ * read and write: > 0 bytes, 0 at the end of input (read), -EAGAIN when
+ * the socket has to be waited for, in the direction c->tls_wait says
+ * (POLLIN or POLLOUT: OpenSSL may want the other one), or -errno.
+ * sendfile: up to len bytes of the file fd from *off (advanced), as write;
+ * NULL when the bytes must be read and written (TLS). pending: bytes
+ * already read from the socket and not yet handed out (OpenSSL's records),
+ * which epoll cannot see. close: ends the session (TLS close_notify), not
+ * the socket. */
+typedef struct cshs_stream_ops {
+    ssize_t (*read)(cshs_conn *c, void *buf, size_t len);
+    ssize_t (*write)(cshs_conn *c, const void *buf, size_t len);
+    ssize_t (*sendfile)(cshs_conn *c, int fd, off_t *off, size_t len);
+    int (*pending)(const cshs_conn *c);
+    void (*close)(cshs_conn *c);
+} cshs_stream_ops;
+
+extern const cshs_stream_ops cshs__plain_stream; /* connection.c */
+extern const cshs_stream_ops cshs__tls_stream;   /* tls.c */
+
 /* tls.c */
 int cshs__tls_init(struct cshs_server *s);
 void cshs__tls_free(struct cshs_server *s);
+/* The TLS session of a new connection; its stream becomes cshs__tls_stream. */
 int cshs__tls_attach(cshs_conn *c);
 /* 1 when done; -EAGAIN / -EINPROGRESS: wants to read / write; else < 0. */
 int cshs__tls_handshake(cshs_conn *c);
-/* > 0 bytes; 0 end of input; -EAGAIN, -EINPROGRESS, -errno, -EIO. */
-ssize_t cshs__tls_read(cshs_conn *c, void *buf, size_t len);
-ssize_t cshs__tls_write(cshs_conn *c, const void *buf, size_t len);
-int cshs__tls_pending(const cshs_conn *c);
-void cshs__tls_close(cshs_conn *c);
+/* Frees the session (after its close), for a connection that goes on as
+ * plain bytes (plain HTTP sent to the HTTPS port). */
+void cshs__tls_drop(cshs_conn *c);
 
 #endif

@@ -6,6 +6,7 @@
  * decrypted (SSL_has_pending) count as buffered, so such a connection is
  * never put to sleep in epoll with a request waiting inside OpenSSL. */
 #include <errno.h>
+#include <poll.h>
 #include <string.h>
 
 #include <openssl/err.h>
@@ -89,6 +90,7 @@ int cshs__tls_attach(cshs_conn *c)
     SSL_set_accept_state(ssl);
     c->ssl = ssl;
     c->tls_state = TLS_HANDSHAKE;
+    c->io = &cshs__tls_stream;
     return 0;
 }
 
@@ -127,40 +129,68 @@ int cshs__tls_handshake(cshs_conn *c)
     return r == 0 ? -EIO : r;
 }
 
-ssize_t cshs__tls_read(cshs_conn *c, void *buf, size_t len)
+/* ---- the TLS stream (server_impl.h, cshs_stream_ops) ---- */
+
+/* -EAGAIN from OpenSSL may mean "wait to read" or "wait to write": which
+ * one goes to c->tls_wait (and, for a read, tls_read_wants_write). */
+static ssize_t tls_read(cshs_conn *c, void *buf, size_t len)
 {
     ERR_clear_error();
     errno = 0; /* SSL_ERROR_SYSCALL reads it: no stale value may pass for EAGAIN */
     size_t n = 0;
     int r = SSL_read_ex(c->ssl, buf, len, &n);
+    c->tls_wait = POLLIN;
+    c->tls_read_wants_write = 0;
     if (r == 1) return (ssize_t)n;
-    return map_error(c, r);
+    r = map_error(c, r);
+    if (r == -EINPROGRESS) {
+        c->tls_wait = POLLOUT;
+        c->tls_read_wants_write = 1;
+        return -EAGAIN;
+    }
+    return r;
 }
 
-ssize_t cshs__tls_write(cshs_conn *c, const void *buf, size_t len)
+static ssize_t tls_write(cshs_conn *c, const void *buf, size_t len)
 {
     ERR_clear_error();
     errno = 0;
     size_t n = 0;
     int r = SSL_write_ex(c->ssl, buf, len, &n);
+    c->tls_wait = POLLOUT;
     if (r == 1) return (ssize_t)n;
     r = map_error(c, r);
+    if (r == -EAGAIN) c->tls_wait = POLLIN; /* OpenSSL wants to read first */
+    if (r == -EINPROGRESS) return -EAGAIN;
     return r == 0 ? -EPIPE : r;
 }
 
-int cshs__tls_pending(const cshs_conn *c)
+static int tls_pending(const cshs_conn *c)
 {
-    return c->ssl && SSL_has_pending(c->ssl);
+    return SSL_has_pending(c->ssl);
 }
 
-void cshs__tls_close(cshs_conn *c)
+/* One try at a close_notify, if the socket takes it; the session is
+ * freed, and the connection's bytes are plain from here on (what a
+ * lingering close reads is discarded). */
+static void tls_close(cshs_conn *c)
 {
-    if (!c->ssl) return;
     if (c->tls_state == TLS_OPEN) {
         ERR_clear_error();
-        SSL_shutdown(c->ssl); /* one try: a close_notify if the socket takes it */
+        SSL_shutdown(c->ssl);
         ERR_clear_error();
     }
+    cshs__tls_drop(c);
+}
+
+void cshs__tls_drop(cshs_conn *c)
+{
     SSL_free(c->ssl);
     c->ssl = NULL;
+    c->tls_state = TLS_NONE;
+    c->tls_read_wants_write = 0;
+    c->io = &cshs__plain_stream;
 }
+
+/* No sendfile: the file's bytes are read and encrypted (connection.c). */
+const cshs_stream_ops cshs__tls_stream = {tls_read, tls_write, NULL, tls_pending, tls_close};

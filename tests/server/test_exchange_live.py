@@ -305,6 +305,14 @@ def t_plain_on_tls(tmp):
         # and TLS still works on it
         r = T.s_client(port, b"GET /small.txt HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
         assert b"hello" in r.stdout, r
+        # a 5 MB file over TLS, read slowly: the loop reads the file and
+        # encrypts it as the client takes it; the bytes arrive whole
+        out = os.path.join(tmp, "big5.bin")
+        r = T.curl("--cacert", cert, "--limit-rate", "4M", "-o", out,
+                   "https://127.0.0.1:%d/big5.bin" % port)
+        assert r.returncode == 0, r.stderr
+        with open(out, "rb") as a, open(os.path.join(T.ARGS.root, "big5.bin"), "rb") as b:
+            assert a.read() == b.read(), "the file arrived changed" 
     finally:
         srv.stop()
 
