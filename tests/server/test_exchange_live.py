@@ -341,6 +341,100 @@ def t_stop_deadline(_):
     srv.stop()
 
 
+# ---- stress: blocking handlers mixed with quick ones ----
+
+@test("stress")
+def t_stress(_):
+    """24 clients on keep-alive connections, each 100 requests picked at
+    random: a handler that blocks 0-20 ms, plaintext, a POST echoed back
+    with a random body (0-3000 bytes), two pipelined requests, and now and
+    then a connection given up in the middle of a head. Every response
+    must be the right one for its request, and the counters must add up:
+    requests answered, connections opened and closed."""
+    import json
+    import random
+    srv = T.Server("--max-threads", "64")
+    errors, lock = [], threading.Lock()
+    counts = {"requests": 0, "connections": 0}
+
+    def client(seed):
+        rnd = random.Random(seed)
+        done = opened = 0
+        s = None
+        try:
+            for _ in range(100):
+                if s is None:
+                    s = T.Sock(srv.connect(timeout=30))
+                    opened += 1
+                kind = rnd.random()
+                if kind < 0.05:
+                    # given up inside a head: no answer, no request counted
+                    a = srv.connect(timeout=30)
+                    opened += 1
+                    a.sendall(b"GET /demo/plaintext HTTP/1.1\r\nHo")
+                    a.close()
+                elif kind < 0.45:
+                    ms = rnd.randint(0, 20)
+                    s.sendall(b"GET /demo/sleep?ms=%d HTTP/1.1\r\nHost: a\r\n\r\n" % ms)
+                    st, _, body, _ = T.read_response(s)
+                    assert (st, body) == (200, b"slept %d ms\n" % ms), (st, body)
+                    done += 1
+                elif kind < 0.70:
+                    s.sendall(b"GET /demo/plaintext HTTP/1.1\r\nHost: a\r\n\r\n")
+                    st, _, body, _ = T.read_response(s)
+                    assert (st, body) == (200, b"Hello, World!"), (st, body)
+                    done += 1
+                elif kind < 0.90:
+                    payload = bytes(rnd.choice(b"abcdefghij0123456789") for _ in range(rnd.randint(0, 3000)))
+                    s.sendall(b"POST /demo/echo HTTP/1.1\r\nHost: a\r\nContent-Type: text/plain\r\n"
+                              b"Content-Length: %d\r\n\r\n" % len(payload) + payload)
+                    st, _, body, _ = T.read_response(s)
+                    e = json.loads(body)
+                    assert st == 200 and e["body_length"] == len(payload), (st, body[:200])
+                    assert e["body"].encode() == payload
+                    done += 1
+                else:
+                    s.sendall(b"GET /demo/sleep?ms=1 HTTP/1.1\r\nHost: a\r\n\r\n"
+                              b"GET /demo/plaintext HTTP/1.1\r\nHost: a\r\n\r\n")
+                    assert T.read_response(s)[2] == b"slept 1 ms\n"
+                    assert T.read_response(s)[2] == b"Hello, World!"
+                    done += 2
+        except Exception as e:  # noqa: BLE001 (reported below, with the seed)
+            with lock:
+                errors.append("client %d: %r" % (seed, e))
+        finally:
+            if s is not None:
+                s.close()
+            with lock:
+                counts["requests"] += done
+                counts["connections"] += opened
+
+    try:
+        threads = [threading.Thread(target=client, args=(i,)) for i in range(24)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=240)
+        assert not errors, errors[:5]
+        # every client connection closed: the server holds only ours
+        end = time.time() + 20
+        while True:
+            st, _, body, _ = ask(srv, b"GET /status.json HTTP/1.1\r\nHost: a\r\n\r\n")
+            c = json.loads(body)
+            if c["connections_open"] == 1 or time.time() > end:
+                break
+            time.sleep(0.1)
+        assert c["connections_open"] == 1, c
+        assert c["connections_idle"] == 0 and c["connections_active"] == 1, c
+        # the status requests before this one were counted too
+        status_asked = c["connections_total"] - counts["connections"]
+        assert status_asked >= 1, c
+        assert c["requests"] == counts["requests"] + status_asked - 1, (c, counts)
+        assert c["err_parse"] == 0 and c["err_io"] == 0, c
+    finally:
+        srv.stop()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", required=True)
