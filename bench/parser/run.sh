@@ -134,5 +134,22 @@ for file in "${files[@]}"; do
     END { printf "| %s | %d | %d | %.2fx | %d | %d | %.2fx | %d | %d | %.2fx |\n",
           f, cw, cp, cp / cw, hw, hp, hp / hw, nw, np, np / nw }' "$cgcsv" | tee -a "$report"
 done
+awk -F, '
+  $2 == 0 { w[$1] = $3; hw[$1] = $4; nw[$1] = $5 }
+  $2 == 64 { p[$1] = $3; np[$1] = $5 }
+  END {
+    print "\n### Goals, in instructions\n"
+    if ("b_chrome_get.http" in w)
+      printf "- browser GET (b_chrome_get.http), whole: http_parser / cshttp = %.2fx (goal >= 7x): %s\n",
+        hw["b_chrome_get.http"] / w["b_chrome_get.http"],
+        (hw["b_chrome_get.http"] / w["b_chrome_get.http"] >= 7 ? "met" : "NOT met")
+    worst = 0
+    for (f in w) if (p[f] / w[f] > worst) { worst = p[f] / w[f]; wf = f }
+    printf "- cshttp 64-byte pieces / whole, worst file (%s): %.2fx (goal <= 1.5x): %s\n",
+      wf, worst, (worst <= 1.5 ? "met" : "NOT met")
+    slower = ""
+    for (f in w) if (w[f] > nw[f] || p[f] > np[f]) slower = slower " " f
+    printf "- AVX2 copy with more instructions than the portable one on:%s\n", (slower == "" ? " none" : slower)
+  }' "$cgcsv" | tee -a "$report"
 echo | tee -a "$report"
 echo "report: $report" >&2
