@@ -24,8 +24,8 @@
  * What is timed, per file and per feed (whole, 64-byte pieces): one pass over
  * the file as one connection — parser initialised, every pipelined request
  * parsed (cshttp: csh_parser_execute, then csh_body_next until the body ends,
- * then csh_parser_reset; one csh_body per connection, csh_body_reset per body; http_parser: one http_parser_execute per piece, with
- * callbacks that record the same spans cshttp returns). */
+ * then csh_parser_reset; one csh_body per connection, csh_body_reset per body; http_parser: one
+ * http_parser_execute per piece, with callbacks that record the same spans cshttp returns). */
 #define _POSIX_C_SOURCE 200809L
 
 #include <cshttp/cshttp.h>
@@ -607,7 +607,7 @@ typedef struct file_result {
     double lo[CONFIGS], hi[CONFIGS];
     double hp_vs_csh[FEEDS]; /* median over rounds of http_parser / cshttp */
     double hp_vs_nosimd[FEEDS];
-    double nosimd_vs_simd[FEEDS];   /* median over rounds of no-SIMD / SIMD: >= 1, SIMD not slower */
+    double nosimd_vs_simd[FEEDS]; /* median over rounds of no-SIMD / SIMD: >= 1, SIMD not slower */
     double piece_vs_whole[P_COUNT]; /* median over rounds of 64-byte / whole, per parser */
 } file_result;
 

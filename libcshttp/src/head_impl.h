@@ -362,7 +362,8 @@ static CSH_V_ATTR int CSH_V(fields_fast)(csh_parser *p, const char *buf, size_t 
  * inlined into csh_parser_execute: that keeps the entry a few instructions
  * that tail-call one copy, instead of one copy's prologue paid by both (a
  * head in pieces makes a call per piece). */
-__attribute__((noinline)) static CSH_V_ATTR int CSH_V(run)(csh_parser *p, const char *buf, size_t len)
+__attribute__((noinline)) static CSH_V_ATTR int CSH_V(run)(csh_parser *p, const char *buf,
+                                                           size_t len)
 {
     csh_line_state_ *ls = &p->ls_;
     size_t head_end;

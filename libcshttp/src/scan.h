@@ -177,8 +177,9 @@ static inline CSH_AVX2 const char *csh__scan_value_avx2_from(const char *lo, con
         p += 16;
     }
     if (p < end && end - lo >= 16) {
-        unsigned m = csh__value_mask16(_mm_loadu_si128((const __m128i *)(const void *)(end - 16))) >>
-                     (16 - (end - p));
+        unsigned m =
+            csh__value_mask16(_mm_loadu_si128((const __m128i *)(const void *)(end - 16))) >>
+            (16 - (end - p));
         return m ? p + __builtin_ctz(m) : end;
     }
     return csh__scan_value_portable(p, end);
@@ -280,8 +281,9 @@ static inline CSH_AVX2 const char *csh__scan_vchar_avx2_from(const char *lo, con
         p += 16;
     }
     if (p < end && end - lo >= 16) {
-        unsigned m = csh__vchar_mask16(_mm_loadu_si128((const __m128i *)(const void *)(end - 16))) >>
-                     (16 - (end - p));
+        unsigned m =
+            csh__vchar_mask16(_mm_loadu_si128((const __m128i *)(const void *)(end - 16))) >>
+            (16 - (end - p));
         return m ? p + __builtin_ctz(m) : end;
     }
     return csh__scan_vchar_portable(p, end);
