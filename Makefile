@@ -17,7 +17,7 @@ FUZZ_SECONDS ?= 20
 FUZZ_SMOKE_SEED ?= 1
 CMAKE_FLAGS ?=
 
-.PHONY: all deps deps-bench build run test test-unit test-asan test-tsan fuzz fuzz-smoke fuzz-build afl-build bench bench-release bench-parser bench-suite bench-server format clean
+.PHONY: all deps deps-bench build run test test-unit test-asan test-tsan fuzz fuzz-smoke fuzz-build afl-build bench bench-release bench-parser bench-suite bench-server soak format clean
 
 all: build
 
@@ -96,6 +96,11 @@ bench-suite: bench-release
 	bench/run --build build-release $(BENCH_ARGS)
 
 bench-server: bench-suite
+
+# Millions of mixed requests against one cshttpd: RSS flat, no error,
+# counters that add up (bench/soak/run.py; SOAK_ARGS="--requests 2000000").
+soak: bench-release
+	python3 bench/soak/run.py --build build-release $(SOAK_ARGS)
 
 format:
 	find libcshttp libcshttp-web libcshttp-server apps fuzz bench tests -name '*.[ch]' | xargs clang-format -i
