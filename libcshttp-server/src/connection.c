@@ -713,9 +713,7 @@ static void drive(cshs_worker *w, cshs_conn *c)
             return;
         }
         if (r == CSHW_EXCHANGE_READY) {
-            w->conn = c;
             r = cshw_exchange_run(c->x, w->ctx, &t);
-            w->conn = NULL;
             c->served++;
             /* a close after an error answer, or with input the client
              * still sends, lingers; a plain "Connection: close" does not */

@@ -100,7 +100,6 @@ typedef struct cshs_worker {
     struct cshs_server *srv;
     pthread_t thread;
     cshw_context *ctx;
-    cshs_conn *conn;               /* the connection being served */
     cshw_exchange *spare_x;        /* an exchange kept for the next connection */
     _Atomic int64_t busy_since_us; /* 0: waiting in epoll */
     _Atomic int parked;
