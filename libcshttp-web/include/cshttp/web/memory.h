@@ -52,7 +52,7 @@ CSHW_EXPORT void cshw_memory_fail_writes_after(cshw_memory *m, size_t after);
  * exchange refuses, gets the error page with its status and Connection:
  * close, and the connection ends; so does input that ends inside a head
  * (nothing is answered) and a failed write. Returns the number of requests
- * run (handlers called, or answered for the handler by the toolkit), or
+ * run (the handler called: the exchange's own answers do not count), or
  * CSHW_E_INVALID_OPTION, -EINVAL, -ENOMEM before any. `options` may be
  * NULL. */
 CSHW_EXPORT int cshw_memory_serve(cshw_memory *m, const cshw_options *options,
