@@ -779,6 +779,24 @@ def t_https(tmp):
         assert r.stdout == b"Hello, World!", r
 
 
+def run_groups(tests, group, tmp):
+    """Runs the tests of one group (all groups when None), each with a new
+    folder under tmp; prints ok/FAIL per test and returns the failures.
+    The other test scripts of tests/server use it too."""
+    failed = 0
+    for g in [group] if group else list(tests):
+        for fn in tests[g]:
+            t0 = time.time()
+            try:
+                fn(tempfile.mkdtemp(dir=tmp))
+                print("ok   %s.%s (%.1fs)" % (g, fn.__name__, time.time() - t0), flush=True)
+            except Exception:
+                failed += 1
+                print("FAIL %s.%s" % (g, fn.__name__), flush=True)
+                traceback.print_exc()
+    return failed
+
+
 def main():
     global ARGS
     ap = argparse.ArgumentParser()
@@ -793,20 +811,8 @@ def main():
         f.write("<!doctype html><title>t</title><p>test root</p>\n")
     with open(os.path.join(ARGS.root, "big.bin"), "wb") as f:
         f.write(os.urandom(8 << 20))
-    groups = [ARGS.group] if ARGS.group else list(TESTS)
-    failed = 0
     try:
-        for g in groups:
-            for fn in TESTS[g]:
-                t0 = time.time()
-                try:
-                    d = tempfile.mkdtemp(dir=ARGS.tmp)
-                    fn(d)
-                    print("ok   %s.%s (%.1fs)" % (g, fn.__name__, time.time() - t0), flush=True)
-                except Exception:
-                    failed += 1
-                    print("FAIL %s.%s" % (g, fn.__name__), flush=True)
-                    traceback.print_exc()
+        failed = run_groups(TESTS, ARGS.group, ARGS.tmp)
     finally:
         shutil.rmtree(ARGS.tmp, ignore_errors=True)
     return 1 if failed else 0

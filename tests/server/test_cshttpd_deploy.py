@@ -24,7 +24,6 @@ import sys
 import tempfile
 import threading
 import time
-import traceback
 import urllib.request
 
 ARGS = None
@@ -831,19 +830,10 @@ def main():
     if ARGS.workdir:
         os.makedirs(ARGS.workdir, exist_ok=True)
     tmp = tempfile.mkdtemp(prefix="cshttpd-deploy-", dir=ARGS.workdir)
-    groups = [ARGS.group] if ARGS.group else list(TESTS)
-    failed = 0
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from test_cshttpd import run_groups
     try:
-        for g in groups:
-            for fn in TESTS[g]:
-                t0 = time.time()
-                try:
-                    fn(tempfile.mkdtemp(dir=tmp))
-                    print("ok   %s.%s (%.1fs)" % (g, fn.__name__, time.time() - t0), flush=True)
-                except Exception:
-                    failed += 1
-                    print("FAIL %s.%s" % (g, fn.__name__), flush=True)
-                    traceback.print_exc()
+        failed = run_groups(TESTS, ARGS.group, tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return 1 if failed else 0

@@ -19,7 +19,6 @@ import sys
 import tempfile
 import threading
 import time
-import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import test_cshttpd as T  # noqa: E402  (its Server, read_response, Sock, make_cert)
@@ -449,19 +448,8 @@ def main():
     with open(os.path.join(args.root, "big5.bin"), "wb") as f:
         f.write(os.urandom(5 << 20))
     T.ARGS = args
-    groups = [args.group] if args.group else list(TESTS)
-    failed = 0
     try:
-        for g in groups:
-            for fn in TESTS[g]:
-                t0 = time.time()
-                try:
-                    fn(tempfile.mkdtemp(dir=args.tmp))
-                    print("ok   %s.%s (%.1fs)" % (g, fn.__name__, time.time() - t0), flush=True)
-                except Exception:
-                    failed += 1
-                    print("FAIL %s.%s" % (g, fn.__name__), flush=True)
-                    traceback.print_exc()
+        failed = T.run_groups(TESTS, args.group, args.tmp)
     finally:
         shutil.rmtree(args.tmp, ignore_errors=True)
     return 1 if failed else 0
