@@ -268,7 +268,8 @@ int cshs_options_load_file_with(cshs_options *o, const char *path, cshs_app_opti
     FILE *f = fopen(path, "r");
     if (!f) {
         int e = errno;
-        snprintf(err, errlen, "%s: %s", path, strerror(e));
+        snprintf(err, errlen, "%s: %s", path,
+                 strerrordesc_np(e) ? strerrordesc_np(e) : "cannot be read");
         return -e;
     }
     char line[1024];

@@ -1,4 +1,5 @@
 /* Result code names, messages and statuses, from the one table in error.h. */
+#define _GNU_SOURCE /* strerrordesc_np */
 #include "cshttp/web/error.h"
 
 #include <errno.h>
@@ -37,16 +38,26 @@ const char *cshw_error_name(int code)
     if (e) return e->name;
     if (is_errno(code)) {
         switch (-code) {
-        case ENOMEM: return "ENOMEM";
-        case ENOENT: return "ENOENT";
-        case EACCES: return "EACCES";
-        case EPIPE: return "EPIPE";
-        case ECONNRESET: return "ECONNRESET";
-        case ETIMEDOUT: return "ETIMEDOUT";
-        case EINVAL: return "EINVAL";
-        case EIO: return "EIO";
-        case ENOSPC: return "ENOSPC";
-        default: return "CSHW_E_SYSTEM";
+        case ENOMEM:
+            return "ENOMEM";
+        case ENOENT:
+            return "ENOENT";
+        case EACCES:
+            return "EACCES";
+        case EPIPE:
+            return "EPIPE";
+        case ECONNRESET:
+            return "ECONNRESET";
+        case ETIMEDOUT:
+            return "ETIMEDOUT";
+        case EINVAL:
+            return "EINVAL";
+        case EIO:
+            return "EIO";
+        case ENOSPC:
+            return "ENOSPC";
+        default:
+            return "CSHW_E_SYSTEM";
         }
     }
     return "CSHW_E_UNKNOWN";
@@ -57,7 +68,12 @@ const char *cshw_error_message(int code)
     if (code == 0) return "success";
     const error_info *e = find(code);
     if (e) return e->message;
-    if (is_errno(code)) return strerror(-code);
+    if (is_errno(code)) {
+        /* strerror may write a shared buffer; this returns the C
+         * library's constant text, as error.h promises (thread-safe) */
+        const char *m = strerrordesc_np(-code);
+        return m ? m : "system error";
+    }
     return "unknown result code";
 }
 

@@ -195,6 +195,7 @@ static void test_error_rows(void **state)
         {CSHW_E_UPLOAD_FAILED, "CSHW_E_UPLOAD_FAILED", 500},
         {CSHW_E_FILE_READ, "CSHW_E_FILE_READ", 500},
         {CSHW_E_TRANSFER_CODING, "CSHW_E_TRANSFER_CODING", 501},
+        {CSHW_E_BODY_LIMIT, "CSHW_E_BODY_LIMIT", 413}, /* RFC 9110 §15.5.14 */
     };
     for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
         assert_true(rows[i].code <= -10100 && rows[i].code >= -10199);
@@ -203,6 +204,12 @@ static void test_error_rows(void **state)
         assert_true(strlen(cshw_error_message(rows[i].code)) > 10);
         for (size_t j = 0; j < i; j++) assert_int_not_equal(rows[i].code, rows[j].code);
     }
+    /* -errno: the C library's text, taken without strerror's shared buffer
+     * (error.h promises thread safety); an unknown one still has a text */
+    assert_string_equal(cshw_error_message(-EPIPE), "Broken pipe");
+    assert_string_equal(cshw_error_message(-ETIMEDOUT), "Connection timed out");
+    assert_string_equal(cshw_error_message(-4000), "system error");
+    assert_int_equal(cshw_error_status(-ETIMEDOUT), 500);
 }
 
 int main(void)
