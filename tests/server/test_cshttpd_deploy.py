@@ -30,6 +30,9 @@ ARGS = None
 TESTS = {}
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from test_cshttpd import have_ipv6_loopback, run_groups  # noqa: E402
+
 
 def test(group):
     def deco(fn):
@@ -187,7 +190,7 @@ def t_status_only_and_acl(d):
         assert code(srv.url("/")) == 200
     with Server("--root", root, "--status", "/_st", "--status-allow", "127.0.0.1/32") as srv:
         assert code(srv.url("/_st")) == 200
-    if have_ipv6():
+    if have_ipv6_loopback():
         with Server("--root", root, "--address6", "::1", "--status", "/_st") as srv:
             r = curl("-o", "/dev/null", "-w", "%{http_code}", "-g",
                      "http://[::1]:%d/_st" % srv.port6)
@@ -203,15 +206,6 @@ def t_status_only_and_acl(d):
         assert r.returncode == 2 and "status_allow" in r.stderr, (bad, r.stderr)
     r = run(ARGS.bin, "--root", root, "--status", "no-slash")
     assert r.returncode == 2 and "status" in r.stderr, r.stderr
-
-
-def have_ipv6():
-    try:
-        with socket.socket(socket.AF_INET6) as s:
-            s.bind(("::1", 0))
-        return True
-    except OSError:
-        return False
 
 
 # ---- logs ----
@@ -830,8 +824,6 @@ def main():
     if ARGS.workdir:
         os.makedirs(ARGS.workdir, exist_ok=True)
     tmp = tempfile.mkdtemp(prefix="cshttpd-deploy-", dir=ARGS.workdir)
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from test_cshttpd import run_groups
     try:
         failed = run_groups(TESTS, ARGS.group, tmp)
     finally:
