@@ -1,23 +1,32 @@
-/* One connection's life, driven by its epoll events without ever waiting
- * on the network, except inside a streaming route's handler:
+/* One connection's life, driven by its loop's events without ever waiting
+ * on the network, except inside a handler that streams its body or
+ * writes beyond the high-water mark:
  *
- *   accept ─> [TLS handshake] ─> READ ──────────────> (idle in epoll)
- *                                 │  head and body read into the exchange
- *                                 │  as they arrive (cshw_exchange_input)
+ *   accept ─> [TLS handshake] ─> READ <──────────────────────────────┐
+ *                                 │  head and body read into the      │
+ *                                 │  exchange as they arrive          │
+ *                                 │  (cshw_exchange_input); parked    │
+ *                                 │  when the socket says EAGAIN      │
+ *                                 ▼                                   │
+ *                  run the handler (cshw_exchange_run): inline on the │
+ *                  loop's thread, or as a job on another thread while │
+ *                  handlers wait (busy: the loop leaves it alone)     │
+ *                                 │  output the socket does not take  │
+ *                                 │  is queued (bytes, file ranges)   │
+ *                                 ▼                                   │
+ *                               WRITE ──(writable)──> sent ───────────┘
+ *                                 │                    or
  *                                 ▼
- *                            run the handler (cshw_exchange_run): the only
- *                            time a worker is held
- *                                 │  output the socket does not take is
- *                                 │  queued (bytes, file ranges)
- *                                 ▼
- *                               WRITE ──(EPOLLOUT)──> sent: READ again,
- *                                                     or LINGER
- *                               LINGER: shut down our side, read and discard
- *                               what the client still sends (bounded), close
+ *                               LINGER: our side shut down, what the
+ *                               client still sends read and discarded
+ *                               (bounded), then closed
  *
- * Every HTTP byte comes from the toolkit's exchange (libcshttp-web): this
- * file owns the socket, the queue of what is left to send, the deadlines
- * and the lingering close. */
+ * The socket is registered once, edge-triggered, for both directions: an
+ * event says only "something changed", and whoever serves it reads and
+ * writes until the socket says EAGAIN (or posts the connection to go on
+ * after the batch). Every HTTP byte comes from the toolkit's exchange
+ * (libcshttp-web): this file owns the socket, the queue of what is left
+ * to send, the deadlines and the lingering close. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -42,6 +51,8 @@
 #define STREAM_BUF 16384u     /* a streaming route's read buffer */
 #define TLS_FILE_CHUNK 16384u /* a file sent over TLS is read this much at a time */
 #define OUT_MIN 4096u         /* the smallest output block */
+#define DRIVE_TURNS 32        /* exchanges in a row before others go first */
+#define OFFLOAD_MS 1000       /* a slow handler: the loop's next ones run on other threads */
 
 /* ---- the plain stream (server_impl.h, cshs_stream_ops) ---- */
 
@@ -190,7 +201,7 @@ static int out_queue_file(cshs_conn *c, int fd, off_t off, uint64_t len)
 
 static void sent(cshs_conn *c, size_t n)
 {
-    atomic_fetch_add(&c->srv->c_bytes_out, (uint64_t)n);
+    atomic_fetch_add_explicit(&c->loop->k.bytes_out, (uint64_t)n, memory_order_relaxed);
     c->last_io_ms = cshs__now_ms();
 }
 
@@ -277,7 +288,7 @@ static ssize_t t_read(void *io, void *buf, size_t cap)
     }
     ssize_t n = c->io->read(c, buf, cap);
     if (n > 0) {
-        atomic_fetch_add(&c->srv->c_bytes_in, (uint64_t)n);
+        atomic_fetch_add_explicit(&c->loop->k.bytes_in, (uint64_t)n, memory_order_relaxed);
         c->last_io_ms = cshs__now_ms();
     } else if (n == 0) {
         c->eof = 1;
@@ -357,7 +368,8 @@ static int t_peek(void *io, const char **data, size_t *len)
         ssize_t n = c->io->read(c, c->sbuf, STREAM_BUF);
         if (n >= 0) {
             if (n > 0) {
-                atomic_fetch_add(&s->c_bytes_in, (uint64_t)n);
+                atomic_fetch_add_explicit(&c->loop->k.bytes_in, (uint64_t)n,
+                                          memory_order_relaxed);
                 c->last_io_ms = cshs__now_ms();
             }
             c->slen = (size_t)n;
@@ -459,35 +471,80 @@ void cshs__worker_release(cshs_worker *w)
     w->spare_x = NULL;
 }
 
+/* A parked connection waits for its socket (counted idle, no thread);
+ * unparked, it is being served. */
+static void park(cshs_conn *c, int64_t deadline, int kind)
+{
+    cshs_loop_counters *k = &c->loop->k;
+    c->deadline_ms = deadline;
+    c->expire_kind = kind;
+    if (c->parked) return;
+    c->parked = 1;
+    atomic_fetch_add_explicit(&k->idle_buffers, cshs__conn_idle_held(c), memory_order_relaxed);
+    atomic_fetch_sub_explicit(&k->active, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&k->idle, 1, memory_order_relaxed);
+}
+
+static void unpark(cshs_conn *c)
+{
+    cshs_loop_counters *k = &c->loop->k;
+    if (!c->parked) return;
+    c->parked = 0;
+    atomic_fetch_sub_explicit(&k->idle_buffers, cshs__conn_idle_held(c), memory_order_relaxed);
+    atomic_fetch_sub_explicit(&k->idle, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&k->active, 1, memory_order_relaxed);
+}
+
 void cshs__conn_close(cshs_worker *w, cshs_conn *c)
 {
     cshs_server *s = c->srv;
-    pthread_mutex_lock(&s->mu);
-    if (c->prev)
-        c->prev->next = c->next;
-    else
-        s->conns = c->next;
-    if (c->next) c->next->prev = c->prev;
-    pthread_mutex_unlock(&s->mu);
-    c->io->close(c);
-    close(c->fd);
+    cshs_loop *l = c->loop;
+    if (c->parked) {
+        atomic_fetch_sub_explicit(&l->k.idle_buffers, cshs__conn_idle_held(c),
+                                  memory_order_relaxed);
+        atomic_fetch_sub_explicit(&l->k.idle, 1, memory_order_relaxed);
+    } else {
+        atomic_fetch_sub_explicit(&l->k.active, 1, memory_order_relaxed);
+    }
+    c->parked = 0;
+    if (c->io) c->io->close(c);
     out_clear(c);
     release_exchange(w, c);
     free(c->sbuf);
-    free(c);
+    c->sbuf = NULL;
+    /* the descriptor closes under the lock: a forced stop shuts down the
+     * sockets of the list under it, and must not meet a reused number */
+    pthread_mutex_lock(&l->mu);
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        l->conns = c->next;
+    if (c->next) c->next->prev = c->prev;
+    close(c->fd);
+    pthread_mutex_unlock(&l->mu);
+    c->closed = 1;
+    c->link = l->graveyard;
+    l->graveyard = c;
     atomic_fetch_sub(&s->c_open, 1);
+}
+
+void cshs__conn_free(cshs_conn *c)
+{
+    free(c);
 }
 
 /* Beyond max_connections: the toolkit's 503 page, written without waiting
  * (a new socket's buffer takes it), what the client already sent read so
  * that close sends a FIN rather than a reset that could destroy the
  * answer, and close. */
-void cshs__reject(cshs_server *s, int fd, const struct sockaddr *sa)
+void cshs__reject(cshs_loop *l, int fd, const struct sockaddr *sa)
 {
+    cshs_server *s = l->srv;
     cshs_conn c;
     memset(&c, 0, sizeof c);
     c.fd = fd;
     c.srv = s;
+    c.loop = l;
     c.io = &cshs__plain_stream;
     if (sa->sa_family == AF_INET || sa->sa_family == AF_INET6) {
         cshs_conn *tmp = cshs__conn_new(s, fd, sa);
@@ -510,47 +567,8 @@ void cshs__reject(cshs_server *s, int fd, const struct sockaddr *sa)
     atomic_fetch_add(&s->e_rejected, 1);
 }
 
-/* Waits in epoll (one-shot) for `events`, with a deadline the sweep acts
- * on. The connection passes to whichever worker gets the event, which may
- * be at once: everything this worker reads of c is read before the state
- * is stored (the store releases c to the worker whose CAS acquires it), and
- * nothing of c is touched after. */
-static void wait_in_epoll(cshs_conn *c, uint32_t events, int64_t deadline, int kind)
-{
-    cshs_server *s = c->srv;
-    int fd = c->fd, epfd = s->epfd;
-    struct epoll_event ev;
-    ev.events = events | EPOLLRDHUP | EPOLLONESHOT;
-    ev.data.ptr = c;
-    atomic_store(&c->deadline_ms, deadline);
-    atomic_store(&c->expire_kind, kind);
-    atomic_fetch_add(&s->c_idle_buffers, cshs__conn_idle_held(c));
-    atomic_fetch_sub(&s->c_active, 1);
-    atomic_fetch_add(&s->c_idle, 1);
-    atomic_store(&c->state, CONN_IDLE);
-    epoll_ctl(epfd, EPOLL_CTL_MOD, fd, &ev);
-}
-
-/* What to wait for in epoll. A plain socket waits for input to read it
- * and for room to write; OpenSSL may want the other direction (a
- * renegotiation, a key update, a handshake). A TLS read that wants to
- * write says so in tls_read_wants_write; every write sets tls_wait to the
- * direction it waits for. After a response was sent, the connection waits
- * for input, whatever its last write waited for. */
-static uint32_t input_dir(const cshs_conn *c)
-{
-    return c->tls_read_wants_write ? EPOLLOUT : EPOLLIN;
-}
-
-static uint32_t output_dir(const cshs_conn *c)
-{
-    return c->tls_wait == POLLIN ? EPOLLIN : EPOLLOUT;
-}
-
-/* Back to epoll to read: the deadline of where the exchange stands. A
- * level-triggered one-shot fires again at once if bytes came meanwhile, so
- * no read is spent to see EAGAIN. */
-static void wait_input(cshs_worker *w, cshs_conn *c)
+/* Parked to read: the deadline of where the exchange stands. */
+static void park_input(cshs_worker *w, cshs_conn *c)
 {
     cshs_server *s = c->srv;
     int64_t now = cshs__now_ms();
@@ -591,30 +609,15 @@ static void wait_input(cshs_worker *w, cshs_conn *c)
         }
         kind = EXP_BODY;
     }
-    wait_in_epoll(c, input_dir(c), deadline, kind);
+    park(c, deadline, kind);
 }
 
-/* Back to epoll until the socket takes more of the queued output. */
-static void wait_output(cshs_conn *c)
+/* Parked until the socket takes more of the queued output. */
+static void park_output(cshs_conn *c)
 {
     cshs_server *s = c->srv;
     int64_t deadline = s->o.send_timeout_ms ? c->last_io_ms + (int64_t)s->o.send_timeout_ms : 0;
-    wait_in_epoll(c, output_dir(c), deadline, EXP_SEND);
-}
-
-void cshs__conn_rearm(cshs_conn *c)
-{
-    int fd = c->fd, epfd = c->srv->epfd;
-    struct epoll_event ev;
-    ev.events = (c->phase == CP_WRITE ? EPOLLOUT : EPOLLIN) | EPOLLRDHUP | EPOLLONESHOT;
-    ev.data.ptr = c;
-    /* Read-modify-write of the state that changes nothing: a release, so
-     * what was read of c above is ordered before the worker that takes the
-     * event acquires c (its CAS). It also says whether the event handed
-     * back may have been the sweep's wake-up of an expired connection
-     * (writability), which must fire again. */
-    if (atomic_fetch_or(&c->state, 0) == CONN_EXPIRED) ev.events |= EPOLLOUT;
-    epoll_ctl(epfd, EPOLL_CTL_MOD, fd, &ev);
+    park(c, deadline, EXP_SEND);
 }
 
 /* What an idle connection holds besides its struct: a head in progress
@@ -639,7 +642,7 @@ static int linger_read(cshs_conn *c)
         ssize_t n = recv(c->fd, sink, sizeof sink, 0);
         if (n > 0) {
             c->lingered += (uint64_t)n;
-            atomic_fetch_add(&s->c_bytes_in, (uint64_t)n);
+            atomic_fetch_add_explicit(&c->loop->k.bytes_in, (uint64_t)n, memory_order_relaxed);
             continue;
         }
         if (n < 0 && errno == EINTR) continue;
@@ -660,7 +663,6 @@ static void finish(cshs_worker *w, cshs_conn *c)
 {
     cshs_server *s = c->srv;
     if (!c->linger || s->o.linger_ms == 0 || atomic_load(&s->forced)) {
-        atomic_fetch_sub(&s->c_active, 1);
         cshs__conn_close(w, c);
         return;
     }
@@ -670,34 +672,113 @@ static void finish(cshs_worker *w, cshs_conn *c)
     c->phase = CP_LINGER;
     c->lingered = 0;
     if (linger_read(c)) {
-        atomic_fetch_sub(&s->c_active, 1);
         cshs__conn_close(w, c);
         return;
     }
-    wait_in_epoll(c, EPOLLIN, cshs__now_ms() + (int64_t)s->o.linger_ms, EXP_LINGER);
+    park(c, cshs__now_ms() + (int64_t)s->o.linger_ms, EXP_LINGER);
 }
 
 /* The exchange's answer or the response is queued: the loop sends it, then
  * goes on (more requests) or ends the connection. */
 static void after_output(cshs_conn *c, int close_after)
 {
-    c->close_after_write = close_after;
+    c->close_after_write = (char)close_after;
     c->phase = CP_WRITE;
-    wait_output(c);
+    park_output(c);
 }
 
-/* Reads, runs and answers requests until the socket has nothing more, the
- * output has to wait for the client, or the connection ends. */
+/* What follows an exchange: its handler ran (ran = 1, r from
+ * cshw_exchange_run) or it ended without one (r from cshw_exchange_input:
+ * an answer of its own, or the end of input). 1 to read on; 0 when the
+ * connection left (parked for its output, lingering or closed). */
+static int after_exchange(cshs_worker *w, cshs_conn *c, int r, int ran)
+{
+    cshs_server *s = c->srv;
+    if (ran) {
+        c->served++;
+        /* a close after an error answer, or with input the client still
+         * sends, lingers; a plain "Connection: close" does not */
+        if (r != CSHW_EXCHANGE_NEXT)
+            c->linger = !c->eof && (c->last_status >= 400 || cshw_exchange_buffered(c->x) > 0 ||
+                                    input_waiting(c));
+    } else {
+        /* the exchange answered (an error: the client may still be
+         * sending what it refused), or the input ended */
+        c->linger = !c->eof;
+    }
+    int more = r == CSHW_EXCHANGE_NEXT && !atomic_load(&s->stopping);
+    if (r < 0 && r != -ENOMEM) c->linger = 0; /* the socket failed */
+    if (c->out) {
+        int f = out_flush(c);
+        if (f == 0) {
+            after_output(c, !more);
+            return 0;
+        }
+        if (f < 0) {
+            out_clear(c);
+            more = 0;
+            c->linger = 0;
+        }
+    }
+    if (!more) {
+        finish(w, c);
+        return 0;
+    }
+    return 1;
+}
+
+/* Goes on after the batch: it had its turns, others go first. */
+static void post(cshs_conn *c)
+{
+    cshs_loop *l = c->loop;
+    if (c->posted) return;
+    c->posted = 1;
+    c->link = l->posted;
+    l->posted = c;
+}
+
+/* Runs a ready request's handler on the loop's thread. 0 when the loop
+ * was handed to another thread meanwhile: the connection went back to
+ * the loop, and this thread leaves it. */
+static int run_inline(cshs_worker *w, cshs_conn *c, int *r)
+{
+    cshs_server *s = c->srv;
+    cshs_loop *l = c->loop;
+    /* busy first: a thread that takes the loop over leaves c alone */
+    atomic_store_explicit(&c->busy, 1, memory_order_relaxed);
+    int64_t start = cshs__handler_begin(l);
+    cshw_transport t = transport_of(c);
+    *r = cshw_exchange_run(c->x, w->ctx, &t);
+    if (!cshs__handler_end(l, start)) {
+        c->after_run = *r;
+        w->lost = 1;
+        cshs__give_back(c);
+        return 0;
+    }
+    atomic_store_explicit(&c->busy, 0, memory_order_relaxed);
+    /* a slow handler: its successors on this loop run elsewhere a while */
+    if (cshs__now_us() - start > (int64_t)s->o.grow_after_us)
+        l->offload_until_ms = cshs__now_ms() + OFFLOAD_MS;
+    return 1;
+}
+
+/* Reads, runs and answers requests until the socket says EAGAIN, the
+ * output has to wait for the client, the handler goes to another thread,
+ * or the connection ends. */
 static void drive(cshs_worker *w, cshs_conn *c)
 {
     cshs_server *s = c->srv;
-    for (;;) {
+    int rechecked = 0;
+    for (int turn = 0;; turn++) {
+        if (turn == DRIVE_TURNS) {
+            post(c);
+            return;
+        }
         if (!c->x) {
             if (w->spare_x) {
                 c->x = w->spare_x;
                 w->spare_x = NULL;
             } else if (!(c->x = cshw_exchange_new(&s->xcfg))) {
-                atomic_fetch_sub(&s->c_active, 1);
                 cshs__conn_close(w, c);
                 return;
             }
@@ -706,51 +787,61 @@ static void drive(cshs_worker *w, cshs_conn *c)
         int r = cshw_exchange_input(c->x, &t);
         if (r == CSHW_EXCHANGE_WANT_INPUT) {
             /* bytes OpenSSL already decrypted count as buffered, and so do
-             * those a streaming route's handler read past its body: epoll
-             * would not say they are there */
+             * those a streaming route's handler read past its body: the
+             * socket would not say they are there */
             if (c->io->pending(c) || c->spos < c->slen) continue;
-            wait_input(w, c);
+            /* a short read does not say the input ended after it: when an
+             * event said so, the next read meets the end (nginx's
+             * pending_eof); edge-triggered, no event would come again */
+            if (c->rdhup && !rechecked) {
+                rechecked = 1;
+                cshw_exchange_recheck(c->x);
+                continue;
+            }
+            park_input(w, c);
             return;
         }
+        int ran = 0;
         if (r == CSHW_EXCHANGE_READY) {
-            r = cshw_exchange_run(c->x, w->ctx, &t);
-            c->served++;
-            /* a close after an error answer, or with input the client
-             * still sends, lingers; a plain "Connection: close" does not */
-            if (r != CSHW_EXCHANGE_NEXT)
-                c->linger = !c->eof && (c->last_status >= 400 || cshw_exchange_buffered(c->x) > 0 ||
-                                        input_waiting(c));
-        } else {
-            /* the exchange answered (an error: the client may still be
-             * sending what it refused), or the input ended */
-            c->linger = !c->eof;
-        }
-        int more = r == CSHW_EXCHANGE_NEXT && !atomic_load(&s->stopping);
-        if (r < 0 && r != -ENOMEM) c->linger = 0; /* the socket failed */
-        if (c->out) {
-            int f = out_flush(c);
-            if (f == 0) {
-                after_output(c, !more);
+            /* a handler that reads its body from the network, or one on a
+             * loop whose handlers lately took long, runs elsewhere */
+            if ((cshw_exchange_streams(c->x) || cshs__now_ms() < c->loop->offload_until_ms) &&
+                cshs__offload(s, c))
                 return;
-            }
-            if (f < 0) {
-                out_clear(c);
-                more = 0;
-                c->linger = 0;
-            }
+            if (!run_inline(w, c, &r)) return;
+            ran = 1;
         }
-        if (!more) {
-            finish(w, c);
-            return;
-        }
+        if (!after_exchange(w, c, r, ran)) return;
     }
 }
 
-/* The sweep found a deadline passed while the connection waited. */
+void cshs__conn_job(cshs_worker *w, cshs_conn *c)
+{
+    cshw_transport t = transport_of(c);
+    int64_t start = cshs__now_us();
+    c->after_run = cshw_exchange_run(c->x, w->ctx, &t);
+    int64_t took = cshs__now_us() - start;
+    c->handler_us = took > UINT32_MAX ? UINT32_MAX : (uint32_t)took;
+    cshs__give_back(c);
+}
+
+void cshs__conn_resume(cshs_worker *w, cshs_conn *c)
+{
+    cshs_server *s = c->srv;
+    if (c->handler_us > s->o.grow_after_us)
+        c->loop->offload_until_ms = cshs__now_ms() + OFFLOAD_MS;
+    c->handler_us = 0;
+    /* the loop ignored its events while another thread had it: the next
+     * input reads rather than trusting an earlier short read */
+    if (c->x) cshw_exchange_recheck(c->x);
+    if (after_exchange(w, c, c->after_run, 1)) drive(w, c);
+}
+
+/* A deadline passed while the connection waited. */
 static void expired(cshs_worker *w, cshs_conn *c)
 {
     cshs_server *s = c->srv;
-    int kind = atomic_load(&c->expire_kind);
+    int kind = c->expire_kind;
     if ((kind == EXP_HEAD || kind == EXP_BODY) && c->x && c->phase == CP_READ &&
         !atomic_load(&s->stopping)) {
         cshw_transport t = transport_of(c);
@@ -764,17 +855,50 @@ static void expired(cshs_worker *w, cshs_conn *c)
         finish(w, c);
         return;
     }
-    atomic_fetch_sub(&s->c_active, 1);
     cshs__conn_close(w, c);
 }
 
-/* Plain HTTP sent to the HTTPS port: the first byte of a TLS connection is
- * a handshake record (22); a letter is a request line. Answered 400 in
- * plain text, as nginx does, then closed. 1 when it was. */
+void cshs__conn_sweep(cshs_worker *w, cshs_conn *c, int64_t now_ms)
+{
+    cshs_server *s = c->srv;
+    /* a stop closes what waits between requests (or for a head); what
+     * sends a response or lingers goes on until the stop's deadline */
+    int stop = atomic_load(&s->forced) || (atomic_load(&s->stopping) && c->phase == CP_READ);
+    if (!stop) {
+        if (!c->deadline_ms || now_ms < c->deadline_ms) return;
+        int kind = c->expire_kind;
+        if (kind == EXP_TLS)
+            atomic_fetch_add(&s->e_tls, 1);
+        else if (kind == EXP_HEAD)
+            atomic_fetch_add(&s->e_head, 1);
+        else if (kind == EXP_BODY)
+            atomic_fetch_add(&s->e_body, 1);
+        else if (kind == EXP_SEND)
+            atomic_fetch_add(&s->e_send, 1);
+        else if (kind == EXP_IDLE)
+            atomic_fetch_add(&s->e_idle, 1);
+    }
+    unpark(c);
+    if (stop)
+        cshs__conn_close(w, c);
+    else
+        expired(w, c);
+}
+
+/* Before a TLS handshake starts, its first byte: a handshake record (22)
+ * goes on to OpenSSL; a letter is a request line, plain HTTP sent to the
+ * HTTPS port, answered 400 in plain text, as nginx does, then closed.
+ * Nothing yet (the registration fires once at once, for writability): the
+ * connection is parked, OpenSSL not called, so the first byte is still
+ * looked at when it comes. 1 when the connection was dealt with here. */
 static int plain_on_tls(cshs_worker *w, cshs_conn *c)
 {
     unsigned char b;
     ssize_t n = recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+        park_input(w, c);
+        return 1;
+    }
     if (n != 1 || b == 22 || !((b >= 'A' && b <= 'Z') || (b >= 'a' && b <= 'z'))) return 0;
     cshs__tls_drop(c);
     cshw_transport t = transport_of(c);
@@ -792,32 +916,19 @@ static int plain_on_tls(cshs_worker *w, cshs_conn *c)
 
 void cshs__conn_event(cshs_worker *w, cshs_conn *c)
 {
-    cshs_server *s = w->srv;
-    int expected = CONN_IDLE;
-    int was_expired = !atomic_compare_exchange_strong(&c->state, &expected, CONN_BUSY);
-    atomic_fetch_sub(&s->c_idle, 1);
-    atomic_fetch_add(&s->c_active, 1);
-    atomic_fetch_sub(&s->c_idle_buffers, cshs__conn_idle_held(c));
-    if (was_expired) {
-        atomic_store(&c->state, CONN_BUSY);
-        expired(w, c);
-        return;
-    }
-
+    cshs_server *s = c->srv;
+    unpark(c);
     if (c->phase == CP_LINGER) {
-        if (linger_read(c)) {
-            atomic_fetch_sub(&s->c_active, 1);
+        if (linger_read(c))
             cshs__conn_close(w, c);
-        } else {
-            int64_t d = atomic_load(&c->deadline_ms);
-            wait_in_epoll(c, EPOLLIN, d, EXP_LINGER);
-        }
+        else
+            park(c, c->deadline_ms, EXP_LINGER);
         return;
     }
     if (c->phase == CP_WRITE) {
         int f = out_flush(c);
         if (f == 0) {
-            wait_output(c);
+            park_output(c);
             return;
         }
         c->phase = CP_READ;
@@ -837,13 +948,10 @@ void cshs__conn_event(cshs_worker *w, cshs_conn *c)
         if (r == 1) break;
         if (r == -EAGAIN || r == -EINPROGRESS) {
             /* the handshake's own bytes wait for the socket either way */
-            c->tls_wait = r == -EAGAIN ? POLLIN : POLLOUT;
-            c->tls_read_wants_write = r == -EINPROGRESS;
-            wait_input(w, c);
+            park_input(w, c);
             return;
         }
         atomic_fetch_add(&s->e_tls, 1);
-        atomic_fetch_sub(&s->c_active, 1);
         cshs__conn_close(w, c);
         return;
     }

@@ -1,15 +1,20 @@
-/* The server: listeners, worker threads, the supervisor (growth, parking
- * and the deadline sweep), start and graceful stop.
+/* The server: listeners, event loops, threads, the supervisor, start and
+ * graceful stop.
  *
- * Thread model (DESIGN.md, Tier 3): a few workers each wait in epoll_wait
- * (taking up to 8 events while they are served quickly, see worker_main);
- * every registration is one-shot, so a connection is served by one worker
- * at a time and nobody hands it over. The supervisor adds a worker only
- * when (nearly) every worker has been inside its current event for
- * grow_after_us and the epoll set has events waiting (a blocked handler
- * costs one thread, hot threads stay few); a worker idle for park_after_ms
- * beyond min_threads parks on a condition variable, off the epoll queue,
- * and is the first one woken when more are needed. */
+ * Thread model (README.md, "Threads"): `loops` event loops (one per core
+ * by default), each an epoll set of its own in which its connections are
+ * registered once, edge-triggered, for their whole life: no re-arm per
+ * request, many events per wait. A loop is run by one thread at a time,
+ * its owner, which also runs quick handlers inline. Handlers that wait
+ * (a streaming route; any handler while its loop has lately seen one take
+ * longer than grow_after_us) are run on other threads instead, as jobs,
+ * and their connections given back to the loop. A handler that blocks
+ * unannounced while its loop has events waiting loses the loop: after
+ * grow_after_us the supervisor hands the loop to a spare thread, and the
+ * old owner, once its handler returns, gives its connection back and
+ * becomes a spare (Go's scheduler takes a P back from an M blocked in a
+ * system call the same way). Spares beyond min_threads leave after
+ * park_after_ms. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -80,16 +85,27 @@ cshs_server *cshs_server_new(const cshs_options *options, cshw_handler handler, 
     s->xcfg.report = cshs__report;
     s->xcfg.closing = cshs__closing;
     s->xcfg.arg = s;
-    s->epfd = s->evfd = -1;
-    s->wake_tag = TAG_WAKE;
+    s->nloops = s->o.loops ? s->o.loops : (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
+    if (s->nloops < 1) s->nloops = 1;
+    if (s->nloops > s->o.max_threads) s->nloops = s->o.max_threads;
     s->workers = calloc(s->o.max_threads, sizeof *s->workers);
-    if (!s->workers) {
+    s->loops = aligned_alloc(64, ((s->nloops * sizeof *s->loops) + 63) / 64 * 64);
+    if (!s->workers || !s->loops) {
+        free(s->workers);
+        free(s->loops);
         free(s);
         return NULL;
     }
+    memset(s->loops, 0, s->nloops * sizeof *s->loops);
+    for (unsigned i = 0; i < s->nloops; i++) {
+        cshs_loop *l = &s->loops[i];
+        l->srv = s;
+        l->epfd = l->evfd = -1;
+        l->wake_tag = TAG_WAKE;
+        pthread_mutex_init(&l->mu, NULL);
+    }
     pthread_mutex_init(&s->mu, NULL);
     pthread_mutex_init(&s->tls_mu, NULL);
-    pthread_cond_init(&s->park_cv, NULL);
     pthread_cond_init(&s->sup_cv, NULL);
     pthread_cond_init(&s->stopped_cv, NULL);
     return s;
@@ -152,9 +168,10 @@ void cshs__report(void *arg, const cshw_exchange_outcome *o)
 {
     cshs_server *s = arg;
     /* every engine transport's io is its connection */
-    if (o->transport) ((cshs_conn *)o->transport->io)->last_status = o->status;
+    cshs_conn *c = o->transport ? o->transport->io : NULL;
+    if (c) c->last_status = o->status;
     if (o->msg)
-        atomic_fetch_add(&s->c_requests, 1);
+        atomic_fetch_add_explicit(&c->loop->k.requests, 1, memory_order_relaxed);
     else if (o->status >= 400 && o->error)
         atomic_fetch_add(&s->e_parse, 1);
     if (!s->log_fn) return;
@@ -278,180 +295,269 @@ unsigned cshs_server_tls_port(const cshs_server *s, int index)
     return 0;
 }
 
-static void arm(cshs_server *s, int op, int fd, void *ptr)
+/* ---- accepting ---- */
+
+/* One connection from the listener (nginx's default: one per event, so a
+ * burst spreads over the loops that wait rather than filling the first). */
+static void accept_one(cshs_worker *w, cshs_loop *l, cshs_listener *lis)
 {
+    cshs_server *s = l->srv;
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    int fd = accept4(lis->fd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+        /* out of descriptors or memory: the listener stays ready and every
+         * wait would return at once; it leaves the epoll set until the
+         * next sweep */
+        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+            epoll_ctl(l->epfd, EPOLL_CTL_DEL, lis->fd, NULL);
+        return;
+    }
+    (void)w;
+    if (lis->family == AF_UNIX) ss.ss_family = AF_UNIX;
+    if (atomic_load(&s->c_open) >= s->o.max_connections) {
+        if (lis->tls) { /* a plain-text 503 means nothing inside TLS */
+            close(fd);
+            atomic_fetch_add(&s->e_rejected, 1);
+        } else {
+            cshs__reject(l, fd, (struct sockaddr *)&ss);
+        }
+        return;
+    }
+    cshs_conn *c = cshs__conn_new(s, fd, (struct sockaddr *)&ss);
+    if (!c || (lis->tls && cshs__tls_attach(c) < 0)) {
+        free(c);
+        close(fd);
+        return;
+    }
+    c->loop = l;
+    c->accept_ms = cshs__now_ms();
+    if (lis->tls && s->o.tls_handshake_timeout_ms) {
+        c->deadline_ms = c->accept_ms + (int64_t)s->o.tls_handshake_timeout_ms;
+        c->expire_kind = EXP_TLS;
+    } else if (!lis->tls && s->o.header_timeout_ms) {
+        c->deadline_ms = c->accept_ms + (int64_t)s->o.header_timeout_ms;
+        c->expire_kind = EXP_HEAD;
+    }
+    c->parked = 1;
+    atomic_fetch_add(&s->c_open, 1);
+    atomic_fetch_add(&s->c_total, 1);
+    atomic_fetch_add_explicit(&l->k.idle, 1, memory_order_relaxed);
+    pthread_mutex_lock(&l->mu);
+    c->next = l->conns;
+    if (l->conns) l->conns->prev = c;
+    l->conns = c;
+    pthread_mutex_unlock(&l->mu);
+    /* Registered once, for its whole life: both directions, edge-triggered
+     * (whoever serves an event reads and writes until the socket says
+     * EAGAIN). Bytes already there fire at once. */
     struct epoll_event ev;
-    ev.events = EPOLLIN | EPOLLONESHOT;
-    ev.data.ptr = ptr;
-    epoll_ctl(s->epfd, op, fd, &ev);
+    ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
+    ev.data.ptr = c;
+    if (epoll_ctl(l->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+        /* never to be served: closed now rather than left until stop */
+        cshs__conn_close(w, c);
+    }
 }
 
-static void accept_some(cshs_server *s, cshs_listener *l)
+/* ---- the loops ---- */
+
+static void wake_loop(cshs_loop *l)
 {
-    int pause = 0;
-    for (int i = 0; i < 64 && !atomic_load(&s->stopping); i++) {
-        struct sockaddr_storage ss;
-        socklen_t sl = sizeof ss;
-        int fd = accept4(l->fd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd < 0) {
-            if (errno == EINTR || errno == ECONNABORTED) continue;
-            /* out of descriptors or memory: re-arming now would fire again
-             * at once and spin; the sweep re-arms it */
-            pause = errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM;
-            break;
-        }
-        if (l->family == AF_UNIX) ss.ss_family = AF_UNIX;
-        if (atomic_load(&s->c_open) >= s->o.max_connections) {
-            if (l->tls) { /* a plain-text 503 means nothing inside TLS */
-                close(fd);
-                atomic_fetch_add(&s->e_rejected, 1);
-            } else {
-                cshs__reject(s, fd, (struct sockaddr *)&ss);
-            }
-            continue;
-        }
-        cshs_conn *c = cshs__conn_new(s, fd, (struct sockaddr *)&ss);
-        if (!c || (l->tls && cshs__tls_attach(c) < 0)) {
-            free(c);
-            close(fd);
-            continue;
-        }
-        c->accept_ms = cshs__now_ms();
-        atomic_fetch_add(&s->c_open, 1);
-        atomic_fetch_add(&s->c_total, 1);
-        atomic_fetch_add(&s->c_idle, 1);
-        if (l->tls && s->o.tls_handshake_timeout_ms) {
-            atomic_store(&c->deadline_ms, c->accept_ms + (int64_t)s->o.tls_handshake_timeout_ms);
-            atomic_store(&c->expire_kind, EXP_TLS);
-        } else if (!l->tls && s->o.header_timeout_ms) {
-            atomic_store(&c->deadline_ms, c->accept_ms + (int64_t)s->o.header_timeout_ms);
-            atomic_store(&c->expire_kind, EXP_HEAD);
-        }
-        atomic_store(&c->state, CONN_IDLE);
+    uint64_t one = 1;
+    if (write(l->evfd, &one, sizeof one) < 0) {
+        /* full (it cannot be after one write without a read): awake anyway */
+    }
+}
+
+/* The supervisor is woken (once) when a loop enters a handler while it
+ * sleeps its long wait. */
+static void wake_supervisor(cshs_server *s)
+{
+    if (atomic_load_explicit(&s->sup_sleeping, memory_order_relaxed) &&
+        atomic_exchange(&s->sup_sleeping, 0)) {
+        /* under the mutex: the supervisor is then either inside its wait or
+         * has not read the loops yet, so the signal is not lost */
         pthread_mutex_lock(&s->mu);
-        c->next = s->conns;
-        if (s->conns) s->conns->prev = c;
-        s->conns = c;
+        pthread_cond_signal(&s->sup_cv);
         pthread_mutex_unlock(&s->mu);
-        struct epoll_event ev;
-        ev.events = EPOLLIN | EPOLLRDHUP | EPOLLONESHOT;
-        ev.data.ptr = c;
-        if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
-            /* never to be served: closed now rather than left until stop */
-            atomic_fetch_sub(&s->c_idle, 1);
-            cshs__conn_close(NULL, c);
+    }
+}
+
+int64_t cshs__handler_begin(cshs_loop *l)
+{
+    int64_t now = cshs__now_us();
+    atomic_store(&l->handler_since_us, now);
+    wake_supervisor(l->srv);
+    return now;
+}
+
+int cshs__handler_end(cshs_loop *l, int64_t since)
+{
+    /* the value this thread stored: after a hand-over, -1, or the next
+     * owner's own handler's, which must not pass for ours */
+    return atomic_compare_exchange_strong(&l->handler_since_us, &since, 0);
+}
+
+void cshs__give_back(cshs_conn *c)
+{
+    cshs_loop *l = c->loop;
+    pthread_mutex_lock(&l->mu);
+    c->link = l->returned;
+    l->returned = c;
+    pthread_mutex_unlock(&l->mu);
+    wake_loop(l);
+}
+
+/* The loop's wake-up: connections handlers gave back go on. */
+static void take_returned(cshs_worker *w, cshs_loop *l)
+{
+    uint64_t v;
+    if (read(l->evfd, &v, sizeof v) < 0) {
+        /* nothing to read: woken for the stop or a sweep */
+    }
+    pthread_mutex_lock(&l->mu);
+    cshs_conn *list = l->returned;
+    l->returned = NULL;
+    pthread_mutex_unlock(&l->mu);
+    /* given back last first: served in the order they came */
+    cshs_conn *rev = NULL;
+    while (list) {
+        cshs_conn *n = list->link;
+        list->link = rev;
+        rev = list;
+        list = n;
+    }
+    while (rev) {
+        cshs_conn *c = rev;
+        rev = c->link;
+        c->link = NULL;
+        if (w->lost) {
+            /* this thread lost the loop in a handler met here: the rest
+             * go back on the list for the new owner */
+            cshs__give_back(c);
+            continue;
+        }
+        atomic_store_explicit(&c->busy, 0, memory_order_relaxed);
+        cshs__conn_resume(w, c);
+    }
+}
+
+/* Deadlines, the stop, and a listener paused for want of descriptors. */
+static void sweep(cshs_worker *w, cshs_loop *l)
+{
+    cshs_server *s = l->srv;
+    int64_t now = cshs__now_ms();
+    atomic_store_explicit(&l->next_sweep_ms, now + (int64_t)s->o.sweep_interval_ms,
+                          memory_order_relaxed);
+    /* the owner is the only one to change the list: no lock to read it */
+    for (cshs_conn *c = l->conns, *next; c; c = next) {
+        next = c->next;
+        if (!atomic_load_explicit(&c->busy, memory_order_relaxed) && c->parked)
+            cshs__conn_sweep(w, c, now);
+    }
+    if (!atomic_load(&s->stopping)) {
+        for (int i = 0; i < s->nlis; i++) {
+            struct epoll_event ev;
+            ev.events = EPOLLIN | EPOLLEXCLUSIVE;
+            ev.data.ptr = &s->lis[i];
+            /* EEXIST when it is there: only a paused one is added back */
+            epoll_ctl(l->epfd, EPOLL_CTL_ADD, s->lis[i].fd, &ev);
         }
     }
-    if (pause)
-        atomic_store(&l->paused, 1);
-    else if (!atomic_load(&s->stopping))
-        arm(s, EPOLL_CTL_MOD, l->fd, l);
 }
 
-/* ---- workers ---- */
+static void bury(cshs_loop *l)
+{
+    while (l->graveyard) {
+        cshs_conn *c = l->graveyard;
+        l->graveyard = c->link;
+        cshs__conn_free(c);
+    }
+}
+
+/* Connections that stopped early to let others go first (posted). */
+static void take_posted(cshs_worker *w, cshs_loop *l)
+{
+    cshs_conn *list = l->posted;
+    l->posted = NULL;
+    while (list && !w->lost) {
+        cshs_conn *c = list;
+        list = c->link;
+        c->link = NULL;
+        c->posted = 0;
+        if (!c->closed && !atomic_load_explicit(&c->busy, memory_order_relaxed))
+            cshs__conn_event(w, c);
+    }
+    /* a lost loop's posts stay with the loop */
+    while (list) {
+        cshs_conn *c = list;
+        list = c->link;
+        c->link = l->posted;
+        l->posted = c;
+    }
+}
+
+/* Runs the loop until the thread loses it (handed over while in a
+ * handler) or the server exits. */
+static void run_loop(cshs_worker *w, cshs_loop *l)
+{
+    cshs_server *s = l->srv;
+    w->lost = 0;
+    while (!atomic_load(&s->exiting)) {
+        int next = atomic_load_explicit(&l->next, memory_order_relaxed);
+        int nev = atomic_load_explicit(&l->nev, memory_order_relaxed);
+        if (next >= nev) {
+            bury(l);
+            int64_t wait = 0;
+            if (!l->posted) {
+                wait = atomic_load_explicit(&l->next_sweep_ms, memory_order_relaxed) -
+                       cshs__now_ms();
+                if (wait < 0) wait = 0;
+                if (wait > 1000) wait = 1000;
+            }
+            int n = epoll_wait(l->epfd, l->evs, CSHS_LOOP_BATCH, (int)wait);
+            if (n < 0) n = 0;
+            atomic_store_explicit(&l->next, 0, memory_order_relaxed);
+            atomic_store_explicit(&l->nev, n, memory_order_relaxed);
+            next = 0;
+            nev = n;
+        }
+        if (cshs__now_ms() >= atomic_load_explicit(&l->next_sweep_ms, memory_order_relaxed)) {
+            sweep(w, l);
+            if (w->lost) return;
+        }
+        while (next < nev) {
+            /* the cursor moves before the event is served: a thread that
+             * takes the loop over goes on with the next one */
+            atomic_store_explicit(&l->next, next + 1, memory_order_relaxed);
+            void *ptr = l->evs[next].data.ptr;
+            int tag = *(int *)ptr;
+            if (tag == TAG_CONN) {
+                cshs_conn *c = ptr;
+                if (!c->closed && !atomic_load_explicit(&c->busy, memory_order_relaxed)) {
+                    if (l->evs[next].events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) c->rdhup = 1;
+                    cshs__conn_event(w, c);
+                }
+            } else if (tag == TAG_LISTENER) {
+                if (!atomic_load(&s->stopping)) accept_one(w, l, ptr);
+            } else {
+                take_returned(w, l);
+            }
+            if (w->lost) return;
+            next = atomic_load_explicit(&l->next, memory_order_relaxed);
+            nev = atomic_load_explicit(&l->nev, memory_order_relaxed);
+        }
+        if (l->posted) {
+            take_posted(w, l);
+            if (w->lost) return;
+        }
+    }
+}
+
+/* ---- threads ---- */
 
 static void worker_exit(cshs_server *s, cshs_worker *w);
-
-#define WORKER_SLOW_US 200  /* an event served slower than this is slow */
-#define HELD_RESCUE_US 2000 /* the supervisor hands back events held longer */
-
-/* Parks the calling worker off the epoll queue, if more than min_threads
- * would be left waiting in it, until the supervisor hands out a token. */
-static void park_self(cshs_server *s, cshs_worker *w)
-{
-    pthread_mutex_lock(&s->mu);
-    unsigned active = s->nworkers - (unsigned)atomic_load(&s->c_parked);
-    if (active > s->o.min_threads && !atomic_load(&s->exiting)) {
-        atomic_store(&w->parked, 1);
-        atomic_fetch_add(&s->c_parked, 1);
-        while (!s->unpark_tokens && !atomic_load(&s->exiting))
-            pthread_cond_wait(&s->park_cv, &s->mu);
-        if (s->unpark_tokens) s->unpark_tokens--;
-        atomic_fetch_sub(&s->c_parked, 1);
-        atomic_store(&w->parked, 0);
-    }
-    pthread_mutex_unlock(&s->mu);
-}
-
-/* 7 in 8 of `of` (all of them below 8): the share of busy workers that
- * counts as "every worker" for growth (workers_stuck says why). */
-static int nearly_all(uint64_t n, unsigned of)
-{
-    return n > 0 && n * 8 >= (uint64_t)of * 7;
-}
-
-/* One ready event: a connection or a listener, with the busy accounting
- * the supervisor reads. */
-static void serve_event(cshs_server *s, cshs_worker *w, void *ptr, int tag, int64_t now_us)
-{
-    atomic_store(&w->busy_since_us, now_us);
-    uint64_t busy = atomic_fetch_add(&s->c_busy, 1) + 1;
-    if (nearly_all(busy, s->nworkers - (unsigned)atomic_load(&s->c_parked)) &&
-        atomic_load(&s->sup_sleeping) && atomic_exchange(&s->sup_sleeping, 0)) {
-        /* under the mutex: the supervisor is then either inside its wait or
-         * has not looked at c_busy yet, so the signal is not lost */
-        pthread_mutex_lock(&s->mu);
-        pthread_cond_signal(&s->sup_cv);
-        pthread_mutex_unlock(&s->mu);
-    }
-    uint64_t peak = atomic_load(&s->busy_peak);
-    while (busy > peak && !atomic_compare_exchange_weak(&s->busy_peak, &peak, busy)) {
-    }
-    if (tag == TAG_LISTENER)
-        accept_some(s, ptr);
-    else
-        cshs__conn_event(w, ptr);
-    atomic_fetch_sub(&s->c_busy, 1);
-    atomic_store(&w->busy_since_us, 0);
-}
-
-/* Puts events 1..n-1 where the supervisor can take them back. */
-static void hold_events(cshs_server *s, cshs_worker *w, struct epoll_event *evs, int n,
-                        int64_t now_us)
-{
-    for (int i = 1; i < n; i++) atomic_store(&w->held[i], evs[i].data.ptr);
-    atomic_store(&w->held_since_us, now_us);
-    atomic_fetch_add(&s->c_holding, 1);
-    /* a supervisor in its long wait would not look for a while */
-    if (atomic_load(&s->sup_sleeping) && atomic_exchange(&s->sup_sleeping, 0)) {
-        pthread_mutex_lock(&s->mu);
-        pthread_cond_signal(&s->sup_cv);
-        pthread_mutex_unlock(&s->mu);
-    }
-}
-
-/* Arms the one-shot registrations of the events still in w->held again:
- * they fire for other workers. */
-static void hand_back(cshs_server *s, cshs_worker *w)
-{
-    for (int i = 1; i < CSHS_WORKER_BATCH; i++) {
-        void *ptr = atomic_exchange(&w->held[i], NULL);
-        if (!ptr) continue;
-        int tag = *(int *)ptr;
-        if (tag == TAG_CONN)
-            cshs__conn_rearm(ptr);
-        else if (tag == TAG_LISTENER && !atomic_load(&s->stopping))
-            arm(s, EPOLL_CTL_MOD, ((cshs_listener *)ptr)->fd, ptr);
-    }
-}
-
-/* One event another worker holds, taken from its slot (NULL: none). The
- * workers array only grows, and a slot is emptied by exchange, so each
- * event is served once. */
-static void *steal_held(cshs_server *s, cshs_worker *self)
-{
-    unsigned n = s->nworkers;
-    for (unsigned i = 0; i < n; i++) {
-        cshs_worker *w = s->workers[i];
-        if (w == self || !atomic_load(&w->held_since_us)) continue;
-        for (int k = 1; k < CSHS_WORKER_BATCH; k++) {
-            if (!atomic_load(&w->held[k])) continue;
-            void *ptr = atomic_exchange(&w->held[k], NULL);
-            if (ptr) return ptr;
-        }
-    }
-    return NULL;
-}
 
 static void *worker_main(void *arg)
 {
@@ -464,219 +570,211 @@ static void *worker_main(void *arg)
     sigemptyset(&pipe);
     sigaddset(&pipe, SIGPIPE);
     pthread_sigmask(SIG_BLOCK, &pipe, NULL);
-    /* A worker takes up to CSHS_WORKER_BATCH ready events per epoll_wait
-     * while its events are served quickly: on a busy server one wait then
-     * serves several connections (W1: 3.4 system calls per request instead
-     * of 4). A slow event (a blocking handler) makes it take one at a
-     * time and hand back what it still holds; and if it is stuck in a
-     * handler while holding events, the supervisor hands them back within
-     * about HELD_RESCUE_US, so no event waits long behind another's
-     * handler and the supervisor sees them as ready. */
-    int batch = 1;
-    while (!atomic_load(&s->exiting)) {
-        /* events another worker took and has not started (it may be in a
-         * long handler, or preempted by the load on a shared core) are
-         * served here first, before this worker waits for new ones */
-        void *stolen = atomic_load(&s->c_holding) ? steal_held(s, w) : NULL;
-        if (stolen) {
-            int tag = *(int *)stolen;
-            if (tag != TAG_WAKE) serve_event(s, w, stolen, tag, cshs__now_us());
+    pthread_mutex_lock(&s->mu);
+    for (;;) {
+        if (w->loop) {
+            cshs_loop *l = w->loop;
+            w->loop = NULL;
+            pthread_mutex_unlock(&s->mu);
+            run_loop(w, l);
+            pthread_mutex_lock(&s->mu);
             continue;
         }
-        struct epoll_event evs[CSHS_WORKER_BATCH];
-        int n = epoll_wait(s->epfd, evs, batch, (int)s->o.park_after_ms);
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            break;
-        }
-        if (n == 0) {
-            /* idle for park_after_ms: park if more than min_threads are
-             * waiting in epoll */
-            park_self(s, w);
+        if (w->job) {
+            cshs_conn *c = w->job;
+            w->job = NULL;
+            pthread_mutex_unlock(&s->mu);
+            atomic_fetch_add(&s->c_busy, 1);
+            cshs__conn_job(w, c);
+            atomic_fetch_sub(&s->c_busy, 1);
+            pthread_mutex_lock(&s->mu);
             continue;
         }
-        int64_t start = cshs__now_us();
-        if (n > 1) hold_events(s, w, evs, n, start);
-        batch = CSHS_WORKER_BATCH;
-        int tag0 = *(int *)evs[0].data.ptr;
-        if (tag0 != TAG_WAKE) serve_event(s, w, evs[0].data.ptr, tag0, start);
-        for (int i = 1; i < n; i++) {
-            if (cshs__now_us() - start > WORKER_SLOW_US) {
-                batch = 1;
-                hand_back(s, w);
-                break;
+        if (atomic_load(&s->exiting)) break;
+        /* a spare: the most recently used is the first one given work */
+        w->next_spare = s->spares;
+        s->spares = w;
+        atomic_fetch_add(&s->c_spare, 1);
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += (time_t)(s->o.park_after_ms / 1000);
+        ts.tv_nsec += (long)(s->o.park_after_ms % 1000) * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        int timed_out = 0;
+        while (!w->loop && !w->job && !atomic_load(&s->exiting) && !timed_out)
+            timed_out = pthread_cond_timedwait(&w->cv, &s->mu, &ts) == ETIMEDOUT;
+        if (!w->loop && !w->job) {
+            /* still on the spare list: taken off it */
+            for (cshs_worker **p = &s->spares; *p; p = &(*p)->next_spare)
+                if (*p == w) {
+                    *p = w->next_spare;
+                    atomic_fetch_sub(&s->c_spare, 1);
+                    break;
+                }
+            if (atomic_load(&s->exiting)) break;
+            /* idle for park_after_ms beyond the threads kept: leaves, and
+             * its slot with it (a server that grows and shrinks for days
+             * must not run out of slots) */
+            if (timed_out && s->alive > s->o.min_threads && s->alive > s->nloops + 1) {
+                for (unsigned i = 0; i < s->nworkers; i++)
+                    if (s->workers[i] == w) {
+                        s->workers[i] = s->workers[--s->nworkers];
+                        break;
+                    }
+                s->alive--;
+                pthread_mutex_unlock(&s->mu);
+                pthread_detach(w->thread);
+                cshw_context_free(w->ctx);
+                cshs__worker_release(w);
+                pthread_cond_destroy(&w->cv);
+                free(w);
+                return NULL;
             }
-            /* empty: another worker or the supervisor took it */
-            void *ptr = atomic_exchange(&w->held[i], NULL);
-            if (!ptr) continue;
-            int tag = *(int *)ptr;
-            if (tag != TAG_WAKE) serve_event(s, w, ptr, tag, cshs__now_us());
         }
-        if (n > 1) {
-            atomic_store(&w->held_since_us, 0);
-            atomic_fetch_sub(&s->c_holding, 1);
-        }
-        if (cshs__now_us() - start > WORKER_SLOW_US) batch = 1;
-        /* Surplus workers leave the epoll queue at once: with many waiters
-         * the kernel wakes them in turn (FIFO) and requests spread over
-         * cold threads. */
-        int want = atomic_load(&s->park_wanted);
-        while (want > 0 && !atomic_compare_exchange_weak(&s->park_wanted, &want, want - 1)) {
-        }
-        if (want > 0) park_self(s, w);
     }
+    s->alive--;
+    pthread_mutex_unlock(&s->mu);
     worker_exit(s, w);
     return NULL;
 }
 
-/* Under s->mu. */
-static int spawn_worker(cshs_server *s)
+/* A new thread (under s->mu), given `loop` or `job` to start with. NULL
+ * at max_threads or when no thread can be made. */
+static cshs_worker *spawn_worker(cshs_server *s, cshs_loop *loop, cshs_conn *job)
 {
-    if (s->nworkers >= s->o.max_threads) return -EAGAIN;
+    if (s->nworkers >= s->o.max_threads) return NULL;
     cshs_worker *w = calloc(1, sizeof *w);
-    if (!w) return -ENOMEM;
+    if (!w) return NULL;
     w->srv = s;
+    w->loop = loop;
+    w->job = job;
     w->ctx = cshw_context_new(&s->o.web);
     if (!w->ctx) {
         free(w);
-        return -ENOMEM;
+        return NULL;
     }
     cshw_context_set_app_data(w->ctx, s->app_data);
-    int r = pthread_create(&w->thread, NULL, worker_main, w);
-    if (r) {
+    pthread_cond_init(&w->cv, NULL);
+    if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
+        pthread_cond_destroy(&w->cv);
         cshw_context_free(w->ctx);
         free(w);
-        return -r;
+        return NULL;
     }
-    /* the slot first, then the count: steal_held reads the array without
-     * the mutex, up to the count it loaded */
-    s->workers[s->nworkers] = w;
-    atomic_fetch_add(&s->nworkers, 1);
-    return 0;
+    s->workers[s->nworkers++] = w;
+    s->alive++;
+    return w;
 }
 
-/* ---- the sweep ---- */
-
-static void sweep(cshs_server *s, int all_idle)
+/* A spare (under s->mu), or NULL. */
+static cshs_worker *take_spare(cshs_server *s)
 {
-    int64_t now = cshs__now_ms();
-    for (int i = 0; i < s->nlis && !atomic_load(&s->stopping); i++)
-        if (atomic_exchange(&s->lis[i].paused, 0)) arm(s, EPOLL_CTL_MOD, s->lis[i].fd, &s->lis[i]);
+    cshs_worker *w = s->spares;
+    if (w) {
+        s->spares = w->next_spare;
+        atomic_fetch_sub(&s->c_spare, 1);
+    }
+    return w;
+}
+
+/* A handler that waits runs on another thread: a spare, or a new one.
+ * 0 when there is none (max_threads): the loop's own thread runs it. */
+int cshs__offload(cshs_server *s, cshs_conn *c)
+{
+    atomic_store_explicit(&c->busy, 1, memory_order_relaxed);
     pthread_mutex_lock(&s->mu);
-    for (cshs_conn *c = s->conns; c; c = c->next) {
-        if (atomic_load(&c->state) != CONN_IDLE) continue;
-        int64_t d = atomic_load(&c->deadline_ms);
-        int expired = all_idle || (d && now >= d);
-        if (!expired) continue;
-        int expected = CONN_IDLE;
-        if (!atomic_compare_exchange_strong(&c->state, &expected, CONN_EXPIRED)) continue;
-        int kind = atomic_load(&c->expire_kind);
-        if (!all_idle) {
-            if (kind == EXP_TLS)
-                atomic_fetch_add(&s->e_tls, 1);
-            else if (kind == EXP_HEAD)
-                atomic_fetch_add(&s->e_head, 1);
-            else if (kind == EXP_BODY)
-                atomic_fetch_add(&s->e_body, 1);
-            else if (kind == EXP_SEND)
-                atomic_fetch_add(&s->e_send, 1);
-            else if (kind == EXP_IDLE)
-                atomic_fetch_add(&s->e_idle, 1);
-        }
-        /* The worker that gets its event ends it (only workers free
-         * connections). A request in progress is answered 408 there, so
-         * its socket is left whole and its registration armed for
-         * writability, which fires at once; otherwise the socket is shut
-         * down, which fires it too. */
-        if (!all_idle && (kind == EXP_HEAD || kind == EXP_BODY)) {
-            struct epoll_event ev;
-            ev.events = EPOLLOUT | EPOLLIN | EPOLLRDHUP | EPOLLONESHOT;
-            ev.data.ptr = c;
-            epoll_ctl(s->epfd, EPOLL_CTL_MOD, c->fd, &ev);
-        } else {
-            shutdown(c->fd, SHUT_RDWR);
-        }
+    cshs_worker *w = take_spare(s);
+    if (w) {
+        w->job = c;
+        pthread_cond_signal(&w->cv);
+    } else {
+        w = spawn_worker(s, NULL, c);
     }
     pthread_mutex_unlock(&s->mu);
+    if (w)
+        atomic_fetch_add(&s->c_offloaded, 1);
+    else
+        atomic_store_explicit(&c->busy, 0, memory_order_relaxed);
+    return w != NULL;
 }
 
-/* Whether the workers are stuck in handlers: at least 7 in 8 of the active
- * ones (all of them below 8) have been inside their current event longer
- * than grow_after_us. Not "every one": with many workers cycling through
- * blocking handlers (W2), some worker is nearly always just starting its
- * next event, and growth would stall far below the load; with quick
- * events (W1) no event lasts that long, so none counts. */
-static int workers_stuck(cshs_server *s, int64_t now_us)
+/* ---- the supervisor ---- */
+
+/* Whether a loop has something to serve: events of its batch not served
+ * yet, events in its epoll set, or a sweep that is due. */
+static int loop_has_work(cshs_loop *l)
 {
-    unsigned active = 0, stuck = 0;
-    for (unsigned i = 0; i < s->nworkers; i++) {
-        cshs_worker *w = s->workers[i];
-        if (atomic_load(&w->parked)) continue;
-        active++;
-        int64_t b = atomic_load(&w->busy_since_us);
-        if (b && now_us - b >= (int64_t)s->o.grow_after_us) stuck++;
+    if (atomic_load_explicit(&l->next, memory_order_relaxed) <
+        atomic_load_explicit(&l->nev, memory_order_relaxed))
+        return 1;
+    if (cshs__now_ms() > atomic_load_explicit(&l->next_sweep_ms, memory_order_relaxed)) return 1;
+    struct pollfd p = {l->epfd, POLLIN, 0};
+    return poll(&p, 1, 0) > 0;
+}
+
+/* Hands loop l, whose owner has been in a handler since `since`, to a
+ * spare or new thread. */
+static void hand_over(cshs_server *s, cshs_loop *l, int64_t since)
+{
+    pthread_mutex_lock(&s->mu);
+    cshs_worker *w = take_spare(s);
+    int fresh = 0;
+    if (!w) {
+        w = spawn_worker(s, NULL, NULL);
+        fresh = 1;
     }
-    if (active == 0) return s->nworkers == 0;
-    return nearly_all(stuck, active);
+    if (w) {
+        if (atomic_compare_exchange_strong(&l->handler_since_us, &since, -1)) {
+            w->loop = l;
+            atomic_fetch_add(&s->c_handovers, 1);
+            pthread_cond_signal(&w->cv);
+        } else if (!fresh) {
+            /* the handler returned meanwhile: the spare stays one */
+            w->next_spare = s->spares;
+            s->spares = w;
+            atomic_fetch_add(&s->c_spare, 1);
+        }
+        /* a fresh thread with nothing to do becomes a spare by itself */
+    }
+    pthread_mutex_unlock(&s->mu);
 }
 
 static void *supervisor_main(void *arg)
 {
     cshs_server *s = arg;
-    int64_t next_sweep = cshs__now_ms() + (int64_t)s->o.sweep_interval_ms;
-    /* every park window, workers beyond the most that were busy at once
-     * (and beyond min_threads) are asked to park */
-    int64_t window = s->o.park_after_ms / 4 ? (int64_t)s->o.park_after_ms / 4 : 1;
-    int64_t next_park = cshs__now_ms() + window;
     pthread_mutex_lock(&s->mu);
     while (!atomic_load(&s->exiting)) {
-        int64_t now = cshs__now_ms();
-        if (now >= next_sweep) {
-            pthread_mutex_unlock(&s->mu);
-            sweep(s, 0);
-            pthread_mutex_lock(&s->mu);
-            next_sweep = now + (int64_t)s->o.sweep_interval_ms;
-        }
-        if (now >= next_park) {
-            next_park = now + window;
-            uint64_t peak = atomic_exchange(&s->busy_peak, atomic_load(&s->c_busy));
-            unsigned active = s->nworkers - (unsigned)atomic_load(&s->c_parked);
-            unsigned keep = peak > s->o.min_threads ? (unsigned)peak : s->o.min_threads;
-            atomic_store(&s->park_wanted, active > keep ? (int)(active - keep) : 0);
-        }
+        pthread_mutex_unlock(&s->mu);
         int64_t now_us = cshs__now_us();
-        for (unsigned i = 0; i < s->nworkers; i++) {
-            cshs_worker *w = s->workers[i];
-            int64_t since = atomic_load(&w->held_since_us);
-            if (since && now_us - since > HELD_RESCUE_US) hand_back(s, w);
+        int in_handler = 0;
+        for (unsigned i = 0; i < s->nloops; i++) {
+            cshs_loop *l = &s->loops[i];
+            int64_t since = atomic_load(&l->handler_since_us);
+            if (since <= 0) continue;
+            in_handler = 1;
+            if (now_us - since >= (int64_t)s->o.grow_after_us && loop_has_work(l))
+                hand_over(s, l, since);
         }
-        if (workers_stuck(s, cshs__now_us())) {
-            struct pollfd p = {s->epfd, POLLIN, 0};
-            if (poll(&p, 1, 0) > 0) {
-                if (atomic_load(&s->c_parked) > s->unpark_tokens) {
-                    s->unpark_tokens++;
-                    pthread_cond_signal(&s->park_cv);
-                } else {
-                    spawn_worker(s);
-                }
-            }
+        pthread_mutex_lock(&s->mu);
+        /* While a loop is inside a handler, look again in half of
+         * grow_after_us; otherwise sleep until a loop enters one
+         * (wake_supervisor) or a while. sup_sleeping is set before the
+         * loops are read again: a loop that entered a handler after that
+         * read sees the flag and signals. */
+        int64_t wait_us = (int64_t)s->o.grow_after_us / 2 + 50;
+        if (!in_handler) {
+            atomic_store(&s->sup_sleeping, 1);
+            for (unsigned i = 0; i < s->nloops; i++)
+                if (atomic_load(&s->loops[i].handler_since_us) > 0) in_handler = 1;
+            if (in_handler)
+                atomic_store(&s->sup_sleeping, 0);
+            else
+                wait_us = 1000000;
         }
-        /* a short tick while (nearly) every worker is busy (growth is
-         * decided in about grow_after_us), else until the next sweep or park
-         * window, or until a worker says they all became busy. sup_sleeping
-         * is set before c_busy is read: a worker that raised c_busy after
-         * that read sees the flag and signals. */
-        int64_t next = next_sweep < next_park ? next_sweep : next_park;
-        atomic_store(&s->sup_sleeping, 1);
-        unsigned active_now = s->nworkers - (unsigned)atomic_load(&s->c_parked);
-        int all_busy = nearly_all(atomic_load(&s->c_busy), active_now);
-        int holding = atomic_load(&s->c_holding) > 0;
-        if (all_busy || holding) atomic_store(&s->sup_sleeping, 0);
-        int64_t wait_us = (next - cshs__now_ms()) * 1000;
-        if (holding) wait_us = HELD_RESCUE_US / 2;
-        if (all_busy && wait_us > (int64_t)s->o.grow_after_us / 2 + 100)
-            wait_us = (int64_t)s->o.grow_after_us / 2 + 100;
-        if (wait_us < 100) wait_us = 100;
+        if (atomic_load(&s->exiting)) break;
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
         int64_t ns = ts.tv_nsec + (wait_us % 1000000) * 1000;
@@ -710,38 +808,51 @@ static void close_listeners(cshs_server *s)
     s->nlis = 0;
 }
 
-/* Frees the workers, the connections left and the server's descriptors.
+static void close_loops(cshs_server *s)
+{
+    for (unsigned i = 0; i < s->nloops; i++) {
+        cshs_loop *l = &s->loops[i];
+        if (l->epfd >= 0) close(l->epfd);
+        if (l->evfd >= 0) close(l->evfd);
+        l->epfd = l->evfd = -1;
+    }
+}
+
+/* Frees the workers, the connections left and the loops' descriptors.
  * Every thread is gone. */
 static void release_threads_state(cshs_server *s)
 {
     for (unsigned i = 0; i < s->nworkers; i++) {
         cshw_context_free(s->workers[i]->ctx);
         cshs__worker_release(s->workers[i]);
+        pthread_cond_destroy(&s->workers[i]->cv);
         free(s->workers[i]);
     }
     s->nworkers = 0;
-    while (s->conns) {
-        cshs_conn *c = s->conns;
-        if (atomic_load(&c->state) != CONN_BUSY) {
-            atomic_fetch_sub(&s->c_idle, 1);
-            atomic_fetch_sub(&s->c_idle_buffers, cshs__conn_idle_held(c));
+    for (unsigned i = 0; i < s->nloops; i++) {
+        cshs_loop *l = &s->loops[i];
+        bury(l);
+        while (l->conns) {
+            cshs_conn *c = l->conns;
+            atomic_store(&c->busy, 0);
+            cshs__conn_close(NULL, c);
+            bury(l);
         }
-        cshs__conn_close(NULL, c);
+        l->returned = l->posted = NULL;
     }
-    if (s->epfd >= 0) close(s->epfd);
-    if (s->evfd >= 0) close(s->evfd);
-    s->epfd = s->evfd = -1;
+    close_loops(s);
 }
 
 static void release_server(cshs_server *s)
 {
     cshs__tls_free(s);
+    for (unsigned i = 0; i < s->nloops; i++) pthread_mutex_destroy(&s->loops[i].mu);
     pthread_mutex_destroy(&s->tls_mu);
     pthread_mutex_destroy(&s->mu);
-    pthread_cond_destroy(&s->park_cv);
     pthread_cond_destroy(&s->sup_cv);
     pthread_cond_destroy(&s->stopped_cv);
     free(s->workers);
+    free(s->loops);
     free(s);
 }
 
@@ -759,6 +870,16 @@ static void worker_exit(cshs_server *s, cshs_worker *w)
     }
 }
 
+static void wake_everyone(cshs_server *s)
+{
+    for (unsigned i = 0; i < s->nloops; i++)
+        if (s->loops[i].evfd >= 0) wake_loop(&s->loops[i]);
+    pthread_mutex_lock(&s->mu);
+    for (cshs_worker *w = s->spares; w; w = w->next_spare) pthread_cond_signal(&w->cv);
+    pthread_cond_broadcast(&s->sup_cv);
+    pthread_mutex_unlock(&s->mu);
+}
+
 /* Stops and joins every thread, then frees the workers and the connections
  * left. until_ms (0: no limit): a worker still inside a handler then is
  * abandoned (detached): a handler may block without end, and a stop has a
@@ -767,20 +888,16 @@ static void worker_exit(cshs_server *s, cshs_worker *w)
 static unsigned join_all(cshs_server *s, int64_t until_ms)
 {
     atomic_store(&s->exiting, 1);
-    uint64_t one = 1;
-    if (write(s->evfd, &one, sizeof one) < 0) {
-        /* the eventfd cannot be full after one write */
-    }
-    pthread_mutex_lock(&s->mu);
-    pthread_cond_broadcast(&s->park_cv);
-    pthread_cond_broadcast(&s->sup_cv);
-    pthread_mutex_unlock(&s->mu);
+    wake_everyone(s);
     if (s->supervisor) pthread_join(s->supervisor, NULL);
     s->supervisor = 0;
-    /* every worker joined before any is freed: a running worker reads the
-     * others' held slots (steal_held) */
+    /* workers are only added under mu, and none after exiting is set
+     * except by the supervisor, which is joined */
+    pthread_mutex_lock(&s->mu);
+    unsigned n = s->nworkers;
+    pthread_mutex_unlock(&s->mu);
     unsigned abandoned = 0;
-    for (unsigned i = 0; i < s->nworkers; i++) {
+    for (unsigned i = 0; i < n; i++) {
         cshs_worker *w = s->workers[i];
         if (!until_ms) {
             pthread_join(w->thread, NULL);
@@ -815,15 +932,17 @@ int cshs_server_start(cshs_server *s)
 {
     if (!s || s->started) return -EINVAL;
     int r = 0;
-    s->epfd = epoll_create1(EPOLL_CLOEXEC);
-    s->evfd = s->epfd < 0 ? -1 : eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (s->epfd < 0 || s->evfd < 0) {
-        int e = -errno;
-        if (s->epfd >= 0) close(s->epfd);
-        s->epfd = -1;
-        return e;
-    }
     for (int i = 0; i < 5; i++) s->lis[i].fd = -1;
+    for (unsigned i = 0; i < s->nloops && r == 0; i++) {
+        cshs_loop *l = &s->loops[i];
+        l->epfd = epoll_create1(EPOLL_CLOEXEC);
+        l->evfd = l->epfd < 0 ? -1 : eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        if (l->epfd < 0 || l->evfd < 0) r = -errno;
+    }
+    if (r < 0) {
+        close_loops(s);
+        return r;
+    }
     int tls = s->o.tls_cert && *s->o.tls_cert;
     if (tls && cshs__tls_init(s) < 0) r = -EIO;
     if (r == 0 && s->o.address && *s->o.address)
@@ -837,13 +956,30 @@ int cshs_server_start(cshs_server *s)
     if (r == 0 && s->o.unix_path && *s->o.unix_path) r = listen_unix(s, &s->lis[s->nlis++]);
     if (r == 0 && s->nlis == 0) r = -EINVAL;
     if (r < 0) goto fail;
-    struct epoll_event ev;
-    ev.events = EPOLLIN;
-    ev.data.ptr = &s->wake_tag;
-    epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->evfd, &ev);
-    for (int i = 0; i < s->nlis; i++) arm(s, EPOLL_CTL_ADD, s->lis[i].fd, &s->lis[i]);
+    /* every loop waits on every listener; EPOLLEXCLUSIVE wakes one waiting
+     * loop per connection rather than all of them */
+    int64_t now = cshs__now_ms();
+    for (unsigned i = 0; i < s->nloops && r == 0; i++) {
+        cshs_loop *l = &s->loops[i];
+        atomic_store(&l->next_sweep_ms, now + (int64_t)s->o.sweep_interval_ms);
+        struct epoll_event ev;
+        ev.events = EPOLLIN;
+        ev.data.ptr = &l->wake_tag;
+        if (epoll_ctl(l->epfd, EPOLL_CTL_ADD, l->evfd, &ev) < 0) r = -errno;
+        for (int k = 0; k < s->nlis && r == 0; k++) {
+            ev.events = EPOLLIN | EPOLLEXCLUSIVE;
+            ev.data.ptr = &s->lis[k];
+            if (epoll_ctl(l->epfd, EPOLL_CTL_ADD, s->lis[k].fd, &ev) < 0) r = -errno;
+        }
+    }
+    if (r < 0) goto fail;
     pthread_mutex_lock(&s->mu);
-    for (unsigned i = 0; i < s->o.min_threads && r == 0; i++) r = spawn_worker(s);
+    for (unsigned i = 0; i < s->nloops && r == 0; i++)
+        if (!spawn_worker(s, &s->loops[i], NULL)) r = -EAGAIN;
+    /* spares ready for the first handlers that wait */
+    unsigned keep = s->o.min_threads > s->nloops ? s->o.min_threads : s->nloops;
+    while (r == 0 && s->nworkers < keep && spawn_worker(s, NULL, NULL)) {
+    }
     pthread_mutex_unlock(&s->mu);
     if (r == 0) {
         int e = pthread_create(&s->supervisor, NULL, supervisor_main, s);
@@ -854,6 +990,7 @@ int cshs_server_start(cshs_server *s)
     }
     if (r < 0) {
         join_all(s, 0);
+        atomic_store(&s->exiting, 0);
         goto fail;
     }
     s->started = 1;
@@ -861,10 +998,13 @@ int cshs_server_start(cshs_server *s)
 fail:
     close_listeners(s);
     cshs__tls_free(s);
-    close(s->epfd);
-    close(s->evfd);
-    s->epfd = s->evfd = -1;
+    close_loops(s);
     return r;
+}
+
+static uint64_t open_count(cshs_server *s)
+{
+    return atomic_load(&s->c_open);
 }
 
 int cshs_server_stop(cshs_server *s, int deadline_ms)
@@ -874,24 +1014,40 @@ int cshs_server_stop(cshs_server *s, int deadline_ms)
     /* stop accepting now: a listening socket shut down leaves the listen
      * state (the port is free); the descriptors close after the join */
     for (int i = 0; i < s->nlis; i++) {
-        epoll_ctl(s->epfd, EPOLL_CTL_DEL, s->lis[i].fd, NULL);
+        for (unsigned k = 0; k < s->nloops; k++)
+            epoll_ctl(s->loops[k].epfd, EPOLL_CTL_DEL, s->lis[i].fd, NULL);
         shutdown(s->lis[i].fd, SHUT_RDWR);
     }
     if (s->o.unix_path && bound_unix(s)) unlink(s->o.unix_path);
     int64_t until =
         cshs__now_ms() + (deadline_ms < 0 ? (int64_t)s->o.stop_timeout_ms : deadline_ms);
-    while (atomic_load(&s->c_open) > 0 && cshs__now_ms() < until) {
-        sweep(s, 1); /* idle ones close; busy ones close after their request */
+    /* each loop's sweep closes what waits between requests; the others
+     * close after their request (the exchange says Connection: close) */
+    while (open_count(s) > 0 && cshs__now_ms() < until) {
+        for (unsigned k = 0; k < s->nloops; k++) {
+            atomic_store(&s->loops[k].next_sweep_ms, 0);
+            wake_loop(&s->loops[k]);
+        }
         struct timespec ts = {0, 10 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
-    int cut = (int)atomic_load(&s->c_open);
+    int cut = (int)open_count(s);
     if (cut) {
         atomic_store(&s->forced, 1);
-        pthread_mutex_lock(&s->mu);
-        for (cshs_conn *c = s->conns; c; c = c->next) shutdown(c->fd, SHUT_RDWR);
-        pthread_mutex_unlock(&s->mu);
-        sweep(s, 1);
+        for (unsigned k = 0; k < s->nloops; k++) {
+            cshs_loop *l = &s->loops[k];
+            pthread_mutex_lock(&l->mu);
+            for (cshs_conn *c = l->conns; c; c = c->next) shutdown(c->fd, SHUT_RDWR);
+            pthread_mutex_unlock(&l->mu);
+            atomic_store(&l->next_sweep_ms, 0);
+            wake_loop(l);
+        }
+        /* the loops close what is not inside a handler */
+        int64_t soon = cshs__now_ms() + 100;
+        while (cshs__now_ms() < soon && open_count(s) > atomic_load(&s->c_busy)) {
+            struct timespec ts = {0, 5 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+        }
     }
     /* handlers get a last moment to return once their sockets are cut;
      * those that do not are left behind (join_all) */
@@ -929,7 +1085,10 @@ void cshs_server_free(cshs_server *s)
     int later = s->abandoned > 0;
     s->free_wanted = 1;
     pthread_mutex_unlock(&s->mu);
-    if (!later) release_server(s);
+    if (!later) {
+        if (!s->started) close_loops(s);
+        release_server(s);
+    }
 }
 
 void cshs_server_counters(const cshs_server *s, cshs_counters *o)
@@ -937,18 +1096,26 @@ void cshs_server_counters(const cshs_server *s, cshs_counters *o)
     cshs_server *m = (cshs_server *)s; /* atomics are read, not changed */
     memset(o, 0, sizeof *o);
     o->connections_open = atomic_load(&m->c_open);
-    o->connections_idle = atomic_load(&m->c_idle);
-    o->connections_active = atomic_load(&m->c_active);
     o->connections_total = atomic_load(&m->c_total);
-    o->requests = atomic_load(&m->c_requests);
-    o->bytes_in = atomic_load(&m->c_bytes_in);
-    o->bytes_out = atomic_load(&m->c_bytes_out);
-    o->idle_memory = o->connections_idle * sizeof(cshs_conn) + atomic_load(&m->c_idle_buffers);
+    uint64_t idle_buffers = 0;
+    for (unsigned i = 0; i < m->nloops; i++) {
+        cshs_loop_counters *k = &m->loops[i].k;
+        o->connections_idle += atomic_load_explicit(&k->idle, memory_order_relaxed);
+        o->connections_active += atomic_load_explicit(&k->active, memory_order_relaxed);
+        o->requests += atomic_load_explicit(&k->requests, memory_order_relaxed);
+        o->bytes_in += atomic_load_explicit(&k->bytes_in, memory_order_relaxed);
+        o->bytes_out += atomic_load_explicit(&k->bytes_out, memory_order_relaxed);
+        idle_buffers += atomic_load_explicit(&k->idle_buffers, memory_order_relaxed);
+    }
+    o->idle_memory = o->connections_idle * sizeof(cshs_conn) + idle_buffers;
     o->workers_busy = atomic_load(&m->c_busy);
-    o->workers_parked = atomic_load(&m->c_parked);
+    o->workers_parked = atomic_load(&m->c_spare);
     pthread_mutex_lock(&m->mu);
-    o->workers_total = m->nworkers;
+    o->workers_total = m->alive;
     pthread_mutex_unlock(&m->mu);
+    o->loops = m->nloops;
+    o->handovers = atomic_load(&m->c_handovers);
+    o->offloaded = atomic_load(&m->c_offloaded);
     o->err_parse = atomic_load(&m->e_parse);
     o->err_rejected = atomic_load(&m->e_rejected);
     o->err_head_timeout = atomic_load(&m->e_head);

@@ -3,6 +3,7 @@
 #define CSHS_SERVER_IMPL_H
 
 #include <pthread.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -17,15 +18,10 @@
 /* What an epoll registration points at: the first member of each. */
 enum { TAG_CONN = 1, TAG_LISTENER = 2, TAG_WAKE = 3 };
 
-/* Events a worker takes per epoll_wait (server.c, worker_main). */
-#define CSHS_WORKER_BATCH 8
+/* Events a loop takes per epoll_wait. */
+#define CSHS_LOOP_BATCH 64
 
-/* Connection states: who may touch it. IDLE: nobody (in epoll); BUSY: one
- * worker; EXPIRED: the sweep found a deadline passed while it was idle, the
- * worker that receives its event ends it (answering 408 when a request was
- * in progress). */
-enum { CONN_IDLE = 0, CONN_BUSY = 1, CONN_EXPIRED = 2 };
-/* Which deadline deadline_ms is. */
+/* Which deadline a parked connection's deadline_ms is. */
 enum {
     EXP_NONE = 0,
     EXP_HEAD,  /* a request head (or a new connection's first) */
@@ -40,7 +36,7 @@ enum { TLS_NONE = 0, TLS_HANDSHAKE = 1, TLS_OPEN = 2 };
 /* Where a connection's life stands (connection.c has the diagram). */
 enum {
     CP_READ = 0, /* reading and answering requests */
-    CP_WRITE,    /* the loop finishes sending a response, then after_write */
+    CP_WRITE,    /* the loop finishes sending a response, then reads on or ends */
     CP_LINGER    /* answered and closing: reading and discarding (lingering close) */
 };
 
@@ -56,27 +52,41 @@ typedef struct cshs_out {
     char data[];
 } cshs_out;
 
+/* One connection. It belongs to one loop (registered edge-triggered in its
+ * epoll set for its whole life) and is touched by one thread at a time:
+ * the loop's owner, or, while `busy`, the thread running its handler (the
+ * loop then ignores its events; the handler's thread gives it back through
+ * the loop's returned list, and the loop reads on from where it stands).
+ * Only the loop's owner closes it; its struct is freed after the batch of
+ * events that may still point at it (the loop's graveyard). */
 typedef struct cshs_conn {
     int tag;
     int fd;
     struct cshs_server *srv;
-    struct cshs_conn *prev, *next; /* the server's list, under srv->mu */
-    _Atomic int state;
-    _Atomic int64_t deadline_ms; /* while idle: when the sweep acts (0: never) */
-    _Atomic int expire_kind;     /* EXP_*: which deadline deadline_ms is */
-    int phase;                   /* CP_* */
-    int close_after_write;       /* CP_WRITE: close (lingering) once sent, else go on */
-    int linger;                  /* the close should linger (an error answer, unread input) */
-    int eof;                     /* the client's input ended */
-    int last_status;             /* of the last answer reported */
-    uint64_t served;             /* exchanges run */
+    struct cshs_loop *loop;
+    struct cshs_conn *prev, *next; /* the loop's list (changed under loop->mu) */
+    struct cshs_conn *link;        /* returned, posted or graveyard list */
+    _Atomic int busy;              /* a handler's thread has it */
+    int64_t deadline_ms;           /* while parked: when the sweep acts (0: never) */
+    int expire_kind;               /* EXP_*: which deadline deadline_ms is */
+    int phase;                     /* CP_* */
+    char parked;                   /* waiting for the socket (counted idle) */
+    char posted;                   /* on the loop's posted list */
+    char closed;                   /* closed, in the graveyard */
+    char close_after_write;        /* CP_WRITE: close (lingering) once sent, else go on */
+    char linger;                   /* the close should linger (an error answer, unread input) */
+    char eof;                      /* the client's input ended */
+    char rdhup;                    /* an event said the input ends (read to its end) */
+    short tls_wait;                /* POLLIN or POLLOUT: what the last read or write waits for */
+    int after_run;                 /* a handler's result, for the loop that takes it back */
+    uint32_t handler_us;           /* how long that handler ran (a job's) */
+    int last_status;               /* of the last answer reported */
+    int tls_state;                 /* TLS_* */
+    uint64_t served;               /* exchanges run */
     int64_t accept_ms;
     int64_t last_io_ms;               /* last read (body) or write progress (output) */
     const struct cshs_stream_ops *io; /* plain or TLS bytes (cshs_stream_ops) */
     SSL *ssl;                         /* HTTPS, else NULL */
-    int tls_state;                    /* TLS_* */
-    short tls_wait;                   /* POLLIN or POLLOUT: what the last read or write waits for */
-    char tls_read_wants_write;        /* the last TLS read (or handshake step) wants to write */
     cshw_exchange *x;                 /* while bytes are pending, else NULL */
     cshs_out *out, *out_tail;         /* queued output */
     size_t out_bytes;                 /* bytes (not file ranges) queued */
@@ -93,24 +103,52 @@ typedef struct cshs_listener {
     int family;
     int tls;
     unsigned port;
-    _Atomic int paused; /* out of descriptors: re-armed by the next sweep */
 } cshs_listener;
 
+/* Counters a loop adds to (per loop, summed by cshs_server_counters): on
+ * a line of their own, written mostly by the loop's owner. */
+typedef struct cshs_loop_counters {
+    _Atomic uint64_t requests, bytes_in, bytes_out;
+    _Atomic uint64_t idle, active, idle_buffers;
+} __attribute__((aligned(64))) cshs_loop_counters;
+
+/* An event loop: an epoll set and the connections registered in it, run
+ * by one thread at a time, its owner. When the owner has been inside a
+ * handler for grow_after_us while the loop has events waiting, the
+ * supervisor hands the loop to another thread (handler_since_us goes to
+ * -1); the old owner finishes its handler, gives its connection back, and
+ * becomes a spare. */
+typedef struct cshs_loop {
+    struct cshs_server *srv;
+    int epfd, evfd;
+    int wake_tag;                  /* TAG_WAKE: what evfd's registration points at */
+    pthread_mutex_t mu;            /* conns (changes) and returned */
+    cshs_conn *conns;              /* every connection of the loop */
+    cshs_conn *returned;           /* given back by handlers' threads, under mu */
+    cshs_conn *posted;             /* owner only: to go on with after this batch */
+    cshs_conn *graveyard;          /* owner only: closed, freed after the batch */
+    struct epoll_event evs[CSHS_LOOP_BATCH];
+    _Atomic int nev, next;         /* the batch being served: evs[next .. nev) wait */
+    _Atomic int64_t handler_since_us; /* > 0: the owner runs a handler since; -1: taken */
+    _Atomic int64_t next_sweep_ms;
+    int64_t offload_until_ms;      /* owner only: run handlers on other threads until then */
+    cshs_loop_counters k;
+} cshs_loop;
+
+/* A thread: it runs a loop, runs one connection's handler (a job), or
+ * waits as a spare for either. */
 typedef struct cshs_worker {
     struct cshs_server *srv;
     pthread_t thread;
     cshw_context *ctx;
-    cshw_exchange *spare_x;        /* an exchange kept for the next connection */
-    _Atomic int64_t busy_since_us; /* 0: waiting in epoll */
-    _Atomic int parked;
-    /* Events taken in one epoll_wait beyond the one being served. Each slot
-     * is emptied by exchange, by the worker (to serve it) or by the
-     * supervisor (to hand it back when the worker is stuck in a slow
-     * handler), so exactly one of them owns it. */
-    _Atomic(void *) held[CSHS_WORKER_BATCH];
-    _Atomic int64_t held_since_us; /* 0: nothing held */
-    int exited;                    /* worker_main returned (under srv->mu) */
-    int abandoned;                 /* left in a handler at a forced stop (under srv->mu) */
+    cshw_exchange *spare_x;  /* an exchange kept for the next connection */
+    pthread_cond_t cv;       /* a spare waits here for its assignment */
+    cshs_loop *loop;         /* assigned loop (under srv->mu until taken) */
+    cshs_conn *job;          /* assigned handler (under srv->mu until taken) */
+    struct cshs_worker *next_spare;
+    int lost;                /* its loop was handed over while it ran a handler */
+    int exited;              /* the thread returned (under srv->mu) */
+    int abandoned;           /* left in a handler at a forced stop (under srv->mu) */
 } cshs_worker;
 
 struct cshs_server {
@@ -128,20 +166,20 @@ struct cshs_server {
     unsigned abandoned;
     int free_wanted;
 
-    int epfd;
-    int wake_tag; /* TAG_WAKE, what the eventfd's registration points at */
-    int evfd;
     cshs_listener lis[5];
+    int nlis;
     SSL_CTX *ssl_ctx; /* HTTPS, under tls_mu (reload swaps it) */
     pthread_mutex_t tls_mu;
-    int nlis;
 
-    pthread_mutex_t mu; /* the connection list, the workers, parking */
-    pthread_cond_t park_cv, sup_cv, stopped_cv;
-    cshs_conn *conns;
+    cshs_loop *loops;
+    unsigned nloops;
+
+    pthread_mutex_t mu; /* the workers, spares, jobs */
+    pthread_cond_t sup_cv, stopped_cv;
     cshs_worker **workers;
-    _Atomic unsigned nworkers;
-    unsigned unpark_tokens;
+    unsigned nworkers;        /* under mu */
+    unsigned alive;           /* threads not exited, under mu */
+    cshs_worker *spares;      /* waiting for an assignment, most recent first */
     pthread_t supervisor;
 
     _Atomic int stopping; /* no accepting, close after the request in flight */
@@ -149,17 +187,13 @@ struct cshs_server {
     _Atomic int exiting;  /* threads leave */
     int started, stopped;
 
-    _Atomic uint64_t c_open, c_idle, c_active, c_total, c_requests, c_bytes_in, c_bytes_out;
-    _Atomic uint64_t c_idle_buffers, c_busy, c_parked;
-    /* 1 while the supervisor sleeps a long wait (not every worker busy): the
-     * worker that makes them all busy wakes it, once; otherwise it is left
-     * alone, so a busy server pays no wake-up per request */
+    _Atomic uint64_t c_open, c_total;
+    _Atomic uint64_t c_busy, c_spare; /* threads in handlers; spares waiting */
+    /* 1 while the supervisor sleeps a long wait (no loop inside a handler):
+     * the loop that enters one wakes it, once */
     _Atomic int sup_sleeping;
-    _Atomic unsigned c_holding; /* workers holding taken events (held[]) */
     _Atomic uint64_t e_parse, e_rejected, e_head, e_idle, e_body, e_send, e_io, e_tls;
-    _Atomic uint64_t c_tls_handshakes;
-    _Atomic uint64_t busy_peak; /* most workers busy at once since the last look */
-    _Atomic int park_wanted;    /* surplus workers the supervisor asks to park */
+    _Atomic uint64_t c_tls_handshakes, c_handovers, c_offloaded;
 };
 
 int64_t cshs__now_ms(void);
@@ -167,23 +201,39 @@ int64_t cshs__now_us(void);
 
 /* connection.c */
 cshs_conn *cshs__conn_new(struct cshs_server *s, int fd, const struct sockaddr *sa);
-/* Serves what the connection's event brought; re-arms or closes it. */
+/* Serves what a ready event brought (the loop's owner, c not busy). */
 void cshs__conn_event(cshs_worker *w, cshs_conn *c);
+/* A connection a handler's thread gave back: goes on after its handler. */
+void cshs__conn_resume(cshs_worker *w, cshs_conn *c);
+/* Runs a connection's ready handler on a job thread, then gives it back. */
+void cshs__conn_job(cshs_worker *w, cshs_conn *c);
+/* The sweep's look at one parked connection: ends it when its deadline
+ * passed (408 for a request in progress), or at a stop. */
+void cshs__conn_sweep(cshs_worker *w, cshs_conn *c, int64_t now_ms);
 /* The exchange configuration's callbacks (server.c sets them up). */
 void cshs__report(void *arg, const cshw_exchange_outcome *o);
 int cshs__closing(void *arg);
 int cshs__streams(void *arg, const char *head, const csh_message *msg);
-/* Hands an event this worker took but did not serve back to epoll: the
- * one-shot registration is armed again and fires for another worker. */
-void cshs__conn_rearm(cshs_conn *c);
-/* Closes and frees it; w (may be NULL) keeps its exchange as a spare. */
+/* Closes it (the loop's owner only); the struct waits in the graveyard. */
 void cshs__conn_close(cshs_worker *w, cshs_conn *c);
+/* Frees it: the graveyard after a batch, or everything at the end. */
+void cshs__conn_free(cshs_conn *c);
 /* Bytes an idle connection holds beyond its struct (a head in progress). */
 uint64_t cshs__conn_idle_held(const cshs_conn *c);
 /* Answers 503 and closes: beyond max_connections. */
-void cshs__reject(struct cshs_server *s, int fd, const struct sockaddr *sa);
+void cshs__reject(struct cshs_loop *l, int fd, const struct sockaddr *sa);
 /* Gives a worker's spare exchange back (at the worker's end). */
 void cshs__worker_release(cshs_worker *w);
+
+/* server.c: a connection's handler goes to another thread (0: none is
+ * free), or comes back. */
+int cshs__offload(struct cshs_server *s, cshs_conn *c);
+void cshs__give_back(cshs_conn *c);
+/* Around a handler run by a loop's owner: begin returns the time it
+ * stored, which end is given back; 0 from end when the loop was handed to
+ * another thread meanwhile. */
+int64_t cshs__handler_begin(cshs_loop *l);
+int cshs__handler_end(cshs_loop *l, int64_t since);
 
 /* One connection's bytes, plain or TLS: past the TLS handshake the
  * connection's life never asks which (connection.c: plain; tls.c: TLS).

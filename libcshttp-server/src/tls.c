@@ -43,6 +43,8 @@ static SSL_CTX *make_ctx(const cshs_options *o)
     SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
     SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
                               SSL_MODE_RELEASE_BUFFERS);
+    /* whole socket reads rather than a record header and a body apart */
+    SSL_CTX_set_read_ahead(ctx, 1);
     SSL_CTX_set_alpn_select_cb(ctx, alpn_select, NULL);
     if (SSL_CTX_use_certificate_chain_file(ctx, o->tls_cert) != 1 ||
         SSL_CTX_use_PrivateKey_file(ctx, o->tls_key, SSL_FILETYPE_PEM) != 1 ||
@@ -131,24 +133,35 @@ int cshs__tls_handshake(cshs_conn *c)
 
 /* ---- the TLS stream (server_impl.h, cshs_stream_ops) ---- */
 
-/* -EAGAIN from OpenSSL may mean "wait to read" or "wait to write": which
- * one goes to c->tls_wait (and, for a read, tls_read_wants_write). */
+/* -EAGAIN from OpenSSL may mean "wait to read" or "wait to write"; the
+ * socket is registered for both (edge-triggered), so either edge brings
+ * the next try. Records are read until the buffer is full or OpenSSL
+ * wants the socket: a short read then means the socket said EAGAIN, which
+ * an edge-triggered registration needs (one SSL_read returns at most one
+ * record, and the socket may hold more). */
 static ssize_t tls_read(cshs_conn *c, void *buf, size_t len)
 {
-    ERR_clear_error();
-    errno = 0; /* SSL_ERROR_SYSCALL reads it: no stale value may pass for EAGAIN */
-    size_t n = 0;
-    int r = SSL_read_ex(c->ssl, buf, len, &n);
+    size_t got = 0;
     c->tls_wait = POLLIN;
-    c->tls_read_wants_write = 0;
-    if (r == 1) return (ssize_t)n;
-    r = map_error(c, r);
-    if (r == -EINPROGRESS) {
-        c->tls_wait = POLLOUT;
-        c->tls_read_wants_write = 1;
-        return -EAGAIN;
+    while (got < len) {
+        ERR_clear_error();
+        errno = 0; /* SSL_ERROR_SYSCALL reads it: no stale value may pass for EAGAIN */
+        size_t n = 0;
+        int r = SSL_read_ex(c->ssl, (char *)buf + got, len - got, &n);
+        if (r == 1) {
+            got += n;
+            continue;
+        }
+        r = map_error(c, r);
+        if (r == -EINPROGRESS) {
+            c->tls_wait = POLLOUT;
+            r = -EAGAIN;
+        }
+        /* bytes read come first; the end or the error is met again */
+        if (got) return (ssize_t)got;
+        return r;
     }
-    return r;
+    return (ssize_t)got;
 }
 
 static ssize_t tls_write(cshs_conn *c, const void *buf, size_t len)
@@ -188,7 +201,6 @@ void cshs__tls_drop(cshs_conn *c)
     SSL_free(c->ssl);
     c->ssl = NULL;
     c->tls_state = TLS_NONE;
-    c->tls_read_wants_write = 0;
     c->io = &cshs__plain_stream;
 }
 

@@ -357,19 +357,21 @@ static void test_wait_and_graceful_stop(void **state)
     s = NULL;
 }
 
-/* A worker takes several ready events at once on a busy server. When the
- * first one turns out to run a slow handler, the others must not wait for
- * it: they are handed back to epoll for another worker. With max_threads = 2
- * no worker is added, so only the hand-back serves them in time.
- * One worker is kept busy (d: 300 ms); a quick request (e), a slow one
- * (a: 2 s) and two quick ones (b, c) are sent together, so the other worker
- * serves e quickly and finds a, b and c ready in its next epoll_wait. b and
- * c must be answered while a still sleeps. */
+/* A loop takes several ready events at once. When one of them runs a slow
+ * handler, the others must not wait for it: the loop is handed to another
+ * thread. One loop, two threads at most: the loop's thread is kept busy (d:
+ * 300 ms), then a quick request (e), a slow one (a: 2 s) and two quick ones
+ * (b, c) are sent together. The loop goes to the second thread, which
+ * serves e and is stuck in a; when d ends, its thread takes the loop back
+ * and serves b and c while a still sleeps. The second round runs with the
+ * loop's handlers sent to other threads (a slow one was seen), where no
+ * thread is free they run on the loop's, and the same holds. */
 static void test_slow_handler_holds_no_events(void **state)
 {
     (void)state;
     cshs_options o2 = o;
     o2.unix_path = NULL;
+    o2.loops = 1;
     o2.min_threads = 2;
     o2.max_threads = 2;
     s2 = cshs_server_new(&o2, hello, NULL);

@@ -154,6 +154,16 @@ size_t cshw_exchange_buffered(const cshw_exchange *x)
     return x->len - x->raw;
 }
 
+void cshw_exchange_recheck(cshw_exchange *x)
+{
+    x->short_read = 0;
+}
+
+int cshw_exchange_streams(const cshw_exchange *x)
+{
+    return x->streaming;
+}
+
 uint64_t cshw_exchange_body_received(const cshw_exchange *x)
 {
     return x->raw_in;

@@ -86,6 +86,9 @@ static void hello(cshw_context *ctx)
     cshw_response_puts(cshw_context_response(ctx), "hello");
 }
 
+/* Ready requests that stream their body (cshw_exchange_streams), in serve. */
+static int streamed_runs;
+
 /* Serves `in` through an exchange, `piece` bytes at a time (0: whole),
  * as cshw_memory_serve does, with the reports collected. */
 static void serve(tw_run *run, const char *in, size_t len, size_t piece, const cshw_options *o,
@@ -109,11 +112,13 @@ static void serve(tw_run *run, const char *in, size_t len, size_t piece, const c
     assert_non_null(ctx);
     const cshw_transport *t = cshw_memory_transport(m);
     int runs = 0;
+    streamed_runs = 0;
     for (int guard = 0; guard < 10000000; guard++) {
         int r = cshw_exchange_input(x, t);
         if (r == CSHW_EXCHANGE_WANT_INPUT) continue;
         if (r != CSHW_EXCHANGE_READY) break;
         runs++;
+        streamed_runs += cshw_exchange_streams(x);
         if (cshw_exchange_run(x, ctx, t) != CSHW_EXCHANGE_NEXT) break;
     }
     (void)len;
@@ -375,6 +380,13 @@ static void test_streaming(void **state)
         check_body(30000);
         assert_int_equal(run.served, 2);
         assert_string_equal(run.r[0].body, "30000");
+        /* the POST streams; the GET after it has no body to stream */
+        assert_int_equal(streamed_runs, 1);
+        tw_free(&run);
+        /* without the predicate the same body is read before the handler */
+        serve(&run, in, n, piece, NULL, read_all, NULL);
+        assert_string_equal(run.r[0].body, "30000");
+        assert_int_equal(streamed_runs, 0);
         tw_free(&run);
     }
     free(in);

@@ -56,11 +56,16 @@ typedef struct cshs_options {
     unsigned tls_handshake_timeout_ms;
     int backlog; /* listen(2) backlog (default 511) */
 
-    /* Workers: min_threads wait in epoll from the start (default 2); the
-     * supervisor adds one, up to max_threads (default 256), when every
-     * worker has been busy for grow_after_us (default 1000) and events are
-     * waiting. A worker idle for park_after_ms (default 2000) beyond
-     * min_threads parks. */
+    /* Threads (libcshttp-server/README.md, "Threads"). loops: event loops,
+     * each run by one thread at a time (default 0: one per online CPU).
+     * Quick handlers run on the loop's thread; a handler that takes longer
+     * than grow_after_us (default 1000) while its loop has events waiting
+     * loses the loop to a spare thread, and for the next second that
+     * loop's handlers run on other threads. Threads are kept up to
+     * max(min_threads, loops + 1) (default min_threads 2), at most
+     * max_threads (default 256: blocked handlers each hold one); a spare
+     * beyond them leaves after park_after_ms (default 2000) idle. */
+    unsigned loops;
     unsigned min_threads;
     unsigned max_threads;
     unsigned grow_after_us;

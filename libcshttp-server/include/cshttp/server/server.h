@@ -65,12 +65,14 @@ typedef void (*cshs_log_fn)(void *user, const cshs_request_log *entry);
  * lock, so sums may be off by the requests in flight). */
 typedef struct cshs_counters {
     uint64_t connections_open;   /* accepted and not yet closed */
-    uint64_t connections_idle;   /* waiting in epoll, no thread */
-    uint64_t connections_active; /* on a worker */
+    uint64_t connections_idle;   /* waiting for the socket, no thread */
+    uint64_t connections_active; /* being served by a loop or a handler's thread */
     uint64_t connections_total;  /* accepted since start */
     uint64_t requests;           /* handlers run (responses begun) */
     uint64_t bytes_in, bytes_out;
     uint64_t idle_memory; /* bytes the engine holds for idle connections */
+    /* threads: running handlers that wait (offloaded), all of them, and
+     * spares waiting for work */
     uint64_t workers_busy, workers_total, workers_parked;
     /* errors by kind */
     uint64_t err_parse;        /* heads refused with 4xx/5xx */
@@ -82,6 +84,9 @@ typedef struct cshs_counters {
     uint64_t err_io;         /* resets, writes to closed sockets */
     uint64_t err_tls;        /* failed or timed-out TLS handshakes */
     uint64_t tls_handshakes; /* completed */
+    uint64_t loops;          /* event loops */
+    uint64_t handovers;      /* loops handed to another thread (a handler blocked) */
+    uint64_t offloaded;      /* handlers run on another thread than their loop's */
 } cshs_counters;
 
 /* A server with a copy of `options` (NULL: defaults) that runs `handler`

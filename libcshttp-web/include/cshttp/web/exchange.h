@@ -162,6 +162,18 @@ CSHW_EXPORT size_t cshw_exchange_buffered(const cshw_exchange *x);
 CSHW_EXPORT uint64_t cshw_exchange_body_received(const cshw_exchange *x);
 CSHW_EXPORT int64_t cshw_exchange_body_start_us(const cshw_exchange *x);
 
+/* After a read that did not fill its room, cshw_exchange_input trusts the
+ * owner's readiness wait and asks for input without reading again. An
+ * owner that may have missed readiness meanwhile (an edge-triggered
+ * registration whose events were ignored while another thread had the
+ * connection) calls this first: the next input reads. */
+CSHW_EXPORT void cshw_exchange_recheck(cshw_exchange *x);
+
+/* 1 when the ready request streams its body (config.streams said so): its
+ * handler will wait for the network, so a driver runs it where waiting
+ * stalls nobody else. */
+CSHW_EXPORT int cshw_exchange_streams(const cshw_exchange *x);
+
 /* An answer without a request (beyond max_connections: 503; plain HTTP on
  * an HTTPS port: 400): the toolkit's error page with Date, Content-Length
  * and Connection: close, `detail` (may be NULL) in its text; reported
