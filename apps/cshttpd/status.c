@@ -139,7 +139,10 @@ int acl_allows(const acl *a, const char *remote_addr)
     X(err_send_timeout)                                                                            \
     X(err_io)                                                                                      \
     X(err_tls)                                                                                     \
-    X(tls_handshakes)
+    X(tls_handshakes)                                                                              \
+    X(loops)                                                                                       \
+    X(handovers)                                                                                   \
+    X(offloaded)
 
 static cshttpd_app *allowed(cshw_context *ctx)
 {

@@ -52,7 +52,6 @@
 #define TLS_FILE_CHUNK 16384u /* a file sent over TLS is read this much at a time */
 #define OUT_MIN 4096u         /* the smallest output block */
 #define DRIVE_TURNS 32        /* exchanges in a row before others go first */
-#define OFFLOAD_MS 1000       /* a slow handler: the loop's next ones run on other threads */
 
 /* ---- the plain stream (server_impl.h, cshs_stream_ops) ---- */
 
@@ -368,8 +367,7 @@ static int t_peek(void *io, const char **data, size_t *len)
         ssize_t n = c->io->read(c, c->sbuf, STREAM_BUF);
         if (n >= 0) {
             if (n > 0) {
-                atomic_fetch_add_explicit(&c->loop->k.bytes_in, (uint64_t)n,
-                                          memory_order_relaxed);
+                atomic_fetch_add_explicit(&c->loop->k.bytes_in, (uint64_t)n, memory_order_relaxed);
                 c->last_io_ms = cshs__now_ms();
             }
             c->slen = (size_t)n;
@@ -757,8 +755,8 @@ static int run_inline(cshs_worker *w, cshs_conn *c, int *r)
     }
     atomic_store_explicit(&c->busy, 0, memory_order_relaxed);
     /* a slow handler: its successors on this loop run elsewhere a while */
-    if (cshs__now_us() - start > (int64_t)s->o.grow_after_us)
-        l->offload_until_ms = cshs__now_ms() + OFFLOAD_MS;
+    if (s->o.offload_ms && cshs__now_us() - start > (int64_t)s->o.grow_after_us)
+        l->offload_until_ms = cshs__now_ms() + (int64_t)s->o.offload_ms;
     return 1;
 }
 
@@ -828,8 +826,8 @@ void cshs__conn_job(cshs_worker *w, cshs_conn *c)
 void cshs__conn_resume(cshs_worker *w, cshs_conn *c)
 {
     cshs_server *s = c->srv;
-    if (c->handler_us > s->o.grow_after_us)
-        c->loop->offload_until_ms = cshs__now_ms() + OFFLOAD_MS;
+    if (s->o.offload_ms && c->handler_us > s->o.grow_after_us)
+        c->loop->offload_until_ms = cshs__now_ms() + (int64_t)s->o.offload_ms;
     c->handler_us = 0;
     /* the loop ignored its events while another thread had it: the next
      * input reads rather than trusting an earlier short read */

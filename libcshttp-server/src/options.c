@@ -26,6 +26,7 @@ void cshs_options_init(cshs_options *o)
     o->tls_port = 8443;
     o->tls_handshake_timeout_ms = 10000;
     o->loops = 0;
+    o->offload_ms = 1000;
     o->min_threads = 2;
     o->max_threads = 256;
     o->grow_after_us = 1000;
@@ -80,6 +81,8 @@ int cshs_options_check(const cshs_options *o, const char **why)
         w = "max_threads must be min_threads..4096";
     else if (o->loops > 1024)
         w = "loops must be 0..1024 (0: one per CPU)";
+    else if (o->offload_ms > 3600000)
+        w = "offload_ms must be 0..3600000";
     else if (o->park_after_ms < 1)
         w = "park_after_ms must be >= 1";
     else if (o->max_connections < 1)
@@ -124,11 +127,14 @@ static const opt_def defs[] = {
     {"tls_handshake_timeout_ms", T_UINT, O(tls_handshake_timeout_ms),
      "TLS handshake deadline (0: off)"},
     {"loops", T_UINT, O(loops), "event loops (0: one per CPU)"},
+    {"offload_ms", T_UINT, O(offload_ms),
+     "after a slow handler, run the loop's handlers on other threads this long (0: never)"},
     {"min_threads", T_UINT, O(min_threads), "threads kept (at least loops + 1)"},
     {"max_threads", T_UINT, O(max_threads), "most threads (blocked handlers each hold one)"},
     {"grow_after_us", T_UINT, O(grow_after_us),
      "hand a loop to another thread when its handler took this long and events wait"},
-    {"park_after_ms", T_UINT, O(park_after_ms), "a spare thread beyond min_threads leaves idle this long"},
+    {"park_after_ms", T_UINT, O(park_after_ms),
+     "a spare thread beyond min_threads leaves idle this long"},
     {"max_connections", T_UINT, O(max_connections), "beyond it: 503 and close"},
     {"header_timeout_ms", T_UINT, O(header_timeout_ms), "request head deadline (0: off)"},
     {"keepalive_timeout_ms", T_UINT, O(keepalive_timeout_ms),

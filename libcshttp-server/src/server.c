@@ -511,8 +511,8 @@ static void run_loop(cshs_worker *w, cshs_loop *l)
             bury(l);
             int64_t wait = 0;
             if (!l->posted) {
-                wait = atomic_load_explicit(&l->next_sweep_ms, memory_order_relaxed) -
-                       cshs__now_ms();
+                wait =
+                    atomic_load_explicit(&l->next_sweep_ms, memory_order_relaxed) - cshs__now_ms();
                 if (wait < 0) wait = 0;
                 if (wait > 1000) wait = 1000;
             }

@@ -121,17 +121,17 @@ typedef struct cshs_loop_counters {
 typedef struct cshs_loop {
     struct cshs_server *srv;
     int epfd, evfd;
-    int wake_tag;                  /* TAG_WAKE: what evfd's registration points at */
-    pthread_mutex_t mu;            /* conns (changes) and returned */
-    cshs_conn *conns;              /* every connection of the loop */
-    cshs_conn *returned;           /* given back by handlers' threads, under mu */
-    cshs_conn *posted;             /* owner only: to go on with after this batch */
-    cshs_conn *graveyard;          /* owner only: closed, freed after the batch */
+    int wake_tag;         /* TAG_WAKE: what evfd's registration points at */
+    pthread_mutex_t mu;   /* conns (changes) and returned */
+    cshs_conn *conns;     /* every connection of the loop */
+    cshs_conn *returned;  /* given back by handlers' threads, under mu */
+    cshs_conn *posted;    /* owner only: to go on with after this batch */
+    cshs_conn *graveyard; /* owner only: closed, freed after the batch */
     struct epoll_event evs[CSHS_LOOP_BATCH];
-    _Atomic int nev, next;         /* the batch being served: evs[next .. nev) wait */
+    _Atomic int nev, next;            /* the batch being served: evs[next .. nev) wait */
     _Atomic int64_t handler_since_us; /* > 0: the owner runs a handler since; -1: taken */
     _Atomic int64_t next_sweep_ms;
-    int64_t offload_until_ms;      /* owner only: run handlers on other threads until then */
+    int64_t offload_until_ms; /* owner only: run handlers on other threads until then */
     cshs_loop_counters k;
 } cshs_loop;
 
@@ -141,14 +141,14 @@ typedef struct cshs_worker {
     struct cshs_server *srv;
     pthread_t thread;
     cshw_context *ctx;
-    cshw_exchange *spare_x;  /* an exchange kept for the next connection */
-    pthread_cond_t cv;       /* a spare waits here for its assignment */
-    cshs_loop *loop;         /* assigned loop (under srv->mu until taken) */
-    cshs_conn *job;          /* assigned handler (under srv->mu until taken) */
+    cshw_exchange *spare_x; /* an exchange kept for the next connection */
+    pthread_cond_t cv;      /* a spare waits here for its assignment */
+    cshs_loop *loop;        /* assigned loop (under srv->mu until taken) */
+    cshs_conn *job;         /* assigned handler (under srv->mu until taken) */
     struct cshs_worker *next_spare;
-    int lost;                /* its loop was handed over while it ran a handler */
-    int exited;              /* the thread returned (under srv->mu) */
-    int abandoned;           /* left in a handler at a forced stop (under srv->mu) */
+    int lost;      /* its loop was handed over while it ran a handler */
+    int exited;    /* the thread returned (under srv->mu) */
+    int abandoned; /* left in a handler at a forced stop (under srv->mu) */
 } cshs_worker;
 
 struct cshs_server {
@@ -177,9 +177,9 @@ struct cshs_server {
     pthread_mutex_t mu; /* the workers, spares, jobs */
     pthread_cond_t sup_cv, stopped_cv;
     cshs_worker **workers;
-    unsigned nworkers;        /* under mu */
-    unsigned alive;           /* threads not exited, under mu */
-    cshs_worker *spares;      /* waiting for an assignment, most recent first */
+    unsigned nworkers;   /* under mu */
+    unsigned alive;      /* threads not exited, under mu */
+    cshs_worker *spares; /* waiting for an assignment, most recent first */
     pthread_t supervisor;
 
     _Atomic int stopping; /* no accepting, close after the request in flight */

@@ -342,17 +342,17 @@ def t_stop_deadline(_):
 
 # ---- stress: blocking handlers mixed with quick ones ----
 
-@test("stress")
-def t_stress(_):
+def stress(*server_args):
     """24 clients on keep-alive connections, each 100 requests picked at
     random: a handler that blocks 0-20 ms, plaintext, a POST echoed back
     with a random body (0-3000 bytes), two pipelined requests, and now and
     then a connection given up in the middle of a head. Every response
     must be the right one for its request, and the counters must add up:
-    requests answered, connections opened and closed."""
+    requests answered, connections opened and closed. Returns the server's
+    last counters."""
     import json
     import random
-    srv = T.Server("--max-threads", "64")
+    srv = T.Server("--max-threads", "64", *server_args)
     errors, lock = [], threading.Lock()
     counts = {"requests": 0, "connections": 0}
 
@@ -434,8 +434,27 @@ def t_stress(_):
         assert status_asked >= 1, c
         assert c["requests"] == counts["requests"] + status_asked - 1, (c, counts)
         assert c["err_parse"] == 0 and c["err_io"] == 0, c
+        return c
     finally:
         srv.stop()
+
+
+@test("stress")
+def t_stress(_):
+    """As it runs by default: the blocking handlers send the loops'
+    handlers to other threads (offloaded)."""
+    c = stress()
+    assert c["loops"] >= 1 and c["offloaded"] > 0, c
+
+
+@test("stress")
+def t_stress_handovers(_):
+    """Handlers never sent elsewhere (--offload-ms 0) on one loop: every
+    blocking handler with requests waiting behind it costs the loop a
+    hand-over to another thread, all the time, and every answer is still
+    right."""
+    c = stress("--offload-ms", "0", "--loops", "1")
+    assert c["loops"] == 1 and c["offloaded"] == 0 and c["handovers"] > 10, c
 
 
 def main():

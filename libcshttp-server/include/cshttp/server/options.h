@@ -60,12 +60,15 @@ typedef struct cshs_options {
      * each run by one thread at a time (default 0: one per online CPU).
      * Quick handlers run on the loop's thread; a handler that takes longer
      * than grow_after_us (default 1000) while its loop has events waiting
-     * loses the loop to a spare thread, and for the next second that
-     * loop's handlers run on other threads. Threads are kept up to
+     * loses the loop to a spare thread, and for offload_ms after a handler
+     * took that long (default 1000; 0: never) that loop's handlers run on
+     * other threads, so blocking ones do not cost a hand-over each.
+     * Threads are kept up to
      * max(min_threads, loops + 1) (default min_threads 2), at most
      * max_threads (default 256: blocked handlers each hold one); a spare
      * beyond them leaves after park_after_ms (default 2000) idle. */
     unsigned loops;
+    unsigned offload_ms;
     unsigned min_threads;
     unsigned max_threads;
     unsigned grow_after_us;
