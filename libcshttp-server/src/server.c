@@ -213,6 +213,17 @@ void *cshs_server_app_data(const cshs_server *s)
     return s->app_data;
 }
 
+int cshs_server_add_tick(cshs_server *s, void (*fn)(void *arg), void *arg)
+{
+    if (!s || !fn) return -EINVAL;
+    if (s->started) return -EBUSY;
+    if (s->nticks == sizeof s->ticks / sizeof s->ticks[0]) return -ENOSPC;
+    s->ticks[s->nticks].fn = fn;
+    s->ticks[s->nticks].arg = arg;
+    s->nticks++;
+    return 0;
+}
+
 /* ---- listeners ---- */
 
 static int listen_tcp(cshs_server *s, const char *address, unsigned port, int tls, cshs_listener *l)
@@ -745,9 +756,14 @@ static void hand_over(cshs_server *s, cshs_loop *l, int64_t since)
 static void *supervisor_main(void *arg)
 {
     cshs_server *s = arg;
+    int64_t next_tick = cshs__now_ms() + (int64_t)s->o.sweep_interval_ms;
     pthread_mutex_lock(&s->mu);
     while (!atomic_load(&s->exiting)) {
         pthread_mutex_unlock(&s->mu);
+        if (s->nticks && cshs__now_ms() >= next_tick) {
+            for (unsigned i = 0; i < s->nticks; i++) s->ticks[i].fn(s->ticks[i].arg);
+            next_tick = cshs__now_ms() + (int64_t)s->o.sweep_interval_ms;
+        }
         int64_t now_us = cshs__now_us();
         int in_handler = 0;
         for (unsigned i = 0; i < s->nloops; i++) {
@@ -773,6 +789,10 @@ static void *supervisor_main(void *arg)
                 atomic_store(&s->sup_sleeping, 0);
             else
                 wait_us = 1000000;
+        }
+        if (s->nticks) {
+            int64_t to_tick = (next_tick - cshs__now_ms()) * 1000;
+            if (to_tick < wait_us) wait_us = to_tick < 100 ? 100 : to_tick;
         }
         if (atomic_load(&s->exiting)) break;
         struct timespec ts;

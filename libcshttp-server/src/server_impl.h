@@ -174,6 +174,12 @@ struct cshs_server {
     cshs_loop *loops;
     unsigned nloops;
 
+    struct {
+        void (*fn)(void *);
+        void *arg;
+    } ticks[8]; /* cshs_server_add_tick, called by the supervisor */
+    unsigned nticks;
+
     pthread_mutex_t mu; /* the workers, spares, jobs */
     pthread_cond_t sup_cv, stopped_cv;
     cshs_worker **workers;

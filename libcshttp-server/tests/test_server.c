@@ -163,6 +163,42 @@ static void test_app_data(void **state)
     }
 }
 
+/* cshs_server_add_tick: called on the engine's tick while the server runs,
+ * not before start nor after stop; at most 8, none added once started. */
+static _Atomic int ticks_seen;
+
+static void count_tick(void *arg)
+{
+    atomic_fetch_add((_Atomic int *)arg, 1);
+}
+
+static void test_tick(void **state)
+{
+    (void)state;
+    cshs_options lo;
+    cshs_options_init(&lo);
+    lo.port = 0;
+    lo.sweep_interval_ms = 20;
+    s2 = cshs_server_new(&lo, hello, NULL);
+    assert_non_null(s2);
+    assert_int_equal(cshs_server_add_tick(s2, NULL, NULL), -EINVAL);
+    for (int i = 0; i < 8; i++)
+        assert_int_equal(cshs_server_add_tick(s2, count_tick, &ticks_seen), 0);
+    assert_int_equal(cshs_server_add_tick(s2, count_tick, &ticks_seen), -ENOSPC);
+    struct timespec ts = {0, 100 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    assert_int_equal(atomic_load(&ticks_seen), 0); /* not started */
+    assert_int_equal(cshs_server_start(s2), 0);
+    assert_int_equal(cshs_server_add_tick(s2, count_tick, &ticks_seen), -EBUSY);
+    /* no timing asserted: the ticks come, every callback each time */
+    while (atomic_load(&ticks_seen) < 16) nanosleep(&ts, NULL);
+    cshs_server_stop(s2, 0);
+    int after = atomic_load(&ticks_seen);
+    assert_int_equal(after % 8, 0);
+    nanosleep(&ts, NULL);
+    assert_int_equal(atomic_load(&ticks_seen), after); /* none after stop */
+}
+
 /* A streaming route reads its body as it arrives, on its worker; other
  * routes get theirs whole before the handler runs. Either way the handler
  * reads the same bytes, and the next request on the connection follows. */
@@ -442,6 +478,7 @@ int main(void)
         cmocka_unit_test_teardown(test_wait_and_graceful_stop, teardown),
         cmocka_unit_test_teardown(test_stop_cuts_at_deadline, teardown),
         cmocka_unit_test_teardown(test_app_data, teardown),
+        cmocka_unit_test_teardown(test_tick, teardown),
         cmocka_unit_test_teardown(test_streaming_route, teardown),
         cmocka_unit_test_teardown(test_slow_handler_holds_no_events, teardown),
     };

@@ -116,6 +116,13 @@ CSHS_EXPORT void cshs_server_set_streaming(cshs_server *s,
 CSHS_EXPORT void cshs_server_set_app_data(cshs_server *s, void *data);
 CSHS_EXPORT void *cshs_server_app_data(const cshs_server *s);
 
+/* The engine's tick: fn(arg) is called every sweep_interval_ms (default
+ * 200) on the engine's supervisor thread from start to stop, for work
+ * that shares the server's clock (a client's pool sweep, cshs_client_tick).
+ * fn must return quickly and must not call the server. At most 8; before
+ * start. 0, or -ENOSPC / -EBUSY (started). */
+CSHS_EXPORT int cshs_server_add_tick(cshs_server *s, void (*fn)(void *arg), void *arg);
+
 /* Binds the listeners and starts the workers and the supervisor. 0, or
  * -errno (bind: -EADDRINUSE...), nothing left running on failure. */
 CSHS_EXPORT int cshs_server_start(cshs_server *s);
