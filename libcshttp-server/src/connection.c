@@ -38,6 +38,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -748,15 +749,16 @@ static int run_inline(cshs_worker *w, cshs_conn *c, int *r)
     cshw_transport t = transport_of(c);
     *r = cshw_exchange_run(c->x, w->ctx, &t);
     if (!cshs__handler_end(l, start)) {
+        /* the loop was handed over: this handler held it past
+         * grow_after_us with events waiting (the supervisor decided
+         * whether the loop's next handlers run elsewhere) */
         c->after_run = *r;
         w->lost = 1;
         cshs__give_back(c);
         return 0;
     }
+    (void)s;
     atomic_store_explicit(&c->busy, 0, memory_order_relaxed);
-    /* a slow handler: its successors on this loop run elsewhere a while */
-    if (s->o.offload_ms && cshs__now_us() - start > (int64_t)s->o.grow_after_us)
-        l->offload_until_ms = cshs__now_ms() + (int64_t)s->o.offload_ms;
     return 1;
 }
 
@@ -813,12 +815,26 @@ static void drive(cshs_worker *w, cshs_conn *c)
     }
 }
 
+/* Times this thread gave up its CPU to wait (blocked in a system call). */
+static long voluntary_switches(void)
+{
+    struct rusage ru;
+    return getrusage(RUSAGE_THREAD, &ru) == 0 ? ru.ru_nvcsw : 0;
+}
+
 void cshs__conn_job(cshs_worker *w, cshs_conn *c)
 {
     cshw_transport t = transport_of(c);
+    int streams = cshw_exchange_streams(c->x);
     int64_t start = cshs__now_us();
+    long waits = voluntary_switches();
     c->after_run = cshw_exchange_run(c->x, w->ctx, &t);
+    /* A handler that blocked (the thread waited in the kernel) keeps the
+     * loop's handlers on other threads; one that only took long, preempted
+     * on a machine short of cores, does not. A streamed body is waited
+     * for by design. */
     int64_t took = cshs__now_us() - start;
+    if (streams || voluntary_switches() == waits) took = 0;
     c->handler_us = took > UINT32_MAX ? UINT32_MAX : (uint32_t)took;
     cshs__give_back(c);
 }

@@ -21,11 +21,13 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -515,6 +517,7 @@ static void run_loop(cshs_worker *w, cshs_loop *l)
 {
     cshs_server *s = l->srv;
     w->lost = 0;
+    atomic_store(&l->owner_tid, w->tid);
     while (!atomic_load(&s->exiting)) {
         int next = atomic_load_explicit(&l->next, memory_order_relaxed);
         int nev = atomic_load_explicit(&l->nev, memory_order_relaxed);
@@ -574,6 +577,7 @@ static void *worker_main(void *arg)
 {
     cshs_worker *w = arg;
     cshs_server *s = w->srv;
+    w->tid = (pid_t)syscall(SYS_gettid);
     /* sendfile(2) and OpenSSL's writes to a socket the peer closed raise
      * SIGPIPE: blocked here, they fail with EPIPE instead, whatever the
      * application's disposition */
@@ -726,9 +730,27 @@ static int loop_has_work(cshs_loop *l)
     return poll(&p, 1, 0) > 0;
 }
 
+/* Whether thread tid (of this process) is waiting in the kernel (state S
+ * or D in /proc), rather than running or runnable. Read only when a loop
+ * has been held past grow_after_us with events waiting. */
+static int thread_blocked(pid_t tid)
+{
+    char path[64], buf[256];
+    snprintf(path, sizeof path, "/proc/self/task/%d/stat", (int)tid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 1; /* cannot tell: as before, a held loop is handed over */
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) return 1;
+    buf[n] = '\0';
+    /* "tid (comm) S ...": the state follows the last ')' */
+    const char *p = strrchr(buf, ')');
+    return !p || p[1] != ' ' || (p[2] != 'R');
+}
+
 /* Hands loop l, whose owner has been in a handler since `since`, to a
  * spare or new thread. */
-static void hand_over(cshs_server *s, cshs_loop *l, int64_t since)
+static void hand_over(cshs_server *s, cshs_loop *l, int64_t since, int blocked)
 {
     pthread_mutex_lock(&s->mu);
     cshs_worker *w = take_spare(s);
@@ -739,6 +761,10 @@ static void hand_over(cshs_server *s, cshs_loop *l, int64_t since)
     }
     if (w) {
         if (atomic_compare_exchange_strong(&l->handler_since_us, &since, -1)) {
+            /* the old owner no longer touches the loop: its next owner
+             * finds this when it starts (the mutex orders it) */
+            if (blocked && s->o.offload_ms)
+                l->offload_until_ms = cshs__now_ms() + (int64_t)s->o.offload_ms;
             w->loop = l;
             atomic_fetch_add(&s->c_handovers, 1);
             pthread_cond_signal(&w->cv);
@@ -771,8 +797,16 @@ static void *supervisor_main(void *arg)
             int64_t since = atomic_load(&l->handler_since_us);
             if (since <= 0) continue;
             in_handler = 1;
-            if (now_us - since >= (int64_t)s->o.grow_after_us && loop_has_work(l))
-                hand_over(s, l, since);
+            int64_t held = now_us - since;
+            if (held < (int64_t)s->o.grow_after_us || !loop_has_work(l)) continue;
+            /* A handler blocked in the kernel: the loop goes at once, and
+             * its next handlers run on other threads a while. One that
+             * computes, or whose thread was only preempted (a machine
+             * short of cores), keeps it unless it holds it 20 times as
+             * long: another runnable thread would not run sooner. */
+            int blocked = thread_blocked(atomic_load(&l->owner_tid));
+            if (blocked || held >= 20 * (int64_t)s->o.grow_after_us)
+                hand_over(s, l, since, blocked);
         }
         pthread_mutex_lock(&s->mu);
         /* While a loop is inside a handler, look again in half of

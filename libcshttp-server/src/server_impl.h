@@ -4,6 +4,7 @@
 
 #include <pthread.h>
 #include <sys/epoll.h>
+#include <sys/types.h>
 #include <sys/socket.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -79,7 +80,7 @@ typedef struct cshs_conn {
     char rdhup;                    /* an event said the input ends (read to its end) */
     short tls_wait;                /* POLLIN or POLLOUT: what the last read or write waits for */
     int after_run;                 /* a handler's result, for the loop that takes it back */
-    uint32_t handler_us;           /* how long that handler ran (a job's) */
+    uint32_t handler_us;           /* how long that handler blocked (a job), or held a lost loop */
     int last_status;               /* of the last answer reported */
     int tls_state;                 /* TLS_* */
     uint64_t served;               /* exchanges run */
@@ -131,6 +132,7 @@ typedef struct cshs_loop {
     _Atomic int nev, next;            /* the batch being served: evs[next .. nev) wait */
     _Atomic int64_t handler_since_us; /* > 0: the owner runs a handler since; -1: taken */
     _Atomic int64_t next_sweep_ms;
+    _Atomic pid_t owner_tid;  /* the owner's thread, for the supervisor's look */
     int64_t offload_until_ms; /* owner only: run handlers on other threads until then */
     cshs_loop_counters k;
 } cshs_loop;
@@ -147,6 +149,7 @@ typedef struct cshs_worker {
     cshs_conn *job;         /* assigned handler (under srv->mu until taken) */
     struct cshs_worker *next_spare;
     int lost;      /* its loop was handed over while it ran a handler */
+    pid_t tid;     /* the kernel's id of the thread */
     int exited;    /* the thread returned (under srv->mu) */
     int abandoned; /* left in a handler at a forced stop (under srv->mu) */
 } cshs_worker;
