@@ -783,6 +783,8 @@ static void *supervisor_main(void *arg)
 {
     cshs_server *s = arg;
     int64_t next_tick = cshs__now_ms() + (int64_t)s->o.sweep_interval_ms;
+    int64_t quiet_since = cshs__now_ms();
+    uint64_t last_served = 0;
     pthread_mutex_lock(&s->mu);
     while (!atomic_load(&s->exiting)) {
         pthread_mutex_unlock(&s->mu);
@@ -809,13 +811,20 @@ static void *supervisor_main(void *arg)
                 hand_over(s, l, since, blocked);
         }
         pthread_mutex_lock(&s->mu);
-        /* While a loop is inside a handler, look again in half of
-         * grow_after_us; otherwise sleep until a loop enters one
-         * (wake_supervisor) or a while. sup_sleeping is set before the
-         * loops are read again: a loop that entered a handler after that
-         * read sees the flag and signals. */
-        int64_t wait_us = (int64_t)s->o.grow_after_us / 2 + 50;
-        if (!in_handler) {
+        /* While requests come, look again every grow_after_us: a timer
+         * costs less than a loop signalling the supervisor (a futex wake
+         * per handler). After 100 ms without a request or a handler,
+         * sleep until a loop enters one (wake_supervisor) or a second
+         * passes. sup_sleeping is set before the loops are read again: a
+         * loop that entered a handler after that read sees the flag and
+         * signals. */
+        uint64_t served = 0;
+        for (unsigned i = 0; i < s->nloops; i++)
+            served += atomic_load_explicit(&s->loops[i].k.requests, memory_order_relaxed);
+        if (in_handler || served != last_served) quiet_since = cshs__now_ms();
+        last_served = served;
+        int64_t wait_us = (int64_t)s->o.grow_after_us;
+        if (!in_handler && cshs__now_ms() - quiet_since >= 100) {
             atomic_store(&s->sup_sleeping, 1);
             for (unsigned i = 0; i < s->nloops; i++)
                 if (atomic_load(&s->loops[i].handler_since_us) > 0) in_handler = 1;
