@@ -84,7 +84,7 @@ static void usage(FILE *out)
         "  --status PATH            the status page at PATH (and PATH.json) (default: none)\n"
         "  --status-allow CIDR,...  peers that may read it, IPv4/IPv6 CIDRs and 'unix'\n"
         "                           (default: 127.0.0.0/8,::1,unix; others get 403)\n"
-        "  --threads N              workers waiting from the start (default: 2)\n"
+        "  --threads N              threads kept (default: 2; at least loops + 1)\n"
         "  --config FILE            'name = value' lines: every option here and below\n"
         "                           (root, demo = yes, ...); the command line wins\n"
         "  --pid-file FILE          write the process id there (default: none)\n"
@@ -387,7 +387,7 @@ static void check_settings(settings *s, const cshs_options *o, cshw_mime_types *
     if (s->threads[0]) {
         char *end;
         long t = strtol(s->threads, &end, 10);
-        if (*end || t < 1 || t > 100000) problem(s, "threads: '%s' is not a number of workers", s->threads);
+        if (*end || t < 1 || t > 100000) problem(s, "threads: '%s' is not a number of threads", s->threads);
     }
     if (mime) {
         if (strcmp(s->mime_types, "none") != 0 && s->mime_types[0]) {

@@ -12,9 +12,11 @@
  *   cshs_server_free(s);
  *
  * A connection is idle, holding no thread and no read buffer, while it
- * waits in epoll (one-shot); when bytes arrive a worker takes it, serves
- * every request that is buffered (pipelining, answered in order) and gives
- * it back. A sweep closes connections past their deadlines (cshs_options).
+ * waits in its event loop's epoll set; when bytes arrive the loop serves
+ * every request that is buffered (pipelining, answered in order), running
+ * quick handlers itself and blocking ones on other threads (README.md,
+ * "Threads"). Each loop's sweep closes connections past their deadlines
+ * (cshs_options).
  *
  * Ownership: the server copies the options struct (its strings must outlive
  * it); the router, when one is given, is the caller's and must outlive it.
