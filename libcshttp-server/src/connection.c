@@ -53,6 +53,7 @@
 #define TLS_FILE_CHUNK 16384u /* a file sent over TLS is read this much at a time */
 #define OUT_MIN 4096u         /* the smallest output block */
 #define DRIVE_TURNS 32        /* exchanges in a row before others go first */
+enum { RESUME_AFTER_RUN = 0, RESUME_EVENT = 1 }; /* cshs_conn.resume */
 
 /* ---- the plain stream (server_impl.h, cshs_stream_ops) ---- */
 
@@ -805,7 +806,9 @@ static void drive(cshs_worker *w, cshs_conn *c)
         if (r == CSHW_EXCHANGE_READY) {
             /* a handler that reads its body from the network, or one on a
              * loop whose handlers lately took long, runs elsewhere */
-            if ((cshw_exchange_streams(c->x) || cshs__now_ms() < c->loop->offload_until_ms) &&
+            if ((cshw_exchange_streams(c->x) ||
+                 cshs__now_ms() <
+                     atomic_load_explicit(&c->loop->offload_until_ms, memory_order_relaxed)) &&
                 cshs__offload(s, c))
                 return;
             if (!run_inline(w, c, &r)) return;
@@ -822,33 +825,69 @@ static long voluntary_switches(void)
     return getrusage(RUSAGE_THREAD, &ru) == 0 ? ru.ru_nvcsw : 0;
 }
 
+/* The loop's handlers run on other threads a while (offload_ms): a job's
+ * handler waited, or the loop was handed over for a blocked one. */
+void cshs__offload_more(cshs_loop *l)
+{
+    cshs_server *s = l->srv;
+    if (s->o.offload_ms)
+        atomic_store_explicit(&l->offload_until_ms, cshs__now_ms() + (int64_t)s->o.offload_ms,
+                              memory_order_relaxed);
+}
+
 void cshs__conn_job(cshs_worker *w, cshs_conn *c)
 {
-    cshw_transport t = transport_of(c);
-    int streams = cshw_exchange_streams(c->x);
-    int64_t start = cshs__now_us();
-    long waits = voluntary_switches();
-    c->after_run = cshw_exchange_run(c->x, w->ctx, &t);
-    /* A handler that blocked (the thread waited in the kernel) keeps the
-     * loop's handlers on other threads; one that only took long, preempted
-     * on a machine short of cores, does not. A streamed body is waited
-     * for by design. */
-    int64_t took = cshs__now_us() - start;
-    if (streams || voluntary_switches() == waits) took = 0;
-    c->handler_us = took > UINT32_MAX ? UINT32_MAX : (uint32_t)took;
+    cshs_server *s = c->srv;
+    for (;;) {
+        cshw_transport t = transport_of(c);
+        int streams = cshw_exchange_streams(c->x);
+        long waits = voluntary_switches();
+        int r = cshw_exchange_run(c->x, w->ctx, &t);
+        /* A handler that blocked (the thread waited in the kernel) keeps
+         * the loop's handlers on other threads; one that only took long,
+         * preempted on a machine short of cores, does not. A streamed body
+         * is waited for by design. */
+        if (!streams && voluntary_switches() != waits) cshs__offload_more(c->loop);
+        /* The common end is done here rather than on the loop, a wake-up
+         * less per request: the response went out whole and the client may
+         * send more. A next request already here runs on this thread too;
+         * when the socket says EAGAIN the connection is parked and given
+         * back by clearing busy. Anything else goes back to the loop. */
+        if (r != CSHW_EXCHANGE_NEXT || c->out || atomic_load(&s->stopping)) {
+            c->after_run = r;
+            c->resume = RESUME_AFTER_RUN;
+            cshs__give_back(c);
+            return;
+        }
+        c->served++;
+        /* events the loop ignored meanwhile: read rather than trust an
+         * earlier short read */
+        cshw_exchange_recheck(c->x);
+        int in = cshw_exchange_input(c->x, &t);
+        if (in == CSHW_EXCHANGE_READY) continue;
+        if (in != CSHW_EXCHANGE_WANT_INPUT || c->rdhup || c->io->pending(c) || c->spos < c->slen)
+            break;
+        park_input(w, c);
+        int held = 1;
+        if (atomic_compare_exchange_strong(&c->busy, &held, 0)) return;
+        /* an event came after the read (busy became 2): the loop reads */
+        break;
+    }
+    c->resume = RESUME_EVENT;
     cshs__give_back(c);
 }
 
 void cshs__conn_resume(cshs_worker *w, cshs_conn *c)
 {
-    cshs_server *s = c->srv;
-    if (s->o.offload_ms && c->handler_us > s->o.grow_after_us)
-        c->loop->offload_until_ms = cshs__now_ms() + (int64_t)s->o.offload_ms;
-    c->handler_us = 0;
+    int how = c->resume;
+    c->resume = RESUME_AFTER_RUN;
     /* the loop ignored its events while another thread had it: the next
      * input reads rather than trusting an earlier short read */
     if (c->x) cshw_exchange_recheck(c->x);
-    if (after_exchange(w, c, c->after_run, 1)) drive(w, c);
+    if (how == RESUME_EVENT)
+        cshs__conn_event(w, c);
+    else if (after_exchange(w, c, c->after_run, 1))
+        drive(w, c);
 }
 
 /* A deadline passed while the connection waited. */

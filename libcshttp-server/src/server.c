@@ -422,6 +422,19 @@ void cshs__give_back(cshs_conn *c)
     wake_loop(l);
 }
 
+/* Whether the loop may serve connection c now: not while a handler's
+ * thread has it. Then the event is noted (busy 2), for that thread to
+ * hand the connection back rather than park it. */
+static int claim(cshs_conn *c)
+{
+    int b = atomic_load_explicit(&c->busy, memory_order_acquire);
+    while (b != 0) {
+        if (b == 2) return 0;
+        if (atomic_compare_exchange_weak(&c->busy, &b, 2)) return 0;
+    }
+    return 1;
+}
+
 /* The loop's wake-up: connections handlers gave back go on. */
 static void take_returned(cshs_worker *w, cshs_loop *l)
 {
@@ -466,7 +479,7 @@ static void sweep(cshs_worker *w, cshs_loop *l)
     /* the owner is the only one to change the list: no lock to read it */
     for (cshs_conn *c = l->conns, *next; c; c = next) {
         next = c->next;
-        if (!atomic_load_explicit(&c->busy, memory_order_relaxed) && c->parked)
+        if (!atomic_load_explicit(&c->busy, memory_order_acquire) && c->parked)
             cshs__conn_sweep(w, c, now);
     }
     if (!atomic_load(&s->stopping)) {
@@ -499,8 +512,7 @@ static void take_posted(cshs_worker *w, cshs_loop *l)
         list = c->link;
         c->link = NULL;
         c->posted = 0;
-        if (!c->closed && !atomic_load_explicit(&c->busy, memory_order_relaxed))
-            cshs__conn_event(w, c);
+        if (!c->closed && claim(c)) cshs__conn_event(w, c);
     }
     /* a lost loop's posts stay with the loop */
     while (list) {
@@ -549,7 +561,7 @@ static void run_loop(cshs_worker *w, cshs_loop *l)
             int tag = *(int *)ptr;
             if (tag == TAG_CONN) {
                 cshs_conn *c = ptr;
-                if (!c->closed && !atomic_load_explicit(&c->busy, memory_order_relaxed)) {
+                if (!c->closed && claim(c)) {
                     if (l->evs[next].events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) c->rdhup = 1;
                     cshs__conn_event(w, c);
                 }
@@ -763,8 +775,7 @@ static void hand_over(cshs_server *s, cshs_loop *l, int64_t since, int blocked)
         if (atomic_compare_exchange_strong(&l->handler_since_us, &since, -1)) {
             /* the old owner no longer touches the loop: its next owner
              * finds this when it starts (the mutex orders it) */
-            if (blocked && s->o.offload_ms)
-                l->offload_until_ms = cshs__now_ms() + (int64_t)s->o.offload_ms;
+            if (blocked) cshs__offload_more(l);
             w->loop = l;
             atomic_fetch_add(&s->c_handovers, 1);
             pthread_cond_signal(&w->cv);

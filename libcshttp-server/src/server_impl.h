@@ -67,23 +67,23 @@ typedef struct cshs_conn {
     struct cshs_loop *loop;
     struct cshs_conn *prev, *next; /* the loop's list (changed under loop->mu) */
     struct cshs_conn *link;        /* returned, posted or graveyard list */
-    _Atomic int busy;              /* a handler's thread has it */
-    int64_t deadline_ms;           /* while parked: when the sweep acts (0: never) */
-    int expire_kind;               /* EXP_*: which deadline deadline_ms is */
-    int phase;                     /* CP_* */
-    char parked;                   /* waiting for the socket (counted idle) */
-    char posted;                   /* on the loop's posted list */
-    char closed;                   /* closed, in the graveyard */
-    char close_after_write;        /* CP_WRITE: close (lingering) once sent, else go on */
-    char linger;                   /* the close should linger (an error answer, unread input) */
-    char eof;                      /* the client's input ended */
-    char rdhup;                    /* an event said the input ends (read to its end) */
-    short tls_wait;                /* POLLIN or POLLOUT: what the last read or write waits for */
-    int after_run;                 /* a handler's result, for the loop that takes it back */
-    uint32_t handler_us;           /* how long that handler blocked (a job), or held a lost loop */
-    int last_status;               /* of the last answer reported */
-    int tls_state;                 /* TLS_* */
-    uint64_t served;               /* exchanges run */
+    _Atomic int busy;       /* a handler's thread has it (2: and the loop saw an event meanwhile) */
+    int64_t deadline_ms;    /* while parked: when the sweep acts (0: never) */
+    int expire_kind;        /* EXP_*: which deadline deadline_ms is */
+    int phase;              /* CP_* */
+    char parked;            /* waiting for the socket (counted idle) */
+    char posted;            /* on the loop's posted list */
+    char closed;            /* closed, in the graveyard */
+    char close_after_write; /* CP_WRITE: close (lingering) once sent, else go on */
+    char linger;            /* the close should linger (an error answer, unread input) */
+    char eof;               /* the client's input ended */
+    char rdhup;             /* an event said the input ends (read to its end) */
+    short tls_wait;         /* POLLIN or POLLOUT: what the last read or write waits for */
+    int after_run;          /* a handler's result, for the loop that takes it back */
+    int resume;             /* how that loop goes on (connection.c, RESUME_*) */
+    int last_status;        /* of the last answer reported */
+    int tls_state;          /* TLS_* */
+    uint64_t served;        /* exchanges run */
     int64_t accept_ms;
     int64_t last_io_ms;               /* last read (body) or write progress (output) */
     const struct cshs_stream_ops *io; /* plain or TLS bytes (cshs_stream_ops) */
@@ -214,8 +214,11 @@ cshs_conn *cshs__conn_new(struct cshs_server *s, int fd, const struct sockaddr *
 void cshs__conn_event(cshs_worker *w, cshs_conn *c);
 /* A connection a handler's thread gave back: goes on after its handler. */
 void cshs__conn_resume(cshs_worker *w, cshs_conn *c);
-/* Runs a connection's ready handler on a job thread, then gives it back. */
+/* Runs a connection's ready handler on a job thread, then parks it or
+ * gives it back. */
 void cshs__conn_job(cshs_worker *w, cshs_conn *c);
+/* The loop's handlers run on other threads for offload_ms from now. */
+void cshs__offload_more(cshs_loop *l);
 /* The sweep's look at one parked connection: ends it when its deadline
  * passed (408 for a request in progress), or at a stop. */
 void cshs__conn_sweep(cshs_worker *w, cshs_conn *c, int64_t now_ms);
