@@ -63,6 +63,8 @@ static void test_defaults(void **state)
     assert_null(why);
     assert_int_equal(o.port, 8080);
     assert_int_equal(o.min_threads, 2);
+    assert_int_equal(o.loops, 0); /* one per CPU */
+    assert_int_equal(o.offload_ms, 1000);
     assert_int_equal(o.header_timeout_ms, 10000);
     assert_int_equal(o.min_body_rate, 240);
     assert_int_equal(o.body_grace_ms, 5000);
@@ -87,6 +89,12 @@ static void test_check_names_the_field(void **state)
     (void)state;
     o.max_threads = 1;
     expect_refused("max_threads");
+    cshs_options_init(&o);
+    o.loops = 1025;
+    expect_refused("loops");
+    cshs_options_init(&o);
+    o.offload_ms = 3600001;
+    expect_refused("offload_ms");
     cshs_options_init(&o);
     o.port = 70000;
     expect_refused("port");
