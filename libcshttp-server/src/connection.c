@@ -1000,7 +1000,9 @@ void cshs__conn_event(cshs_worker *w, cshs_conn *c)
         int r = cshs__tls_handshake(c);
         if (r == 1) break;
         if (r == -EAGAIN || r == -EINPROGRESS) {
-            /* the handshake's own bytes wait for the socket either way */
+            /* which way it waits: an event for writability alone is
+             * ignored unless a write waits for it (server.c) */
+            c->tls_wait = r == -EAGAIN ? POLLIN : POLLOUT;
             park_input(w, c);
             return;
         }

@@ -561,9 +561,16 @@ static void run_loop(cshs_worker *w, cshs_loop *l)
             int tag = *(int *)ptr;
             if (tag == TAG_CONN) {
                 cshs_conn *c = ptr;
+                uint32_t ev = l->evs[next].events;
+                /* writability alone means nothing to a connection that
+                 * reads and waits for no write of its own (a new one: its
+                 * registration fires at once for it), as nginx's empty
+                 * write handler: no read is spent to see EAGAIN */
                 if (!c->closed && claim(c)) {
-                    if (l->evs[next].events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) c->rdhup = 1;
-                    cshs__conn_event(w, c);
+                    int idle_out = !(ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) &&
+                                   c->phase == CP_READ && c->tls_wait != POLLOUT;
+                    if (ev & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) c->rdhup = 1;
+                    if (!idle_out) cshs__conn_event(w, c);
                 }
             } else if (tag == TAG_LISTENER) {
                 if (!atomic_load(&s->stopping)) accept_one(w, l, ptr);
