@@ -186,6 +186,12 @@ def run_ab(server, url, connections, requests, keepalive, timeout):
         m = re.search(r"^\s+99%\s+(\d+)", out, re.M)
         if m:
             fig["p99_ms"] = float(m.group(1))
+        # over HTTPS ab names what it negotiated (the last connection's):
+        # "TLSv1.3,TLS_AES_256_GCM_SHA384,256,256" and "X25519 253 bits"
+        m = re.search(r"^SSL/TLS Protocol:\s+(\S+)", out, re.M)
+        if m:
+            key = re.search(r"^Server Temp Key:\s+(.+)$", out, re.M)
+            fig["tls"] = m.group(1) + ("; " + key.group(1).strip() if key else "")
         fig["errors"] = fig["failed"] + fig["non_2xx"]
         # ab counts "complete" requests that failed too; CPU per request is
         # over the requests that completed.

@@ -1,5 +1,5 @@
-"""bench/run: the server workloads W1..W5 of DESIGN.md, idle-connection memory
-and a concurrency sweep, on cshttpd and its peers side by side (see
+"""bench/run: the server workloads W1..W5 of DESIGN.md, idle-connection memory,
+a concurrency sweep and HTTPS, on cshttpd and its peers side by side (see
 bench/README.md). Builds nothing: the binaries must exist (make bench-suite
 builds them first)."""
 
@@ -12,9 +12,9 @@ import sys
 import tempfile
 import time
 
-from . import clients, proc, report, servers
+from . import clients, proc, report, servers, tls
 
-WORKLOADS = ["W1", "W2", "W3", "W4", "W5", "MEM", "SWEEP"]
+WORKLOADS = ["W1", "W2", "W3", "W4", "W5", "MEM", "SWEEP", "TLS"]
 CEILING_W2 = 128 / 0.015
 SWEEP_LEVELS = [1, 2, 4, 8, 16, 32, 64, 128, 256]
 W1_WRK = ("cshttpd", "cshttpd-base", "nginx-1")       # servers that also get a wrk run in W1
@@ -25,7 +25,7 @@ def parse_args(argv):
     ap = argparse.ArgumentParser(
         prog="bench/run",
         description="cshttpd and its peers (nginx, h2o, libmicrohttpd) under the workloads "
-        "W1..W5, idle-connection memory and a concurrency sweep; interleaved rounds, "
+        "W1..W5, idle-connection memory, a concurrency sweep and HTTPS (TLS); interleaved rounds, "
         "medians. Results in bench/results/suite-<UTC time>.{md,csv,svg}.")
     ap.add_argument("workloads", nargs="*", metavar="WORKLOAD",
                     help="any of %s (default: all)" % " ".join(WORKLOADS))
@@ -60,6 +60,7 @@ def parse_args(argv):
     a.mem_hold = 2.0 if a.quick else 3.0
     a.mem_counts = (1500, 10000)
     a.sweep_duration = 0.5 if a.quick else 1.0
+    a.ab_tls_n = 3000 if a.quick else 20000
     return a
 
 
@@ -76,6 +77,9 @@ class Suite:
         self.commands = {}
         self.next_port = args.port_base
         self.log_lines = []
+        self.tls_cert = None      # the TLS workload's certificate, made once per run
+        self.tls_info = {}        # server name -> what openssl s_client negotiated
+        self.tls_skipped = {}     # server name -> why it does not run the TLS workload
 
     def say(self, text):
         line = "%s %s" % (time.strftime("%H:%M:%S"), text)
@@ -220,6 +224,78 @@ class Suite:
                                     (self.a.sweep_duration + self.a.warmup) * len(SWEEP_LEVELS)
                                     + 60)
             self.record("SWEEP", "levels", s, rnd, "cshttp-load", res)
+
+    def https(self, rnd):
+        """TLS: W1 over HTTPS (cshttp-load -c 32, then wrk -t1 -c32) and full
+        handshakes per second (ab -c 16 without -k: a new connection, and
+        with ab a new TLS session, for every request), on the servers of
+        tls.SERVERS, all given the same certificate. HTTPS is turned on for
+        this workload only: its first round restarts those servers with a
+        TLS listener, and its last takes it away again for what follows."""
+        if rnd == 1:
+            self.https_start()
+        on = [s for s in self.live if s.tls]
+        path = "/demo/plaintext"
+        for s in on:
+            why = self.ensure_up(s)
+            if why:
+                self.down("TLS", "w1-https", s, rnd, "cshttp-load", why)
+                continue
+            url = "https://127.0.0.1:%d%s" % (s.tls_port, path)
+            clients.warm(self.paths, url, 32, self.a.warmup)
+            tag = "TLS-w1-https-%s-%d" % (s.name, rnd)
+            res = clients.run_load(self.paths, s, url, ["-d", fmt_s(self.a.duration), "-c", "32"],
+                                   tag, self.tmp, self.a.duration + 60)
+            self.record("TLS", "w1-https", s, rnd, "cshttp-load", res)
+        for s in on:
+            why = self.ensure_up(s)
+            if why:
+                self.down("TLS", "w1-https", s, rnd, "wrk", why)
+                continue
+            url = "https://127.0.0.1:%d%s" % (s.tls_port, path)
+            clients.warm(self.paths, url, 32, self.a.warmup)
+            res = clients.run_wrk(s, url, 32, fmt_s(self.a.duration), self.a.duration + 60)
+            self.record("TLS", "w1-https", s, rnd, "wrk", res)
+        for s in on:
+            why = self.ensure_up(s)
+            if why:
+                self.down("TLS", "handshakes", s, rnd, "ab", why)
+                continue
+            url = "https://127.0.0.1:%d%s" % (s.tls_port, path)
+            res = clients.run_ab(s, url, 16, self.a.ab_tls_n, False, timeout=300)
+            self.record("TLS", "handshakes", s, rnd, "ab", res)
+        if rnd == self.a.rounds:
+            for s in on:
+                s.tls = None  # the next workload's restart leaves HTTPS out
+
+    def https_start(self):
+        """The certificate (once per run), then each server of tls.SERVERS
+        that can take it restarted with HTTPS and probed once with openssl
+        s_client."""
+        if self.tls_cert is None:
+            try:
+                self.tls_cert = tls.make_cert(self.tmp)
+            except (OSError, subprocess.SubprocessError) as e:
+                self.notes.append("TLS workload not run: %s" % e)
+                self.tls_cert = {}
+        for s in self.live:
+            why = ("no certificate" if not self.tls_cert else
+                   s.tls_support() if s.name in tls.SERVERS else
+                   "HTTPS is compared on %s only" % ", ".join(tls.SERVERS))
+            if why:
+                self.tls_skipped[s.name] = why
+                self.say("  TLS   %-10s skipped: %s" % (s.name, why))
+                continue
+            s.tls = {"cert": self.tls_cert["cert"], "key": self.tls_cert["key"],
+                     "port": self.port}
+            s.stop()
+            why = s.start(self.port())
+            if why:
+                self.notes.append("%s did not start with HTTPS: %s" % (s.name, why))
+                continue
+            info = tls.probe(s.tls_port)
+            self.tls_info[s.name] = info
+            self.say("  TLS   %-10s https port %d: %s" % (s.name, s.tls_port, tls.summary(info)))
 
     def memory(self, rnd):
         """Each server started afresh: RSS with no connection, then while
@@ -393,7 +469,7 @@ class Suite:
                                                       "; ".join(self.checks[s.name]) or "checks passed"))
             self.live.append(s)
         phases = {"W1": self.w1, "W2": self.w2, "W3": self.w3, "W4": self.w4, "W5": self.w5,
-                  "SWEEP": self.sweep, "MEM": self.memory}
+                  "SWEEP": self.sweep, "MEM": self.memory, "TLS": self.https}
         # The memory runs restart every server: they come last.
         order = [w for w in a.workloads if w != "MEM"] + (["MEM"] if "MEM" in a.workloads else [])
         for i, w in enumerate(order):

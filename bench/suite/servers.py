@@ -38,6 +38,11 @@ class Server:
 
     name = "?"
     blocking = False  # has a handler that may block (/demo/sleep)
+    # HTTPS (the TLS workload): None, or {"cert", "key", "port": a function
+    # that hands out a free port}, set by the suite; each start then also
+    # listens with TLS on a port of its own, tls_port.
+    tls = None
+    tls_port = None
 
     def __init__(self, paths, tmp, root, nofile):
         self.paths, self.tmp, self.root, self.nofile = paths, tmp, root, nofile
@@ -56,10 +61,16 @@ class Server:
     def version(self):
         return "?"
 
+    def tls_support(self):
+        """None when the suite knows how to give this server HTTPS, else why
+        not."""
+        return "the suite configures no HTTPS for %s" % self.name
+
     def start(self, port, timeout=15.0):
         """Starts it and waits until it accepts; returns None or the reason
         it did not come up."""
         self.port = port
+        self.tls_port = self.tls["port"]() if self.tls else None
         self.starts += 1
         self.log = os.path.join(self.tmp, "%s-%d.log" % (self.name, self.starts))
         cmd = self.command(port)
@@ -74,6 +85,8 @@ class Server:
                 return "exited with status %d at start: %s" % (self.proc.returncode, self.log_tail())
             try:
                 socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                if self.tls_port:
+                    socket.create_connection(("127.0.0.1", self.tls_port), timeout=1).close()
                 return None
             except OSError:
                 time.sleep(0.05)
@@ -172,9 +185,16 @@ class Cshttpd(Server):
         # Limits as generous as the peers': 20,000 connections (the memory
         # runs hold 10,000), keep-alive 300 s like nginx's, a 4096 backlog
         # like the others' (ab -c 1024 without keep-alive connects in bursts).
-        return [self.paths["cshttpd"], "--demo", "--root", self.root, "--port", str(port),
-                "--max-connections", "20000", "--keepalive-timeout-ms", "300000",
-                "--backlog", "4096"]
+        cmd = [self.paths["cshttpd"], "--demo", "--root", self.root, "--port", str(port),
+               "--max-connections", "20000", "--keepalive-timeout-ms", "300000",
+               "--backlog", "4096"]
+        if self.tls:
+            cmd += ["--tls-cert", self.tls["cert"], "--tls-key", self.tls["key"],
+                    "--tls-port", str(self.tls_port)]
+        return cmd
+
+    def tls_support(self):
+        return None
 
 
 class Nginx(Server):
@@ -199,7 +219,15 @@ class Nginx(Server):
         os.makedirs(os.path.join(prefix, "logs"), exist_ok=True)
         conf = os.path.join(prefix, "nginx.conf")
         t = {"p": prefix, "port": port, "root": self.root, "w": self.workers,
-             "nofile": self.nofile}
+             "nofile": self.nofile, "tls": ""}
+        if self.tls:
+            # nginx's own defaults for everything else: ssl_session_cache
+            # none, ssl_session_tickets on, ssl_prefer_server_ciphers off,
+            # ssl_ciphers HIGH:!aNULL:!MD5 (TLS 1.2 only), ssl_ecdh_curve auto
+            t["tls"] = ("\n    listen 127.0.0.1:%d ssl backlog=4096;\n"
+                        "    ssl_certificate %s;\n    ssl_certificate_key %s;\n"
+                        "    ssl_protocols TLSv1.2 TLSv1.3;" % (
+                            self.tls_port, self.tls["cert"], self.tls["key"]))
         with open(conf, "w") as f:
             f.write("""worker_processes %(w)s;
 worker_rlimit_nofile %(nofile)d;
@@ -217,7 +245,7 @@ http {
   keepalive_timeout 300s;
   types { application/octet-stream bin; }
   server {
-    listen 127.0.0.1:%(port)d backlog=4096;
+    listen 127.0.0.1:%(port)d backlog=4096;%(tls)s
     root %(root)s;
     location = /demo/plaintext { default_type text/plain; return 200 "Hello, World!"; }
   }
@@ -225,6 +253,9 @@ http {
 """ % t)
         self.conf = conf
         return [self.binary, "-p", prefix, "-c", conf]
+
+    def tls_support(self):
+        return None if self.workers == "1" else "HTTPS is compared with nginx-1 only"
 
 
 class H2o(Server):
@@ -327,6 +358,14 @@ class CshttpdBase(Cshttpd):
         if "--demo" not in help_text:
             cmd.remove("--demo")
         return cmd
+
+    def tls_support(self):
+        try:
+            help_text = subprocess.run([self.paths["cshttpd-base"], "--help"],
+                                       capture_output=True, text=True, timeout=10).stdout
+        except (OSError, subprocess.TimeoutExpired):
+            help_text = ""
+        return None if "--tls-cert" in help_text else "this build has no --tls-cert"
 
 
 def all_servers(paths, tmp, root, nofile):
