@@ -8,11 +8,13 @@ import shutil
 import statistics
 import subprocess
 
+from . import tls
+
 CSV_FIELDS = ["workload", "variant", "server", "round", "tool", "status", "connections", "rps",
               "requests", "p50_ms", "p99_ms", "mbps", "cpu_us", "errors", "failed", "non_2xx",
               "keepalive_reqs", "idle_held", "idle_answered", "rss_0", "rss_1500", "rss_10000",
               "held_1500", "held_10000", "threads_0", "threads_1500", "threads_10000",
-              "bytes_per_conn", "wall_s", "note", "cmd"]
+              "bytes_per_conn", "wall_s", "tls", "note", "cmd"]
 GOOD = ("ok", "errors")
 
 
@@ -201,6 +203,19 @@ def charts(suite, t, prefix):
                                  "((RSS@10,000 - RSS@1,500) / 8,500; median)", "bytes", mem,
                                  [("bytes", vals)],
                                  log=bool(pos) and max(pos) > 20 * max(min(pos), 1)))
+    on = [n for n in names if t.runs("TLS", "w1-https", n, "cshttp-load") or
+          t.runs("TLS", "handshakes", n, "ab")]
+    if want("TLS") and on:
+        draw("tls-w1", bar_chart(path("tls-w1"), tmp, "W1 over HTTPS: 32 keep-alive connections, "
+                                 "TLS 1.3 (median)", "requests/s", on,
+                                 [(tool, [t.median("TLS", "w1-https", n, tool, "rps") for n in on])
+                                  for tool in ("cshttp-load", "wrk")]))
+        draw("tls-handshakes", bar_chart(
+            path("tls-handshakes"), tmp, "Full TLS 1.3 handshakes per second (ab -c 16, a new "
+            "connection per request; median)", "handshakes/s",
+            ["%s\\n%s µs CPU each" % (n, _num(t.median("TLS", "handshakes", n, "ab", "cpu_us"),
+                                               "%.0f")) for n in on],
+            [("handshakes/s", [t.median("TLS", "handshakes", n, "ab", "rps") for n in on])]))
     sweep = [n for n in names if n in ("cshttpd", "nginx-1")]
     if want("SWEEP") and sweep:
         levels = suite_levels(t, sweep)
@@ -471,6 +486,8 @@ def markdown(suite, t, chart_files, chart_fails):
             add("")
             chart("sweep-rps", "sweep req/s")
             chart("sweep-p99", "sweep p99")
+    if "TLS" in a.workloads:
+        tls_section(suite, t, names, add, figure_table, chart)
     add("## Commands")
     add("")
     add("The first round's command of each run (ports differ between runs; warm-ups, not "
@@ -492,6 +509,67 @@ def markdown(suite, t, chart_files, chart_fails):
         add("Charts that gnuplot could not draw: " + "; ".join(chart_fails))
     add("")
     return "\n".join(L)
+
+
+def tls_section(suite, t, names, add, figure_table, chart):
+    """The TLS workload: how each server was given HTTPS, what a client
+    negotiated with it, then W1 over HTTPS and the handshakes."""
+    a = suite.a
+    add("## TLS: W1 over HTTPS and full handshakes per second")
+    add("")
+    cert = suite.tls_cert or {}
+    add("Every server given HTTPS gets the same certificate, made for this run (%s: `%s`), on "
+        "a second listener beside its plain one. cshttpd: `--tls-cert cert.pem --tls-key "
+        "key.pem --tls-port P` and nothing else (its TLS settings are the engine's: TLS 1.2 "
+        "and 1.3, OpenSSL's default ciphersuites and groups, server preference). nginx-1: "
+        "`listen 127.0.0.1:P ssl backlog=4096; ssl_certificate cert.pem; ssl_certificate_key "
+        "key.pem; ssl_protocols TLSv1.2 TLSv1.3;` and its defaults for the rest "
+        "(ssl_session_cache none, ssl_session_tickets on, ssl_prefer_server_ciphers off)."
+        % (cert.get("subject", "–"), cert.get("cmd", "–")))
+    add("")
+    add("What `openssl s_client` negotiated with each, one full handshake and one GET before "
+        "the first round (the tickets are the TLS 1.3 session tickets the server sent after "
+        "the handshake, a cost it pays per connection):")
+    add("")
+    add("| server | negotiated |")
+    add("|---|---|")
+    for n in names:
+        if n in suite.tls_info:
+            add("| %s | %s |" % (n, tls.summary(suite.tls_info[n])))
+    for n, why in suite.tls_skipped.items():
+        add("| %s | not run: %s |" % (n, why))
+    add("")
+    terms = {tuple(i.get(k) for k in ("protocol", "cipher", "group", "signature"))
+             for i in suite.tls_info.values() if not i.get("error")}
+    if len(terms) > 1:
+        add("**The servers did not negotiate the same parameters**: the comparison below is "
+            "not like for like.")
+        add("")
+    add("### W1 over HTTPS: 32 keep-alive connections, GET /demo/plaintext")
+    add("")
+    add("`cshttp-load -c 32` on `https://127.0.0.1:P/demo/plaintext` (it accepts any "
+        "certificate, as wrk and ab do); ratio to nginx-1. Each connection makes one full "
+        "handshake, then only requests: this is the cost of the record layer.")
+    add("")
+    figure_table("TLS", "w1-https", "cshttp-load", "nginx-1", "/nginx-1")
+    add("The same load from `wrk -t1 -c32` in the same rounds:")
+    add("")
+    figure_table("TLS", "w1-https", "wrk", "nginx-1", "/nginx-1")
+    chart("tls-w1", "W1 over HTTPS")
+    add("### Full handshakes: ab -c 16 -n %d, a new connection per request" % a.ab_tls_n)
+    add("")
+    add("`ab -c 16 -n %d` without `-k`: every request opens a connection and makes a full "
+        "TLS 1.3 handshake (ab never offers a session to resume: it makes a new SSL object "
+        "per connection and sets no session on it), so req/s = handshakes/s and CPU/req = "
+        "the server's CPU per handshake (with its request and the connection's accept and "
+        "close). tls = what ab reported it negotiated. Ratio to nginx-1." % a.ab_tls_n)
+    add("")
+    figure_table("TLS", "handshakes", "ab", "nginx-1", "/nginx-1", extra=(
+        ("failed", lambda n: _num(t.median("TLS", "handshakes", n, "ab", "failed"))),
+        ("tls (ab)", lambda n: "; ".join(sorted({r.get("tls") for r in
+                                                 t.runs("TLS", "handshakes", n, "ab")
+                                                 if r.get("tls")})) or "–")))
+    chart("tls-handshakes", "full TLS handshakes per second")
 
 
 def write(suite, outdir):
