@@ -291,7 +291,10 @@ class Suite:
             s.stop()
             why = s.start(self.port())
             if why:
+                # once more on other ports (another program may hold one)
                 self.notes.append("%s did not start with HTTPS: %s" % (s.name, why))
+                why = self.ensure_up(s)
+            if why:
                 continue
             info = tls.probe(s.tls_port)
             self.tls_info[s.name] = info

@@ -536,6 +536,8 @@ def tls_section(suite, t, names, add, figure_table, chart):
     for n in names:
         if n in suite.tls_info:
             add("| %s | %s |" % (n, tls.summary(suite.tls_info[n])))
+        elif n not in suite.tls_skipped:
+            add("| %s | not probed: it did not start with HTTPS (see the events above) |" % n)
     for n, why in suite.tls_skipped.items():
         add("| %s | not run: %s |" % (n, why))
     add("")
