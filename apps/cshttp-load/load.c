@@ -715,6 +715,10 @@ int load_run_level(const load_plan *p, unsigned connections, load_result *out, l
     if (!loops) return -1;
     unsigned started = 0;
     int rc = 0;
+    /* the clock starts before the threads: without a warm-up they measure
+     * from their first request, and a short run (--requests) can end
+     * before this thread would read it after them (a duration of 0) */
+    uint64_t t0 = load_now_ns();
     for (unsigned t = 0; t < threads; t++) {
         unsigned from = (unsigned)((uint64_t)connections * t / threads);
         unsigned to = (unsigned)((uint64_t)connections * (t + 1) / threads);
@@ -726,7 +730,6 @@ int load_run_level(const load_plan *p, unsigned connections, load_result *out, l
         }
         started++;
     }
-    uint64_t t0 = load_now_ns();
     uint64_t measure_ns = t0;
     uint64_t warm_ns = (uint64_t)(o->warmup_s * 1e9);
     uint64_t dur_ns = (uint64_t)(o->duration_s * 1e9);
