@@ -2,6 +2,7 @@
 #ifndef CSHTTP_SERVER_H
 #define CSHTTP_SERVER_H
 
+#include "server/client.h"
 #include "server/export.h"
 #include "server/options.h"
 #include "server/server.h"

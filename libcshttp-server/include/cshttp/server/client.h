@@ -1,0 +1,402 @@
+/* cshs_client: the engine's pooled HTTP/1.1 client (HTTP and HTTPS), for
+ * handlers that call other services (a reverse proxy, an API) and for
+ * programs that run no server at all.
+ *
+ *   cshs_client_options o;
+ *   cshs_client_options_init(&o);          // defaults below; own tick thread
+ *   cshs_client *cl = cshs_client_new(&o);
+ *
+ *   cshs_client_request rq;
+ *   cshs_client_request_init(&rq);
+ *   rq.origin = "http://127.0.0.1:8080";   // scheme://host[:port], no path
+ *   rq.method = "GET";
+ *   rq.target = "/api/items?page=2";
+ *   cshs_call *call;
+ *   int r = cshs_client_send(cl, &rq, &call);   // 0: the response head is here
+ *   if (r < 0) {
+ *       printf("%s (%d)\n", cshs_client_error_message(r), cshs_client_error_status(r));
+ *   } else {
+ *       const char *body;
+ *       size_t len;
+ *       int status = cshs_call_status(call);
+ *       r = cshs_call_read_all(call, 1 << 20, &body, &len);  // the connection is
+ *       ...                                                  // back in the pool here
+ *       cshs_call_free(call);
+ *   }
+ *   cshs_client_free(cl);
+ *
+ * Streaming both ways (a proxy): the request body in pieces, the response
+ * head first and its body in pieces:
+ *
+ *   rq.body_mode = CSHS_CLIENT_BODY_CHUNKED;    // or _LENGTH with content_length
+ *   r = cshs_client_begin(cl, &rq, &call);      // the head is sent
+ *   while (more) r = cshs_call_write(call, piece, n);
+ *   r = cshs_call_end(call);                    // 0: the response head is here
+ *   ... cshs_call_message(call), cshs_call_head(call) ...
+ *   while ((n = cshs_call_read(call, buf, sizeof buf)) > 0) pass_on(buf, n);
+ *   cshs_call_free(call);                       // n == 0: the end; n < 0: an error
+ *
+ * The pool. Connections are pooled per origin (scheme, host, port); a pool
+ * is created on an origin's first use and dropped by the tick once it has no
+ * connection, no waiter and no call. A request takes the most recently used
+ * idle connection of its origin (so a few stay warm and the rest go idle
+ * long enough to be swept). With none idle, a new connection is opened only
+ * while open + opening < pool_size and while the opens in flight are fewer
+ * than the requests waiting: a burst of n requests opens up to n
+ * connections in parallel and no more. After a failed connect the origin is
+ * not tried again for 200-400 ms (jittered); waiting requests go on
+ * waiting. Requests wait first in, first out, each until its
+ * acquire_timeout_ms; a connection given back goes straight to the first
+ * waiter. A connection is closed instead of reused when it broke, when the
+ * origin said `Connection: close`, when the response ended with the
+ * connection (no Content-Length, not chunked), when a response was not read
+ * to its end, or once it is older than max_lifetime_ms; its replacement
+ * resolves the name again.
+ *
+ * The tick (cshs_client_tick, every tick_interval_ms): fails the waiters
+ * whose acquire deadline has passed (no timer per waiter), wakes waiters
+ * when an origin's backoff has ended, closes idle connections past
+ * idle_timeout_ms and those the origin has closed (poll() with POLLRDHUP and
+ * a zero timeout: an unread FIN, or bytes nobody asked for), opens one
+ * connection per tick towards min_idle, and drops empty pools. By default
+ * the client runs its own tick thread (options.tick_thread); a server that
+ * runs the client on its own sweep turns it off and calls cshs_client_tick.
+ * Without any tick, a request waiting for a connection waits until one is
+ * given back, however long that takes: with tick_thread = 0 the program
+ * must call cshs_client_tick.
+ *
+ * Retry (nginx's proxy_next_upstream rule): a request that failed on a
+ * reused connection because the origin had already closed it (an error or
+ * end of input on the send, or before the first byte of the response) is
+ * sent once more on a newly opened connection, when its method is
+ * idempotent (RFC 9110 §9.2.2: GET, HEAD, PUT, DELETE, OPTIONS, TRACE) or
+ * when none of its bytes were sent. A streamed body (cshs_client_begin)
+ * cannot be sent twice: such a request is retried only while its head is
+ * being sent by cshs_client_begin, before any body byte was written.
+ *
+ * Responses are parsed by libcshttp (response mode, strict, default
+ * limits). 1xx responses are read and skipped (101 is not: the client does
+ * not upgrade; it fails the call as malformed). A malformed head, a broken
+ * body framing, or bytes after the end of the response fail the call and
+ * drop the connection. The call owns its head (and the body read by
+ * cshs_call_read_all): the connection goes back to the pool as soon as the
+ * body's last byte has been read, not when the call is freed.
+ *
+ * Headers. The client writes the request line, Host (unless the request's
+ * headers carry one), and the framing: Content-Length or
+ * `Transfer-Encoding: chunked` from body_mode. It never sends the caller's
+ * Connection, Keep-Alive, Proxy-Connection, TE, Transfer-Encoding, Upgrade,
+ * Content-Length or Expect fields: those are its own or hop-by-hop
+ * (RFC 9110 §7.6.1); the fields a client's Connection header names are hop
+ * by hop too, and a proxy must drop them before handing the rest here.
+ * Names must be tokens and values must hold no CR, LF, NUL or other control
+ * byte but HTAB, or the call fails with -EINVAL before anything is sent.
+ *
+ * Expect: 100-continue: the client never sends Expect upstream. A proxy
+ * whose own client sent it answers 100 to that client itself (the engine
+ * does so when the handler reads the body) and streams the body upstream
+ * with cshs_call_write; the origin's own 1xx responses are skipped.
+ *
+ * How a request waits, and threads. The client is safe to use from any
+ * number of threads at once (a server's workers). A request waiting for a
+ * connection blocks its own calling thread on a condition variable of its
+ * own, queued first in, first out; it is woken by the release or the open
+ * that hands it a connection, by a failed open, or by the tick at its
+ * deadline. Once it holds a connection, its I/O (send, the response, the
+ * body) is done by the calling thread itself with poll() on that one
+ * socket, within the request's deadlines: no thread per request and no
+ * polling loop. The thread that opens a connection (a waiting request, or
+ * the tick for min_idle) resolves the name with getaddrinfo(): a name that
+ * needs DNS blocks that thread for as long as the resolver takes. A waiting
+ * request connects with a blocking connect() whose deadline the kernel
+ * keeps (SO_SNDTIMEO = connect_timeout_ms, and TCP_USER_TIMEOUT), then runs
+ * the TLS handshake within the same timeout. The tick never waits on a
+ * socket: it starts a min_idle connection with a non-blocking connect
+ * (TCP_USER_TIMEOUT = connect_timeout_ms) and the next ticks see it through
+ * the connect and the TLS handshake, or fail it after connect_timeout_ms.
+ * One call (a
+ * cshs_call) is used by one thread at a time; it may move between threads.
+ *
+ * Ownership. cshs_client_new copies the options (their strings must
+ * outlive the client). A request struct and its strings and body are read
+ * only during the call that takes it (cshs_client_send, cshs_client_begin)
+ * and may be reused or freed as soon as it returns: nothing of it is kept.
+ * Data given to cshs_call_write is sent before it returns. Every
+ * cshs_call must be freed with cshs_call_free, and every call freed before
+ * cshs_client_free.
+ *
+ * Errors: every function returning int returns 0 (or a count) on success
+ * and a negative code on failure: one of the CSHS_CLIENT_E_* codes below
+ * (each with a message and the status a proxy answers its own client:
+ * 502, 503 or 504), or -errno for the system's own (-ENOMEM, -EMFILE,
+ * -EINVAL for a bad argument or a call used out of order). */
+#ifndef CSHTTP_SERVER_CLIENT_H
+#define CSHTTP_SERVER_CLIENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <cshttp/parser.h>
+
+#include "export.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* XX(NAME, value, status, message): the client's own errors. The values
+ * lie below -4095, outside the -errno range, so either can be returned. */
+#define CSHS_CLIENT_ERROR_MAP(XX)                                                                  \
+    XX(RESOLVE, -5001, 502, "the origin's name did not resolve")                                   \
+    XX(CONNECT, -5002, 502, "could not connect to the origin (refused or unreachable)")            \
+    XX(CONNECT_TIMEOUT, -5003, 504, "connecting to the origin timed out")                          \
+    XX(TLS, -5004, 502, "the TLS handshake with the origin failed")                                \
+    XX(CERTIFICATE, -5005, 502, "the origin's certificate did not verify")                         \
+    XX(ACQUIRE_TIMEOUT, -5006, 504, "no connection to the origin within acquire_timeout_ms")       \
+    XX(SEND_TIMEOUT, -5007, 504, "sending the request timed out")                                  \
+    XX(HEAD_TIMEOUT, -5008, 504, "the response head did not arrive within head_timeout_ms")        \
+    XX(READ_TIMEOUT, -5009, 504, "the response body stalled for read_timeout_ms")                  \
+    XX(ORIGIN_CLOSED, -5010, 502, "the origin closed the connection before the response ended")    \
+    XX(MALFORMED, -5011, 502, "the response is malformed, or bytes followed its end")              \
+    XX(TOO_LARGE, -5012, 502, "the response body is larger than the limit")
+
+typedef enum cshs_client_error {
+#define CSHS_CLIENT_ERROR_ENUM_(name, value, status, message) CSHS_CLIENT_E_##name = (value),
+    CSHS_CLIENT_ERROR_MAP(CSHS_CLIENT_ERROR_ENUM_)
+#undef CSHS_CLIENT_ERROR_ENUM_
+} cshs_client_error;
+
+/* "CSHS_CLIENT_E_CONNECT", or the errno name for -errno ("ENOMEM"), or
+ * "OK" for 0; "UNKNOWN" otherwise. Static; any thread. */
+CSHS_EXPORT const char *cshs_client_error_name(int code);
+
+/* A one-line message for any code this header returns (-errno included).
+ * Static; any thread. */
+CSHS_EXPORT const char *cshs_client_error_message(int code);
+
+/* The status a proxy answers its own client for `code`: 502 (the origin
+ * failed or answered badly), 504 (it did not answer in time), 500 for
+ * -errno codes (a failure on this side); 0 for 0. Any thread. */
+CSHS_EXPORT int cshs_client_error_status(int code);
+
+/* The client's settings. Timeouts are in milliseconds. */
+typedef struct cshs_client_options {
+    /* sizeof(cshs_client_options) as the caller knew it, set by
+     * cshs_client_options_init: a library newer than the caller reads only
+     * the fields the caller knew and takes the defaults for the rest. Do
+     * not change it. New fields are only ever added at the end. */
+    size_t size;
+
+    unsigned pool_size;          /* most connections open (or opening) per origin (32) */
+    unsigned min_idle;           /* idle connections kept warm per origin (0) */
+    unsigned idle_timeout_ms;    /* an idle connection is closed after it (60000) */
+    unsigned max_lifetime_ms;    /* a connection older than it is not reused (3600000; 0: none) */
+    unsigned acquire_timeout_ms; /* how long a request waits for a connection (10000) */
+    unsigned connect_timeout_ms; /* connect and TLS handshake (5000) */
+    unsigned send_timeout_ms;    /* between bytes of the request being taken (60000) */
+    unsigned head_timeout_ms;    /* from the request sent to the response head (60000) */
+    unsigned read_timeout_ms;    /* between bytes of the response body (60000) */
+
+    /* The tick: with tick_thread (1), cshs_client_new starts a thread that
+     * calls cshs_client_tick every tick_interval_ms (200), stopped and
+     * joined by cshs_client_free. 0: the program calls cshs_client_tick
+     * itself (a server's sweep does), about every 200-250 ms. */
+    int tick_thread;
+    unsigned tick_interval_ms;
+
+    /* HTTPS origins: the certificate is verified (the chain against
+     * tls_ca_file, a PEM file of trusted certificates, or when NULL the
+     * system's default trust store; the name or IP address of the origin
+     * against the certificate; SNI is sent for names). tls_insecure = 1
+     * turns verification off: for tests against self-signed origins
+     * only. */
+    const char *tls_ca_file;
+    int tls_insecure;
+} cshs_client_options;
+
+/* Fills `o` with the defaults above (size included). Any thread. */
+CSHS_EXPORT void cshs_client_options_init(cshs_client_options *o);
+
+/* 0 when the options are usable, else -EINVAL with *why (if not NULL)
+ * naming the bad field ("pool_size must be at least 1"). Any thread. */
+CSHS_EXPORT int cshs_client_options_check(const cshs_client_options *o, const char **why);
+
+/* How the request body is sent. */
+typedef enum cshs_client_body_mode {
+    /* body/body_len, whole, in one writev with the head (a body that fits
+     * the connection's buffer is copied next to the head; a larger one is
+     * sent from the caller's memory). Content-Length is sent when body_len
+     * > 0, or for POST, PUT and PATCH (as 0). */
+    CSHS_CLIENT_BODY_WHOLE = 0,
+    /* exactly content_length bytes written with cshs_call_write
+     * (cshs_client_begin only); Content-Length: content_length. */
+    CSHS_CLIENT_BODY_LENGTH = 1,
+    /* pieces written with cshs_call_write, each sent as one chunk
+     * (cshs_client_begin only); Transfer-Encoding: chunked. */
+    CSHS_CLIENT_BODY_CHUNKED = 2,
+} cshs_client_body_mode;
+
+/* One header field to send: name and value by pointer and length (not
+ * NUL-terminated; a value may be empty). */
+typedef struct cshs_client_header {
+    const char *name;
+    size_t name_len;
+    const char *value;
+    size_t value_len;
+} cshs_client_header;
+
+/* One request. Filled with defaults by cshs_client_request_init; read
+ * only during cshs_client_send / cshs_client_begin. */
+typedef struct cshs_client_request {
+    size_t size; /* as in cshs_client_options: set by _init, do not change */
+
+    /* "http://host[:port]" or "https://host[:port]" (default ports 80 and
+     * 443; an IPv6 literal in brackets); no path, no user info. The host is
+     * compared without case: it names the pool. */
+    const char *origin;
+    const char *method;                /* a token: "GET" (default) */
+    const char *target;                /* origin-form "/path?query" (default "/"), or "*" */
+    const cshs_client_header *headers; /* sent in order (see the top) */
+    size_t num_headers;
+
+    cshs_client_body_mode body_mode;
+    const void *body; /* CSHS_CLIENT_BODY_WHOLE: the body (may be NULL with 0) */
+    size_t body_len;
+    uint64_t content_length; /* CSHS_CLIENT_BODY_LENGTH */
+
+    /* Per-request deadlines; 0: the client's option of the same name. */
+    unsigned acquire_timeout_ms;
+    unsigned connect_timeout_ms;
+    unsigned send_timeout_ms;
+    unsigned head_timeout_ms;
+    unsigned read_timeout_ms;
+} cshs_client_request;
+
+/* Fills `r` with the defaults (method GET, target "/", no headers, no
+ * body, deadlines from the client). Any thread. */
+CSHS_EXPORT void cshs_client_request_init(cshs_client_request *r);
+
+typedef struct cshs_client cshs_client;
+
+/* One request and its response, on one connection of the pool. */
+typedef struct cshs_call cshs_call;
+
+/* A client with a copy of `o` (NULL: the defaults). NULL when out of
+ * memory, when the options do not pass cshs_client_options_check, or when
+ * the tick thread cannot be started. No connection is opened here. Any
+ * thread. */
+CSHS_EXPORT cshs_client *cshs_client_new(const cshs_client_options *o);
+
+/* Stops and joins the tick thread, closes every connection and frees the
+ * client. Every cshs_call must have been freed before, and no request may
+ * be in progress on any thread. NULL does nothing. */
+CSHS_EXPORT void cshs_client_free(cshs_client *c);
+
+/* The periodic work (see the top): expired waiters, backoffs ended, idle
+ * and origin-closed connections, min_idle, empty pools. Call it every
+ * 200-250 ms when the client has no tick thread; calling it more often is
+ * harmless. It waits on no socket (it may wait for the name resolver,
+ * see "How a request waits"). Any thread. */
+CSHS_EXPORT void cshs_client_tick(cshs_client *c);
+
+/* Sends a request whose body (if any) is whole (CSHS_CLIENT_BODY_WHOLE)
+ * (-EINVAL for another body_mode) and waits for the response head, 1xx
+ * responses skipped. On 0, *out is
+ * the call (read its body, then cshs_call_free it). On error, *out is NULL
+ * and the connection, if one was taken, was given back or closed as its
+ * state requires. Retries once as described at the top. Blocks the
+ * calling thread (see "How a request waits"). Any thread. */
+CSHS_EXPORT int cshs_client_send(cshs_client *c, const cshs_client_request *r, cshs_call **out);
+
+/* Takes a connection and sends the request head, and the body when it is
+ * CSHS_CLIENT_BODY_WHOLE. On 0, *out is the call: write the body with
+ * cshs_call_write (streamed modes), then cshs_call_end for the response
+ * head. On error, *out is NULL. Any thread. */
+CSHS_EXPORT int cshs_client_begin(cshs_client *c, const cshs_client_request *r, cshs_call **out);
+
+/* Sends `len` bytes of a streamed body from `data` (no copy; it returns
+ * once the socket took them, within send_timeout_ms between bytes). For
+ * CSHS_CLIENT_BODY_CHUNKED each call with len > 0 is one chunk (len 0 does
+ * nothing); for CSHS_CLIENT_BODY_LENGTH more than content_length bytes in
+ * all is -EINVAL. On error the call is failed: only cshs_call_free is
+ * left. */
+CSHS_EXPORT int cshs_call_write(cshs_call *call, const void *data, size_t len);
+
+/* Ends the request (CSHS_CLIENT_BODY_CHUNKED: the last chunk;
+ * CSHS_CLIENT_BODY_LENGTH: fewer than content_length bytes written is
+ * -EINVAL, and the connection is closed) and waits for the response head,
+ * 1xx responses skipped, within head_timeout_ms. 0 when the head is here.
+ * For a call made by cshs_client_begin with a whole body, call it once to
+ * wait for the head. A response the origin sent before the request body
+ * was all written is read here, once the body is sent or the send failed
+ * (then the send's error is returned). */
+CSHS_EXPORT int cshs_call_end(cshs_call *call);
+
+/* The response, once the head is here (after cshs_client_send, or
+ * cshs_call_end returned 0); valid until cshs_call_free.
+ * cshs_call_status: 100..599. cshs_call_message: the parsed head (framing,
+ * flags, headers); its spans are offsets into cshs_call_head(call, &len),
+ * bytes the call owns, whatever happens to the connection. */
+CSHS_EXPORT int cshs_call_status(const cshs_call *call);
+CSHS_EXPORT const csh_message *cshs_call_message(const cshs_call *call);
+CSHS_EXPORT const char *cshs_call_head(const cshs_call *call, size_t *len);
+
+/* The value of the first header field named `name` (any case): 1 and
+ * *value set (a pointer into the call's head, not NUL-terminated, with
+ * *value_len), or 0 when absent. */
+CSHS_EXPORT int cshs_call_header(const cshs_call *call, const char *name, const char **value,
+                                 size_t *value_len);
+
+/* Reads up to `cap` bytes of the response body (chunked coding removed)
+ * into `buf`: > 0 the bytes read, 0 at the end of the body (the connection
+ * went back to the pool when its last byte was read; HEAD, 204 and 304
+ * have no body), or a negative error (read_timeout_ms between bytes
+ * (CSHS_CLIENT_E_READ_TIMEOUT), CSHS_CLIENT_E_ORIGIN_CLOSED for a body cut
+ * short, CSHS_CLIENT_E_MALFORMED for broken chunked coding or bytes after
+ * the end): then the connection is closed and later reads return the same
+ * error. A body delimited by the connection's end (no Content-Length, not
+ * chunked) ends when the origin closes, and that connection is closed. */
+CSHS_EXPORT ssize_t cshs_call_read(cshs_call *call, void *buf, size_t cap);
+
+/* Reads the rest of the body into memory the call owns: 0 and *body,
+ * *len (the bytes, followed by a NUL not counted in *len; valid until
+ * cshs_call_free), or a negative error as cshs_call_read, and
+ * CSHS_CLIENT_E_TOO_LARGE past `limit` bytes (the connection is closed). */
+CSHS_EXPORT int cshs_call_read_all(cshs_call *call, size_t limit, const char **body, size_t *len);
+
+/* Ends the call: a connection whose response was read to its end is
+ * already back in the pool; one still held (the body not read to its end,
+ * the request not ended, an error) is closed. NULL does nothing. Any
+ * thread (the one using the call). */
+CSHS_EXPORT void cshs_call_free(cshs_call *call);
+
+/* One origin's pool, read at one moment (under the client's lock). */
+typedef struct cshs_client_pool_stats {
+    char origin[300]; /* "http://host:port", NUL-terminated (cut if longer) */
+    uint32_t open;    /* connections open: idle and in use */
+    uint32_t idle;
+    uint32_t opening;  /* connects in flight */
+    uint32_t waiters;  /* requests waiting for a connection */
+    uint64_t requests; /* requests that were given a connection */
+    uint64_t opens;    /* connections opened */
+    uint64_t failures; /* failed opens (resolve, connect, TLS) */
+    uint64_t retries;  /* requests sent again under the retry rule */
+    uint64_t acquire_timeouts;
+    /* how long requests waited for a connection (0 for one idle at
+     * once), since the pool was created: p50 and p99 in microseconds, by
+     * buckets that are at most 1/16 wide (the bucket's upper bound) */
+    uint64_t acquire_wait_p50_us;
+    uint64_t acquire_wait_p99_us;
+} cshs_client_pool_stats;
+
+/* Fills out[0 .. cap) with the pools in no particular order; returns the
+ * number of pools (which may be more than cap: call again with more room).
+ * Any thread. */
+CSHS_EXPORT size_t cshs_client_stats(cshs_client *c, cshs_client_pool_stats *out, size_t cap);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
