@@ -68,7 +68,9 @@
  * Retry (nginx's proxy_next_upstream rule): a request that failed on a
  * reused connection because the origin had already closed it (an error or
  * end of input on the send, or before the first byte of the response) is
- * sent once more on a newly opened connection, when its method is
+ * sent once more, on a connection it opens itself (when the pool is full,
+ * its least recently used idle connection is closed to make room; with
+ * none idle it takes the first connection given back), when its method is
  * idempotent (RFC 9110 §9.2.2: GET, HEAD, PUT, DELETE, OPTIONS, TRACE) or
  * when none of its bytes were sent. A streamed body (cshs_client_begin)
  * cannot be sent twice: such a request is retried only while its head is
@@ -146,7 +148,11 @@ extern "C" {
 #endif
 
 /* XX(NAME, value, status, message): the client's own errors. The values
- * lie below -4095, outside the -errno range, so either can be returned. */
+ * lie below -4095, outside the -errno range, so either can be returned.
+ * ACQUIRE_TIMEOUT: when a connect to the origin failed while the request
+ * waited, the request fails at its deadline with that connect's error
+ * (RESOLVE, CONNECT, CONNECT_TIMEOUT, TLS, CERTIFICATE) instead, the
+ * better answer for a proxy (502, not 504). */
 #define CSHS_CLIENT_ERROR_MAP(XX)                                                                  \
     XX(RESOLVE, -5001, 502, "the origin's name did not resolve")                                   \
     XX(CONNECT, -5002, 502, "could not connect to the origin (refused or unreachable)")            \
@@ -302,8 +308,8 @@ CSHS_EXPORT void cshs_client_tick(cshs_client *c);
 
 /* Sends a request whose body (if any) is whole (CSHS_CLIENT_BODY_WHOLE)
  * (-EINVAL for another body_mode) and waits for the response head, 1xx
- * responses skipped. On 0, *out is
- * the call (read its body, then cshs_call_free it). On error, *out is NULL
+ * responses skipped. On 0, *out is the call (read its body, then
+ * cshs_call_free it). On error, *out is NULL
  * and the connection, if one was taken, was given back or closed as its
  * state requires. Retries once as described at the top. Blocks the
  * calling thread (see "How a request waits"). Any thread. */
@@ -376,13 +382,14 @@ typedef struct cshs_client_pool_stats {
     char origin[300]; /* "http://host:port", NUL-terminated (cut if longer) */
     uint32_t open;    /* connections open: idle and in use */
     uint32_t idle;
-    uint32_t opening;  /* connects in flight */
-    uint32_t waiters;  /* requests waiting for a connection */
-    uint64_t requests; /* requests that were given a connection */
-    uint64_t opens;    /* connections opened */
-    uint64_t failures; /* failed opens (resolve, connect, TLS) */
-    uint64_t retries;  /* requests sent again under the retry rule */
-    uint64_t acquire_timeouts;
+    uint32_t opening;          /* connects in flight */
+    uint32_t waiters;          /* requests waiting for a connection */
+    uint64_t requests;         /* requests that were given a connection */
+    uint64_t opens;            /* connections opened */
+    uint64_t failures;         /* failed opens (resolve, connect, TLS) */
+    uint64_t retries;          /* requests sent again under the retry rule */
+    uint64_t acquire_timeouts; /* requests failed at their acquire deadline */
+    uint32_t backoff_ms;       /* after a failed connect: ms before the origin is tried again */
     /* how long requests waited for a connection (0 for one idle at
      * once), since the pool was created: p50 and p99 in microseconds, by
      * buckets that are at most 1/16 wide (the bucket's upper bound) */

@@ -1,0 +1,1953 @@
+/* The engine's pooled HTTP/1.1 client (client.h has the rules and the
+ * manual). It uses libcshttp for responses and nothing of the toolkit: the
+ * layering test checks that this file includes no cshttp/web header.
+ *
+ * Locking: one mutex per client guards every pool, connection list, waiter
+ * queue and counter. It is never held across a system call that can block:
+ * name resolution, connects, handshakes and a call's I/O run unlocked, by
+ * the thread that owns the connection at that moment (a request's thread,
+ * or the tick for a min_idle connection, which sits on its pool's opening
+ * list while it is being opened). The zero-timeout poll() of idle sockets
+ * is done under the lock. */
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+
+#include <cshttp/body.h>
+#include <cshttp/grammar.h>
+#include <cshttp/parser.h>
+#include <cshttp/server/client.h>
+
+#define CONN_BUF 16384     /* a connection's buffer: the head built, the response read */
+#define CONN_BUF_MAX 65536 /* grown up to this for a long head (the parser stops at 32 KiB) */
+#define MAX_FIELDS 100     /* response header fields kept (the parser's default limit) */
+#define BACKOFF_MIN_MS 200 /* after a failed connect: 200-400 ms, jittered */
+#define BACKOFF_JITTER_MS 201
+#define HIST_BUCKETS (16 + 16 * 40) /* acquire waits: 1/16-wide log buckets up to 2^44 us */
+
+/* ---- errors ---- */
+
+const char *cshs_client_error_name(int code)
+{
+    switch (code) {
+    case 0:
+        return "OK";
+#define CSHS_CLIENT_ERROR_NAME_(name, value, status, message)                                      \
+    case value:                                                                                    \
+        return "CSHS_CLIENT_E_" #name;
+        CSHS_CLIENT_ERROR_MAP(CSHS_CLIENT_ERROR_NAME_)
+#undef CSHS_CLIENT_ERROR_NAME_
+    default:
+        break;
+    }
+    if (code < 0 && code > -4096) {
+        const char *n = strerrorname_np(-code);
+        if (n) return n;
+    }
+    return "UNKNOWN";
+}
+
+const char *cshs_client_error_message(int code)
+{
+    switch (code) {
+    case 0:
+        return "success";
+#define CSHS_CLIENT_ERROR_MSG_(name, value, status, message)                                       \
+    case value:                                                                                    \
+        return message;
+        CSHS_CLIENT_ERROR_MAP(CSHS_CLIENT_ERROR_MSG_)
+#undef CSHS_CLIENT_ERROR_MSG_
+    default:
+        break;
+    }
+    if (code < 0 && code > -4096) {
+        const char *m = strerrordesc_np(-code); /* static text, unlike strerror */
+        if (m) return m;
+    }
+    return "unknown error";
+}
+
+int cshs_client_error_status(int code)
+{
+    switch (code) {
+    case 0:
+        return 0;
+#define CSHS_CLIENT_ERROR_STATUS_(name, value, status, message)                                    \
+    case value:                                                                                    \
+        return status;
+        CSHS_CLIENT_ERROR_MAP(CSHS_CLIENT_ERROR_STATUS_)
+#undef CSHS_CLIENT_ERROR_STATUS_
+    default:
+        return code < 0 ? 500 : 0;
+    }
+}
+
+/* ---- options ---- */
+
+void cshs_client_options_init(cshs_client_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->size = sizeof *o;
+    o->pool_size = 32;
+    o->min_idle = 0;
+    o->idle_timeout_ms = 60000;
+    o->max_lifetime_ms = 3600000;
+    o->acquire_timeout_ms = 10000;
+    o->connect_timeout_ms = 5000;
+    o->send_timeout_ms = 60000;
+    o->head_timeout_ms = 60000;
+    o->read_timeout_ms = 60000;
+    o->tick_thread = 1;
+    o->tick_interval_ms = 200;
+    o->tls_ca_file = NULL;
+    o->tls_insecure = 0;
+}
+
+/* The caller's struct read as far as the caller knew it, the defaults for
+ * the rest (client.h: the size rule). */
+static int options_copy(cshs_client_options *dst, const cshs_client_options *src)
+{
+    cshs_client_options_init(dst);
+    if (!src) return 0;
+    if (src->size < offsetof(cshs_client_options, pool_size)) return -EINVAL;
+    size_t n = src->size < sizeof *dst ? src->size : sizeof *dst;
+    memcpy(dst, src, n);
+    dst->size = sizeof *dst;
+    return 0;
+}
+
+int cshs_client_options_check(const cshs_client_options *o, const char **why)
+{
+    const char *w = NULL;
+    cshs_client_options c;
+    if (!o || options_copy(&c, o) < 0)
+        w = "size must be set by cshs_client_options_init";
+    else if (c.pool_size < 1)
+        w = "pool_size must be at least 1";
+    else if (c.min_idle > c.pool_size)
+        w = "min_idle must be at most pool_size";
+    else if (c.acquire_timeout_ms < 1)
+        w = "acquire_timeout_ms must be at least 1";
+    else if (c.connect_timeout_ms < 1)
+        w = "connect_timeout_ms must be at least 1";
+    else if (c.send_timeout_ms < 1 || c.head_timeout_ms < 1 || c.read_timeout_ms < 1)
+        w = "send_timeout_ms, head_timeout_ms and read_timeout_ms must be at least 1";
+    else if (c.tick_interval_ms < 1 || c.tick_interval_ms > 60000)
+        w = "tick_interval_ms must be 1..60000";
+    else if (c.idle_timeout_ms < 1)
+        w = "idle_timeout_ms must be at least 1";
+    if (why) *why = w;
+    return w ? -EINVAL : 0;
+}
+
+void cshs_client_request_init(cshs_client_request *r)
+{
+    memset(r, 0, sizeof *r);
+    r->size = sizeof *r;
+    r->method = "GET";
+    r->target = "/";
+    r->body_mode = CSHS_CLIENT_BODY_WHOLE;
+}
+
+/* ---- the objects ---- */
+
+typedef struct pool pool;
+
+/* Connection states. */
+enum { C_IDLE = 0, C_BUSY, C_OPENING };
+
+typedef struct conn {
+    struct conn *prev, *next; /* idle list (MRU first) or opening list */
+    pool *p;
+    int fd;
+    SSL *ssl;
+    int state;
+    int tcp_done;           /* opening: the TCP connect has completed */
+    int64_t born_ms;        /* opened (or the open started, while opening) */
+    int64_t idle_ms;        /* put on the idle list */
+    uint64_t uses;          /* responses read on it */
+    unsigned connect_ms;    /* opening by the tick: its deadline */
+    char *buf;              /* the head built here; the response read here */
+    size_t cap, start, end; /* unread input: buf[start .. end) */
+} conn;
+
+typedef struct waiter {
+    struct waiter *prev, *next;
+    pthread_cond_t cv;
+    conn *got;   /* handed over by a release or an open */
+    int err;     /* failed by the tick (its deadline) */
+    int queued;  /* on the pool's queue */
+    int opening; /* opening a connection, unlocked */
+    int64_t deadline_ms;
+    int64_t since_us;
+} waiter;
+
+struct pool {
+    pool *next;
+    char key[300]; /* "http://host:port": the origin */
+    char host[256];
+    char port[8];
+    char hosthdr[272]; /* Host field value */
+    int tls;
+    int host_is_ip;
+    conn *idle;    /* MRU first */
+    conn *opening; /* min_idle connections being opened by the tick */
+    unsigned open, nidle, nopening, nwaiters;
+    unsigned users; /* requests and calls that use this pool */
+    waiter *wq, *wq_tail;
+    int64_t backoff_until_ms;
+    int64_t last_fail_us;
+    int last_error;
+    uint64_t requests, opens, failures, retries, acquire_timeouts;
+    uint32_t hist[HIST_BUCKETS];
+};
+
+struct cshs_client {
+    cshs_client_options o;
+    pthread_mutex_t mu;
+    pool *pools;
+    SSL_CTX *ssl_ctx;
+    unsigned seed;
+    /* the tick thread */
+    pthread_t tick;
+    int tick_running;
+    pthread_mutex_t tls_mu; /* ssl_ctx, made on first use */
+    pthread_mutex_t tick_mu;
+    pthread_cond_t tick_cv;
+    int tick_stop;
+};
+
+/* Call states. */
+enum { K_BODY_OUT = 0, K_HEAD_WAIT, K_BODY_IN, K_DONE, K_FAILED };
+
+struct cshs_call {
+    cshs_client *c;
+    pool *p;
+    conn *cn; /* NULL once given back or closed */
+    int state;
+    int err;
+    csh_method method;
+    int idempotent;
+    int reused;    /* the connection had served a response before */
+    int retryable; /* failed because the origin had closed the reused connection */
+    uint64_t bytes_sent;
+    cshs_client_body_mode mode;
+    uint64_t body_left; /* CSHS_CLIENT_BODY_LENGTH: bytes still to write */
+    unsigned send_ms, head_ms, read_ms;
+    int64_t head_deadline_ms;
+    csh_parser parser;
+    csh_header fields[MAX_FIELDS];
+    csh_body body;
+    char *head;
+    size_t head_len;
+    char *all; /* cshs_call_read_all */
+    size_t all_len;
+};
+
+static int64_t now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static int64_t now_ms(void)
+{
+    return now_us() / 1000;
+}
+
+/* ---- SIGPIPE: OpenSSL writes with write(2), which raises it on a socket
+ * the origin closed. Blocked around TLS I/O on this thread, and a SIGPIPE
+ * raised meanwhile is taken back, so the program's disposition never sees
+ * it (the plain path sends with MSG_NOSIGNAL). ---- */
+
+typedef struct {
+    sigset_t old;
+    int pending_before;
+} sigpipe_guard;
+
+static void sigpipe_block(sigpipe_guard *g)
+{
+    sigset_t pipe, pend;
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe, &g->old);
+    sigpending(&pend);
+    g->pending_before = sigismember(&pend, SIGPIPE) == 1;
+}
+
+static void sigpipe_restore(sigpipe_guard *g)
+{
+    if (!g->pending_before) {
+        sigset_t pipe, pend;
+        sigemptyset(&pipe);
+        sigaddset(&pipe, SIGPIPE);
+        sigpending(&pend);
+        if (sigismember(&pend, SIGPIPE) == 1) {
+            struct timespec zero = {0, 0};
+            sigtimedwait(&pipe, NULL, &zero);
+        }
+    }
+    pthread_sigmask(SIG_SETMASK, &g->old, NULL);
+}
+
+/* ---- the acquire-wait histogram ---- */
+
+static unsigned hist_bucket(uint64_t v)
+{
+    if (v < 16) return (unsigned)v;
+    unsigned e = 63u - (unsigned)__builtin_clzll(v); /* >= 4 */
+    unsigned b = 16 + (e - 4) * 16 + (unsigned)((v >> (e - 4)) & 15);
+    return b < HIST_BUCKETS ? b : HIST_BUCKETS - 1;
+}
+
+static uint64_t hist_upper(unsigned b)
+{
+    if (b < 16) return b;
+    unsigned e = (b - 16) / 16 + 4, m = (b - 16) % 16;
+    uint64_t width = 1ull << (e - 4);
+    return (1ull << e) + (m + 1) * width - 1;
+}
+
+static uint64_t hist_quantile(const pool *p, double q)
+{
+    uint64_t total = 0;
+    for (unsigned i = 0; i < HIST_BUCKETS; i++) total += p->hist[i];
+    if (!total) return 0;
+    uint64_t rank = (uint64_t)(q * (double)total + 0.999999);
+    if (rank < 1) rank = 1;
+    uint64_t seen = 0;
+    for (unsigned i = 0; i < HIST_BUCKETS; i++) {
+        seen += p->hist[i];
+        if (seen >= rank) return hist_upper(i);
+    }
+    return hist_upper(HIST_BUCKETS - 1);
+}
+
+static void record_wait(pool *p, int64_t since_us)
+{
+    int64_t w = now_us() - since_us;
+    p->hist[hist_bucket(w > 0 ? (uint64_t)w : 0)]++;
+    p->requests++;
+}
+
+/* ---- origins ---- */
+
+/* Parses "http://host[:port]" into the pool's identity fields. */
+static int parse_origin(const char *origin, pool *p)
+{
+    if (!origin) return -EINVAL;
+    const char *s = origin;
+    if (strncasecmp(s, "http://", 7) == 0) {
+        p->tls = 0;
+        s += 7;
+    } else if (strncasecmp(s, "https://", 8) == 0) {
+        p->tls = 1;
+        s += 8;
+    } else {
+        return -EINVAL;
+    }
+    const char *h = s, *he;
+    int v6 = 0;
+    if (*s == '[') {
+        const char *rb = strchr(s, ']');
+        if (!rb) return -EINVAL;
+        h = s + 1;
+        he = rb;
+        s = rb + 1;
+        v6 = 1;
+    } else {
+        while (*s && *s != ':' && *s != '/') {
+            unsigned char ch = (unsigned char)*s;
+            /* reg-name or IPv4 (RFC 3986 §3.2.2), without percent-encoding */
+            if (!(ch == '-' || ch == '.' || ch == '_' || ch == '~' || (ch >= '0' && ch <= '9') ||
+                  ((ch | 0x20) >= 'a' && (ch | 0x20) <= 'z')))
+                return -EINVAL;
+            s++;
+        }
+        he = s;
+    }
+    size_t hl = (size_t)(he - h);
+    if (hl == 0 || hl >= sizeof p->host) return -EINVAL;
+    for (size_t i = 0; i < hl; i++)
+        p->host[i] = (char)(h[i] >= 'A' && h[i] <= 'Z' ? h[i] | 0x20 : h[i]);
+    p->host[hl] = 0;
+    unsigned long port = p->tls ? 443 : 80;
+    int explicit_port = 0;
+    if (*s == ':') {
+        s++;
+        if (*s < '0' || *s > '9') return -EINVAL;
+        port = 0;
+        while (*s >= '0' && *s <= '9') {
+            port = port * 10 + (unsigned long)(*s - '0');
+            if (port > 65535) return -EINVAL;
+            s++;
+        }
+        if (port == 0) return -EINVAL;
+        explicit_port = 1;
+    }
+    if (*s == '/') s++;
+    if (*s) return -EINVAL;
+    if (v6) {
+        struct in6_addr a6;
+        if (inet_pton(AF_INET6, p->host, &a6) != 1) return -EINVAL;
+        p->host_is_ip = 1;
+    } else {
+        struct in_addr a4;
+        p->host_is_ip = inet_pton(AF_INET, p->host, &a4) == 1;
+    }
+    snprintf(p->port, sizeof p->port, "%lu", port);
+    const char *lb = v6 ? "[" : "", *rbk = v6 ? "]" : "";
+    snprintf(p->key, sizeof p->key, "%s://%s%s%s:%lu", p->tls ? "https" : "http", lb, p->host, rbk,
+             port);
+    int defport = (p->tls && port == 443) || (!p->tls && port == 80);
+    if (explicit_port && !defport)
+        snprintf(p->hosthdr, sizeof p->hosthdr, "%s%s%s:%lu", lb, p->host, rbk, port);
+    else
+        snprintf(p->hosthdr, sizeof p->hosthdr, "%s%s%s", lb, p->host, rbk);
+    return 0;
+}
+
+/* Under the lock: the pool of `id`'s origin, created on first use. */
+static pool *pool_get(cshs_client *c, const pool *id)
+{
+    for (pool *p = c->pools; p; p = p->next)
+        if (strcmp(p->key, id->key) == 0) return p;
+    pool *p = calloc(1, sizeof *p);
+    if (!p) return NULL;
+    memcpy(p->key, id->key, sizeof p->key);
+    memcpy(p->host, id->host, sizeof p->host);
+    memcpy(p->port, id->port, sizeof p->port);
+    memcpy(p->hosthdr, id->hosthdr, sizeof p->hosthdr);
+    p->tls = id->tls;
+    p->host_is_ip = id->host_is_ip;
+    p->next = c->pools;
+    c->pools = p;
+    return p;
+}
+
+/* ---- connections: opening and closing ---- */
+
+static void conn_close(conn *cn)
+{
+    if (!cn) return;
+    if (cn->ssl) {
+        sigpipe_guard g;
+        sigpipe_block(&g);
+        ERR_clear_error();
+        SSL_shutdown(cn->ssl); /* one try at a close_notify; the socket is non-blocking */
+        ERR_clear_error();
+        sigpipe_restore(&g);
+        SSL_free(cn->ssl);
+    }
+    if (cn->fd >= 0) close(cn->fd);
+    free(cn->buf);
+    free(cn);
+}
+
+static conn *conn_alloc(pool *p)
+{
+    conn *cn = calloc(1, sizeof *cn);
+    if (!cn) return NULL;
+    cn->buf = malloc(CONN_BUF);
+    if (!cn->buf) {
+        free(cn);
+        return NULL;
+    }
+    cn->cap = CONN_BUF;
+    cn->fd = -1;
+    cn->p = p;
+    cn->born_ms = now_ms();
+    return cn;
+}
+
+static int map_connect_errno(int e)
+{
+    switch (e) {
+    case EINPROGRESS: /* SO_SNDTIMEO ran out on a blocking connect */
+    case ETIMEDOUT:
+    case EAGAIN:
+        return CSHS_CLIENT_E_CONNECT_TIMEOUT;
+    case ECONNREFUSED:
+    case ENETUNREACH:
+    case EHOSTUNREACH:
+    case ECONNRESET:
+    case EADDRNOTAVAIL:
+    case ENETDOWN:
+    case EHOSTDOWN:
+        return CSHS_CLIENT_E_CONNECT;
+    default:
+        return -e;
+    }
+}
+
+static int resolve(const pool *p, struct addrinfo **res)
+{
+    struct addrinfo hints;
+    memset(&hints, 0, sizeof hints);
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_NUMERICSERV | (p->host_is_ip ? AI_NUMERICHOST : 0);
+    int r = getaddrinfo(p->host, p->port, &hints, res);
+    if (r == EAI_MEMORY) return -ENOMEM;
+    return r ? CSHS_CLIENT_E_RESOLVE : 0;
+}
+
+static int set_nonblock(int fd)
+{
+    int fl = fcntl(fd, F_GETFL);
+    return fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0 ? -errno : 0;
+}
+
+/* A TCP socket to `ai` with the kernel's deadlines set: TCP_USER_TIMEOUT
+ * bounds the connect's SYN retries and, later, unacknowledged data. */
+static int tcp_socket(const struct addrinfo *ai, unsigned user_timeout_ms)
+{
+    int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -errno;
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    unsigned ut = user_timeout_ms;
+    setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ut, sizeof ut);
+    return fd;
+}
+
+static int tls_setup(cshs_client *c, conn *cn)
+{
+    pool *p = cn->p;
+    SSL *ssl = SSL_new(c->ssl_ctx);
+    if (!ssl) return -ENOMEM;
+    if (!p->host_is_ip) SSL_set_tlsext_host_name(ssl, p->host); /* SNI: names only (RFC 6066 §3) */
+    if (!c->o.tls_insecure) {
+        int ok = p->host_is_ip ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), p->host)
+                               : SSL_set1_host(ssl, p->host);
+        if (ok != 1) {
+            SSL_free(ssl);
+            return -ENOMEM;
+        }
+    }
+    SSL_set_fd(ssl, cn->fd);
+    SSL_set_connect_state(ssl);
+    cn->ssl = ssl;
+    return 0;
+}
+
+/* One step of the TLS handshake: 1 done, 0 wants *events, or an error. */
+static int tls_step(cshs_client *c, conn *cn, short *events)
+{
+    sigpipe_guard g;
+    sigpipe_block(&g);
+    ERR_clear_error();
+    int r = SSL_do_handshake(cn->ssl);
+    int e = r == 1 ? SSL_ERROR_NONE : SSL_get_error(cn->ssl, r);
+    sigpipe_restore(&g);
+    if (r == 1) return 1;
+    if (e == SSL_ERROR_WANT_READ) {
+        *events = POLLIN;
+        return 0;
+    }
+    if (e == SSL_ERROR_WANT_WRITE) {
+        *events = POLLOUT;
+        return 0;
+    }
+    long v = SSL_get_verify_result(cn->ssl);
+    ERR_clear_error();
+    if (!c->o.tls_insecure && v != X509_V_OK) return CSHS_CLIENT_E_CERTIFICATE;
+    return CSHS_CLIENT_E_TLS;
+}
+
+/* Opens a connection for a request, blocking this thread: resolve, a
+ * blocking connect whose deadline the kernel keeps (SO_SNDTIMEO and
+ * TCP_USER_TIMEOUT), then the TLS handshake within the same time. */
+static int open_blocking(cshs_client *c, pool *p, unsigned timeout_ms, conn **out)
+{
+    *out = NULL;
+    struct addrinfo *res = NULL;
+    int r = resolve(p, &res);
+    if (r < 0) return r;
+    conn *cn = conn_alloc(p);
+    if (!cn) {
+        freeaddrinfo(res);
+        return -ENOMEM;
+    }
+    int64_t deadline = now_ms() + timeout_ms;
+    r = CSHS_CLIENT_E_CONNECT;
+    for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
+        int fd = tcp_socket(ai, timeout_ms);
+        if (fd < 0) {
+            r = fd;
+            continue;
+        }
+        struct timeval tv = {(time_t)(timeout_ms / 1000), (suseconds_t)(timeout_ms % 1000) * 1000};
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+        if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) {
+            struct timeval zero = {0, 0};
+            setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &zero, sizeof zero);
+            cn->fd = fd;
+            r = 0;
+            break;
+        }
+        r = map_connect_errno(errno);
+        close(fd);
+        if (r == CSHS_CLIENT_E_CONNECT_TIMEOUT) break; /* the time is spent */
+    }
+    freeaddrinfo(res);
+    if (r == 0) {
+        unsigned ut = c->o.send_timeout_ms;
+        setsockopt(cn->fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ut, sizeof ut);
+        r = set_nonblock(cn->fd);
+    }
+    if (r == 0 && p->tls) {
+        r = tls_setup(c, cn);
+        while (r == 0) {
+            short ev = 0;
+            r = tls_step(c, cn, &ev);
+            if (r == 1) {
+                r = 0;
+                break;
+            }
+            if (r < 0) break;
+            int64_t left = deadline - now_ms();
+            if (left <= 0) {
+                r = CSHS_CLIENT_E_CONNECT_TIMEOUT;
+                break;
+            }
+            struct pollfd pf = {cn->fd, ev, 0};
+            if (poll(&pf, 1, (int)left) < 0 && errno != EINTR) r = -errno;
+        }
+    }
+    if (r < 0) {
+        conn_close(cn);
+        return r;
+    }
+    cn->born_ms = now_ms();
+    *out = cn;
+    return 0;
+}
+
+/* The tick's open for min_idle: resolve and start a non-blocking connect;
+ * later ticks see it through (tick_progress). */
+static int open_start(cshs_client *c, pool *p, conn **out)
+{
+    *out = NULL;
+    struct addrinfo *res = NULL;
+    int r = resolve(p, &res);
+    if (r < 0) return r;
+    conn *cn = conn_alloc(p);
+    if (!cn) {
+        freeaddrinfo(res);
+        return -ENOMEM;
+    }
+    r = CSHS_CLIENT_E_CONNECT;
+    for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
+        int fd = tcp_socket(ai, c->o.connect_timeout_ms);
+        if (fd < 0) {
+            r = fd;
+            continue;
+        }
+        if (set_nonblock(fd) < 0) {
+            close(fd);
+            continue;
+        }
+        if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0 || errno == EINPROGRESS) {
+            cn->fd = fd;
+            r = 0;
+            break;
+        }
+        r = map_connect_errno(errno);
+        close(fd);
+    }
+    freeaddrinfo(res);
+    if (r < 0) {
+        conn_close(cn);
+        return r;
+    }
+    cn->state = C_OPENING;
+    cn->connect_ms = c->o.connect_timeout_ms;
+    *out = cn;
+    return 0;
+}
+
+/* One look at a connection the tick is opening: 1 ready, 0 not yet, or an
+ * error. Never waits. */
+static int open_progress(cshs_client *c, conn *cn)
+{
+    if (!cn->tcp_done) {
+        struct pollfd pf = {cn->fd, POLLOUT, 0};
+        if (poll(&pf, 1, 0) <= 0 || !pf.revents) goto not_yet;
+        int err = 0;
+        socklen_t el = sizeof err;
+        getsockopt(cn->fd, SOL_SOCKET, SO_ERROR, &err, &el);
+        if (err) return map_connect_errno(err);
+        cn->tcp_done = 1;
+        unsigned ut = c->o.send_timeout_ms;
+        setsockopt(cn->fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ut, sizeof ut);
+        if (!cn->p->tls) return 1;
+        int r = tls_setup(c, cn);
+        if (r < 0) return r;
+    }
+    short ev = 0;
+    int r = tls_step(c, cn, &ev);
+    if (r != 0) return r;
+not_yet:
+    if (now_ms() - cn->born_ms >= (int64_t)cn->connect_ms) return CSHS_CLIENT_E_CONNECT_TIMEOUT;
+    return 0;
+}
+
+/* 1 when an idle connection is still fit to send on: not closed by the
+ * origin, no bytes nobody asked for, not past max_lifetime_ms. */
+static int conn_fresh(const cshs_client *c, conn *cn, int64_t now)
+{
+    if (c->o.max_lifetime_ms && now - cn->born_ms >= (int64_t)c->o.max_lifetime_ms) return 0;
+    struct pollfd pf = {cn->fd, POLLIN | POLLRDHUP, 0};
+    if (poll(&pf, 1, 0) <= 0 || !pf.revents) return 1;
+    if (!cn->ssl || (pf.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL))) return 0;
+    /* TLS: a record may be a session ticket, which is no answer; any
+     * application byte is one nobody asked for */
+    char b;
+    size_t n = 0;
+    sigpipe_guard g;
+    sigpipe_block(&g);
+    ERR_clear_error();
+    int r = SSL_read_ex(cn->ssl, &b, 1, &n);
+    int e = r == 1 ? SSL_ERROR_NONE : SSL_get_error(cn->ssl, r);
+    ERR_clear_error();
+    sigpipe_restore(&g);
+    return r != 1 && e == SSL_ERROR_WANT_READ;
+}
+
+/* ---- the pool's rules (under the lock) ---- */
+
+static int can_open(const pool *p, unsigned pool_size, int64_t now)
+{
+    return now >= p->backoff_until_ms && p->open + p->nopening < pool_size &&
+           p->nopening < p->nwaiters;
+}
+
+static void wq_remove(pool *p, waiter *w)
+{
+    if (w->prev)
+        w->prev->next = w->next;
+    else
+        p->wq = w->next;
+    if (w->next)
+        w->next->prev = w->prev;
+    else
+        p->wq_tail = w->prev;
+    w->prev = w->next = NULL;
+    w->queued = 0;
+    p->nwaiters--;
+}
+
+static void idle_push(pool *p, conn *cn)
+{
+    cn->state = C_IDLE;
+    cn->idle_ms = now_ms();
+    cn->prev = NULL;
+    cn->next = p->idle;
+    if (p->idle) p->idle->prev = cn;
+    p->idle = cn;
+    p->nidle++;
+}
+
+static void idle_remove(pool *p, conn *cn)
+{
+    if (cn->prev)
+        cn->prev->next = cn->next;
+    else
+        p->idle = cn->next;
+    if (cn->next) cn->next->prev = cn->prev;
+    cn->prev = cn->next = NULL;
+    p->nidle--;
+}
+
+/* Wakes the first waiter that could open a connection now. */
+static void wake_opener(cshs_client *c, pool *p)
+{
+    if (!can_open(p, c->o.pool_size, now_ms())) return;
+    for (waiter *w = p->wq; w; w = w->next)
+        if (!w->opening) {
+            pthread_cond_signal(&w->cv);
+            return;
+        }
+}
+
+/* A usable connection goes to the first waiter, or to the idle list. */
+static void give(cshs_client *c, pool *p, conn *cn)
+{
+    if (p->wq) {
+        waiter *w = p->wq;
+        wq_remove(p, w);
+        cn->state = C_BUSY;
+        w->got = cn;
+        record_wait(p, w->since_us);
+        pthread_cond_signal(&w->cv);
+        return;
+    }
+    idle_push(p, cn);
+    (void)c;
+}
+
+/* Counts a connection closed; the caller closes it after unlocking. */
+static void dropped(cshs_client *c, pool *p)
+{
+    p->open--;
+    wake_opener(c, p);
+}
+
+static void open_failed(cshs_client *c, pool *p, int err)
+{
+    p->failures++;
+    p->last_error = err;
+    p->last_fail_us = now_us();
+    c->seed = c->seed * 1103515245u + 12345u;
+    p->backoff_until_ms =
+        now_ms() + BACKOFF_MIN_MS + (int64_t)((c->seed >> 16) % BACKOFF_JITTER_MS);
+}
+
+/* Takes a connection for a request: the most recently used idle one, or
+ * one this thread opens, or one handed over while it waits (client.h).
+ * `fresh`: a retry, which must not reuse an idle connection. */
+static int acquire(cshs_client *c, pool *p, unsigned acquire_ms, unsigned connect_ms, int fresh,
+                   conn **out)
+{
+    conn *stale = NULL; /* closed after unlocking */
+    int r = 0;
+    waiter w;
+    memset(&w, 0, sizeof w);
+    w.since_us = now_us();
+    w.deadline_ms = w.since_us / 1000 + acquire_ms;
+    pthread_cond_init(&w.cv, NULL);
+    *out = NULL;
+
+    pthread_mutex_lock(&c->mu);
+    int64_t now = now_ms();
+    if (!fresh) {
+        while (p->idle && !p->wq) {
+            conn *cn = p->idle;
+            idle_remove(p, cn);
+            if (conn_fresh(c, cn, now)) {
+                cn->state = C_BUSY;
+                record_wait(p, w.since_us);
+                *out = cn;
+                break;
+            }
+            p->open--;
+            cn->next = stale;
+            stale = cn;
+        }
+    } else if (p->open + p->nopening >= c->o.pool_size && p->idle) {
+        /* room for the fresh connection: the least recently used idle goes */
+        conn *lru = p->idle;
+        while (lru->next) lru = lru->next;
+        idle_remove(p, lru);
+        p->open--;
+        lru->next = stale;
+        stale = lru;
+    }
+    if (!*out) {
+        w.queued = 1;
+        w.prev = p->wq_tail;
+        if (p->wq_tail)
+            p->wq_tail->next = &w;
+        else
+            p->wq = &w;
+        p->wq_tail = &w;
+        p->nwaiters++;
+        for (;;) {
+            if (w.got) {
+                *out = w.got;
+                break;
+            }
+            if (w.err) {
+                r = w.err;
+                break;
+            }
+            now = now_ms();
+            int room = p->open + p->nopening < c->o.pool_size;
+            if (can_open(p, c->o.pool_size, now) || (fresh && room && now >= p->backoff_until_ms)) {
+                fresh = 0; /* one own open for a retry; after that, any connection */
+                p->nopening++;
+                w.opening = 1;
+                pthread_mutex_unlock(&c->mu);
+                while (stale) {
+                    conn *n = stale->next;
+                    conn_close(stale);
+                    stale = n;
+                }
+                conn *cn = NULL;
+                int e = open_blocking(c, p, connect_ms, &cn);
+                pthread_mutex_lock(&c->mu);
+                w.opening = 0;
+                p->nopening--;
+                if (e == 0) {
+                    p->open++;
+                    p->opens++;
+                    give(c, p, cn);
+                } else {
+                    open_failed(c, p, e);
+                }
+                continue;
+            }
+            pthread_cond_wait(&w.cv, &c->mu);
+        }
+        if (w.queued) wq_remove(p, &w);
+    }
+    if (w.err) p->acquire_timeouts++;
+    pthread_mutex_unlock(&c->mu);
+    pthread_cond_destroy(&w.cv);
+    while (stale) {
+        conn *n = stale->next;
+        conn_close(stale);
+        stale = n;
+    }
+    return r;
+}
+
+/* Gives a call's connection back: reused when `keep`, else closed. */
+static void release(cshs_client *c, pool *p, conn *cn, int keep)
+{
+    int64_t now = now_ms();
+    if (keep && c->o.max_lifetime_ms && now - cn->born_ms >= (int64_t)c->o.max_lifetime_ms)
+        keep = 0;
+    pthread_mutex_lock(&c->mu);
+    if (keep) {
+        cn->start = cn->end = 0;
+        give(c, p, cn);
+    } else {
+        dropped(c, p);
+    }
+    pthread_mutex_unlock(&c->mu);
+    if (!keep) conn_close(cn);
+}
+
+/* ---- the tick ---- */
+
+typedef struct tick_job {
+    struct tick_job *next;
+    pool *p;
+    conn *cn; /* an opening connection to look at; NULL: start one */
+    int result;
+} tick_job;
+
+void cshs_client_tick(cshs_client *c)
+{
+    if (!c) return;
+    conn *closing = NULL;
+    tick_job *jobs = NULL;
+    pthread_mutex_lock(&c->mu);
+    int64_t now = now_ms();
+    for (pool *p = c->pools; p; p = p->next) {
+        /* waiters past their deadline; a connect that failed while one
+         * waited is the better answer than the timeout */
+        for (waiter *w = p->wq, *nx; w; w = nx) {
+            nx = w->next;
+            if (now < w->deadline_ms) continue;
+            wq_remove(p, w);
+            w->err = p->last_error && p->last_fail_us >= w->since_us
+                         ? p->last_error
+                         : CSHS_CLIENT_E_ACQUIRE_TIMEOUT;
+            pthread_cond_signal(&w->cv);
+        }
+        /* a backoff that ended: the waiters may open again */
+        if (p->wq && can_open(p, c->o.pool_size, now))
+            for (waiter *w = p->wq; w; w = w->next)
+                if (!w->opening) pthread_cond_signal(&w->cv);
+        /* idle connections past idle_timeout_ms, past max_lifetime_ms, or
+         * closed by the origin (an unread FIN, or bytes nobody asked for) */
+        for (conn *cn = p->idle, *nx; cn; cn = nx) {
+            nx = cn->next;
+            if (now - cn->idle_ms < (int64_t)c->o.idle_timeout_ms && conn_fresh(c, cn, now))
+                continue;
+            idle_remove(p, cn);
+            p->open--;
+            cn->next = closing;
+            closing = cn;
+        }
+        /* the connections the tick is opening: looked at unlocked */
+        while (p->opening) {
+            tick_job *j = calloc(1, sizeof *j);
+            if (!j) break;
+            conn *cn = p->opening;
+            p->opening = cn->next;
+            cn->next = NULL;
+            j->p = p;
+            j->cn = cn;
+            j->next = jobs;
+            jobs = j;
+        }
+        /* min_idle: one more per tick */
+        if (c->o.min_idle && p->nidle + p->nopening < c->o.min_idle &&
+            p->open + p->nopening < c->o.pool_size && now >= p->backoff_until_ms) {
+            tick_job *j = calloc(1, sizeof *j);
+            if (j) {
+                p->nopening++;
+                j->p = p;
+                j->next = jobs;
+                jobs = j;
+            }
+        }
+        if (p->wq) wake_opener(c, p);
+    }
+    /* pools with nothing in them and nobody using them */
+    for (pool **pp = &c->pools; *pp;) {
+        pool *p = *pp;
+        if (!p->open && !p->nopening && !p->nwaiters && !p->users) {
+            *pp = p->next;
+            free(p);
+        } else {
+            pp = &p->next;
+        }
+    }
+    pthread_mutex_unlock(&c->mu);
+
+    while (closing) {
+        conn *n = closing->next;
+        conn_close(closing);
+        closing = n;
+    }
+    for (tick_job *j = jobs; j; j = j->next) {
+        if (!j->cn)
+            j->result = open_start(c, j->p, &j->cn);
+        else
+            j->result = open_progress(c, j->cn);
+    }
+
+    pthread_mutex_lock(&c->mu);
+    for (tick_job *j = jobs, *nx; j; j = nx) {
+        nx = j->next;
+        pool *p = j->p;
+        if (j->result < 0) { /* could not start, or failed */
+            p->nopening--;
+            open_failed(c, p, j->result);
+            if (j->cn) {
+                j->cn->next = closing;
+                closing = j->cn;
+            }
+        } else if (j->result == 1) {
+            p->nopening--;
+            p->open++;
+            p->opens++;
+            j->cn->born_ms = now_ms();
+            give(c, p, j->cn);
+        } else { /* on its way: the next tick looks again */
+            j->cn->next = p->opening;
+            p->opening = j->cn;
+        }
+        free(j);
+    }
+    pthread_mutex_unlock(&c->mu);
+    while (closing) {
+        conn *n = closing->next;
+        conn_close(closing);
+        closing = n;
+    }
+}
+
+static void *tick_main(void *arg)
+{
+    cshs_client *c = arg;
+    pthread_mutex_lock(&c->tick_mu);
+    while (!c->tick_stop) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        int64_t ns = ts.tv_nsec + (int64_t)(c->o.tick_interval_ms % 1000) * 1000000;
+        ts.tv_sec += (time_t)(c->o.tick_interval_ms / 1000) + (time_t)(ns / 1000000000);
+        ts.tv_nsec = (long)(ns % 1000000000);
+        pthread_cond_timedwait(&c->tick_cv, &c->tick_mu, &ts);
+        if (c->tick_stop) break;
+        pthread_mutex_unlock(&c->tick_mu);
+        cshs_client_tick(c);
+        pthread_mutex_lock(&c->tick_mu);
+    }
+    pthread_mutex_unlock(&c->tick_mu);
+    return NULL;
+}
+
+/* ---- the client ---- */
+
+cshs_client *cshs_client_new(const cshs_client_options *o)
+{
+    if (o && cshs_client_options_check(o, NULL) < 0) return NULL;
+    cshs_client *c = calloc(1, sizeof *c);
+    if (!c) return NULL;
+    options_copy(&c->o, o);
+    c->seed = (unsigned)now_us() ^ (unsigned)(uintptr_t)c;
+    pthread_mutex_init(&c->mu, NULL);
+    pthread_mutex_init(&c->tls_mu, NULL);
+    pthread_mutex_init(&c->tick_mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&c->tick_cv, &ca);
+    pthread_condattr_destroy(&ca);
+    if (c->o.tick_thread) {
+        if (pthread_create(&c->tick, NULL, tick_main, c) != 0) {
+            c->o.tick_thread = 0;
+            cshs_client_free(c);
+            return NULL;
+        }
+        c->tick_running = 1;
+    }
+    return c;
+}
+
+static void close_list(conn *cn)
+{
+    while (cn) {
+        conn *n = cn->next;
+        conn_close(cn);
+        cn = n;
+    }
+}
+
+void cshs_client_free(cshs_client *c)
+{
+    if (!c) return;
+    if (c->tick_running) {
+        pthread_mutex_lock(&c->tick_mu);
+        c->tick_stop = 1;
+        pthread_cond_signal(&c->tick_cv);
+        pthread_mutex_unlock(&c->tick_mu);
+        pthread_join(c->tick, NULL);
+    }
+    for (pool *p = c->pools, *n; p; p = n) {
+        n = p->next;
+        close_list(p->idle);
+        close_list(p->opening);
+        free(p);
+    }
+    if (c->ssl_ctx) SSL_CTX_free(c->ssl_ctx);
+    pthread_cond_destroy(&c->tick_cv);
+    pthread_mutex_destroy(&c->tick_mu);
+    pthread_mutex_destroy(&c->tls_mu);
+    pthread_mutex_destroy(&c->mu);
+    free(c);
+}
+
+/* The TLS context, made on the first HTTPS origin (loading a trust store
+ * costs milliseconds that a plain client never pays). */
+static int tls_ctx(cshs_client *c)
+{
+    int r = 0;
+    pthread_mutex_lock(&c->tls_mu);
+    if (!c->ssl_ctx) {
+        SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+        if (!ctx) {
+            r = -ENOMEM;
+        } else {
+            static const unsigned char alpn[] = "\x08http/1.1";
+            SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+            SSL_CTX_set_alpn_protos(ctx, alpn, sizeof alpn - 1);
+            if (c->o.tls_insecure) {
+                SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, NULL);
+            } else {
+                SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+                int ok = c->o.tls_ca_file
+                             ? SSL_CTX_load_verify_locations(ctx, c->o.tls_ca_file, NULL)
+                             : SSL_CTX_set_default_verify_paths(ctx);
+                if (ok != 1) r = CSHS_CLIENT_E_CERTIFICATE;
+            }
+            ERR_clear_error();
+            if (r == 0)
+                c->ssl_ctx = ctx;
+            else
+                SSL_CTX_free(ctx);
+        }
+    }
+    pthread_mutex_unlock(&c->tls_mu);
+    return r;
+}
+
+/* ---- a call's I/O: the calling thread, poll() on its one socket ---- */
+
+/* Waits for `events` on the call's socket until deadline_ms: 0 ready,
+ * -ETIMEDOUT, or -errno. */
+static int wait_fd(int fd, short events, int64_t deadline_ms)
+{
+    for (;;) {
+        int64_t left = deadline_ms - now_ms();
+        if (left <= 0) return -ETIMEDOUT;
+        struct pollfd pf = {fd, events, 0};
+        int r = poll(&pf, 1, left > 60000 ? 60000 : (int)left);
+        if (r > 0) return 0;
+        if (r < 0 && errno != EINTR) return -errno;
+    }
+}
+
+/* Reads what is there, waiting until deadline_ms for something: > 0
+ * bytes, 0 at the end of input, -ETIMEDOUT, -ECONNRESET, -EIO. */
+static ssize_t conn_read(conn *cn, void *buf, size_t cap, int64_t deadline_ms)
+{
+    for (;;) {
+        short ev = POLLIN;
+        if (!cn->ssl) {
+            ssize_t n = recv(cn->fd, buf, cap, 0);
+            if (n >= 0) return n;
+            if (errno == EINTR) continue;
+            if (errno != EAGAIN && errno != EWOULDBLOCK) return -errno;
+        } else {
+            size_t n = 0;
+            sigpipe_guard g;
+            sigpipe_block(&g);
+            ERR_clear_error();
+            errno = 0;
+            int r = SSL_read_ex(cn->ssl, buf, cap, &n);
+            int e = r == 1 ? SSL_ERROR_NONE : SSL_get_error(cn->ssl, r);
+            int se = errno;
+            ERR_clear_error();
+            sigpipe_restore(&g);
+            if (r == 1) return (ssize_t)n;
+            if (e == SSL_ERROR_ZERO_RETURN) return 0;
+            if (e == SSL_ERROR_WANT_WRITE)
+                ev = POLLOUT;
+            else if (e == SSL_ERROR_SYSCALL)
+                return se ? -se : 0; /* 0: the end of input without close_notify */
+            else if (e != SSL_ERROR_WANT_READ)
+                return -EIO;
+        }
+        int w = wait_fd(cn->fd, ev, deadline_ms);
+        if (w < 0) return w;
+    }
+}
+
+/* Sends every byte of iov[0 .. n) (gather write; OpenSSL: one write per
+ * piece), waiting at most send_ms between bytes taken. Counts the bytes
+ * in call->bytes_sent. 0, -ETIMEDOUT, -EPIPE, -ECONNRESET or -errno. */
+static int conn_send(cshs_call *call, struct iovec *iov, int n)
+{
+    conn *cn = call->cn;
+    int i = 0;
+    while (i < n && iov[i].iov_len == 0) i++;
+    while (i < n) {
+        short ev = POLLOUT;
+        size_t took = 0;
+        if (!cn->ssl) {
+            struct msghdr mh;
+            memset(&mh, 0, sizeof mh);
+            mh.msg_iov = iov + i;
+            mh.msg_iovlen = (size_t)(n - i);
+            ssize_t w = sendmsg(cn->fd, &mh, MSG_NOSIGNAL);
+            if (w < 0) {
+                if (errno == EINTR) continue;
+                if (errno != EAGAIN && errno != EWOULDBLOCK) return -errno;
+            } else {
+                took = (size_t)w;
+            }
+        } else {
+            sigpipe_guard g;
+            sigpipe_block(&g);
+            ERR_clear_error();
+            errno = 0;
+            int r = SSL_write_ex(cn->ssl, iov[i].iov_base, iov[i].iov_len, &took);
+            int e = r == 1 ? SSL_ERROR_NONE : SSL_get_error(cn->ssl, r);
+            int se = errno;
+            ERR_clear_error();
+            sigpipe_restore(&g);
+            if (r != 1) {
+                took = 0;
+                if (e == SSL_ERROR_WANT_READ)
+                    ev = POLLIN;
+                else if (e == SSL_ERROR_SYSCALL)
+                    return se ? -se : -EPIPE;
+                else if (e != SSL_ERROR_WANT_WRITE)
+                    return -EIO;
+            }
+        }
+        call->bytes_sent += took;
+        while (took && i < n) {
+            size_t k = took < iov[i].iov_len ? took : iov[i].iov_len;
+            iov[i].iov_base = (char *)iov[i].iov_base + k;
+            iov[i].iov_len -= k;
+            took -= k;
+            if (iov[i].iov_len == 0) i++;
+        }
+        while (i < n && iov[i].iov_len == 0) i++;
+        if (i == n) break;
+        if (took == 0) {
+            int w = wait_fd(cn->fd, ev, now_ms() + call->send_ms);
+            if (w < 0) return w;
+        }
+    }
+    return 0;
+}
+
+static int is_closed_errno(int e)
+{
+    return e == -EPIPE || e == -ECONNRESET || e == 0;
+}
+
+/* The call fails: its connection is closed, later calls return `err`. */
+static int call_fail(cshs_call *call, int err)
+{
+    if (call->cn) {
+        release(call->c, call->p, call->cn, 0);
+        call->cn = NULL;
+    }
+    call->state = K_FAILED;
+    call->err = err;
+    return err;
+}
+
+/* A send error as the call's error; on a reused connection, the origin
+ * having closed it is what the retry rule is for. */
+static int send_failed(cshs_call *call, int e)
+{
+    if (e == -ETIMEDOUT) return call_fail(call, CSHS_CLIENT_E_SEND_TIMEOUT);
+    if (is_closed_errno(e)) {
+        call->retryable = call->reused;
+        return call_fail(call, CSHS_CLIENT_E_ORIGIN_CLOSED);
+    }
+    return call_fail(call, e);
+}
+
+/* ---- the request ---- */
+
+static int value_ok(const char *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)v[i];
+        if ((ch < 0x20 && ch != '\t') || ch == 0x7f) return 0;
+    }
+    return 1;
+}
+
+/* Fields the client never passes on: its own framing and connection
+ * handling, and hop-by-hop fields (RFC 9110 §7.6.1); Expect: see client.h. */
+static int dropped_field(const char *name, size_t n)
+{
+    static const char *const names[] = {
+        "connection",        "keep-alive", "proxy-connection", "te",
+        "transfer-encoding", "upgrade",    "content-length",   "expect"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strlen(names[i]) == n && csh_mem_ieq(name, names[i], n)) return 1;
+    return 0;
+}
+
+static int request_check(const cshs_client_request *r)
+{
+    if (!r || r->size < offsetof(cshs_client_request, acquire_timeout_ms)) return -EINVAL;
+    if (!r->method || !csh_is_token(r->method, strlen(r->method))) return -EINVAL;
+    if (strcmp(r->method, "CONNECT") == 0) return -EINVAL; /* no tunnels */
+    const char *t = r->target ? r->target : "/";
+    if (!(t[0] == '/' || (t[0] == '*' && t[1] == 0))) return -EINVAL;
+    for (const char *q = t; *q; q++)
+        if ((unsigned char)*q <= 0x20 || (unsigned char)*q >= 0x7f) return -EINVAL;
+    if (r->num_headers && !r->headers) return -EINVAL;
+    for (size_t i = 0; i < r->num_headers; i++) {
+        const cshs_client_header *h = &r->headers[i];
+        if (!h->name || !csh_is_token(h->name, h->name_len)) return -EINVAL;
+        if (h->value_len && !h->value) return -EINVAL;
+        if (!value_ok(h->value, h->value_len)) return -EINVAL;
+    }
+    if (r->body_mode != CSHS_CLIENT_BODY_WHOLE && r->body_mode != CSHS_CLIENT_BODY_LENGTH &&
+        r->body_mode != CSHS_CLIENT_BODY_CHUNKED)
+        return -EINVAL;
+    if (r->body_mode == CSHS_CLIENT_BODY_WHOLE && r->body_len && !r->body) return -EINVAL;
+    return 0;
+}
+
+static int method_idempotent(const char *m)
+{
+    static const char *const idem[] = {"GET", "HEAD", "PUT", "DELETE", "OPTIONS", "TRACE"};
+    for (size_t i = 0; i < sizeof idem / sizeof idem[0]; i++)
+        if (strcmp(m, idem[i]) == 0) return 1;
+    return 0;
+}
+
+static csh_method method_of(const char *m)
+{
+    static const csh_method all[] = {CSH_METHOD_GET,   CSH_METHOD_HEAD,   CSH_METHOD_POST,
+                                     CSH_METHOD_PUT,   CSH_METHOD_DELETE, CSH_METHOD_OPTIONS,
+                                     CSH_METHOD_TRACE, CSH_METHOD_PATCH};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        if (strcmp(m, csh_method_name(all[i])) == 0) return all[i];
+    return CSH_METHOD_OTHER;
+}
+
+/* Appends to the connection's buffer (grown to fit: a head is as long as
+ * the caller's fields make it). */
+static int put(conn *cn, size_t *len, const char *s, size_t n)
+{
+    if (*len + n > cn->cap) {
+        size_t cap = cn->cap;
+        while (cap < *len + n) cap *= 2;
+        char *b = realloc(cn->buf, cap);
+        if (!b) return -ENOMEM;
+        cn->buf = b;
+        cn->cap = cap;
+    }
+    memcpy(cn->buf + *len, s, n);
+    *len += n;
+    return 0;
+}
+
+#define PUTS(s) put(cn, &len, (s), strlen(s))
+
+/* Builds the head in the connection's buffer and sends it, with a whole
+ * body (copied next to the head when it fits, else from the caller's
+ * memory in the same gather write). */
+static int send_head(cshs_call *call, const cshs_client_request *r)
+{
+    conn *cn = call->cn;
+    size_t len = 0;
+    int e = 0, has_host = 0;
+    char num[48];
+    const char *t = r->target ? r->target : "/";
+    e |= PUTS(r->method);
+    e |= put(cn, &len, " ", 1);
+    e |= PUTS(t);
+    e |= PUTS(" HTTP/1.1\r\n");
+    for (size_t i = 0; i < r->num_headers; i++)
+        if (r->headers[i].name_len == 4 && csh_mem_ieq(r->headers[i].name, "host", 4)) has_host = 1;
+    if (!has_host) {
+        e |= PUTS("Host: ");
+        e |= PUTS(call->p->hosthdr);
+        e |= PUTS("\r\n");
+    }
+    for (size_t i = 0; i < r->num_headers; i++) {
+        const cshs_client_header *h = &r->headers[i];
+        if (dropped_field(h->name, h->name_len)) continue;
+        e |= put(cn, &len, h->name, h->name_len);
+        e |= put(cn, &len, ": ", 2);
+        if (h->value_len) e |= put(cn, &len, h->value, h->value_len);
+        e |= put(cn, &len, "\r\n", 2);
+    }
+    uint64_t cl = 0;
+    int send_cl = 0;
+    if (r->body_mode == CSHS_CLIENT_BODY_WHOLE) {
+        cl = r->body_len;
+        send_cl = cl > 0 || call->method == CSH_METHOD_POST || call->method == CSH_METHOD_PUT ||
+                  call->method == CSH_METHOD_PATCH;
+    } else if (r->body_mode == CSHS_CLIENT_BODY_LENGTH) {
+        cl = r->content_length;
+        send_cl = 1;
+    } else {
+        e |= PUTS("Transfer-Encoding: chunked\r\n");
+    }
+    if (send_cl) {
+        snprintf(num, sizeof num, "Content-Length: %llu\r\n", (unsigned long long)cl);
+        e |= PUTS(num);
+    }
+    e |= put(cn, &len, "\r\n", 2);
+    if (e) return call_fail(call, -ENOMEM);
+    struct iovec iov[2] = {{cn->buf, len}, {NULL, 0}};
+    if (r->body_mode == CSHS_CLIENT_BODY_WHOLE && r->body_len) {
+        if (len + r->body_len <= cn->cap) {
+            memcpy(cn->buf + len, r->body, r->body_len);
+            iov[0].iov_len += r->body_len;
+        } else {
+            iov[1].iov_base = (void *)(uintptr_t)r->body;
+            iov[1].iov_len = r->body_len;
+        }
+    }
+    e = conn_send(call, iov, 2);
+    cn->start = cn->end = 0;
+    if (e < 0) return send_failed(call, e);
+    return 0;
+}
+
+/* Starts a call: checks the request, takes a connection (a newly opened
+ * one when `fresh`), sends the head. *out is set once the call exists,
+ * failed or not. */
+static int call_start(cshs_client *c, const cshs_client_request *r, int fresh, cshs_call **out)
+{
+    *out = NULL;
+    int e = request_check(r);
+    if (e < 0) return e;
+    pool id;
+    memset(&id, 0, sizeof id);
+    e = parse_origin(r->origin, &id);
+    if (e < 0) return e;
+    if (id.tls && (e = tls_ctx(c)) < 0) return e;
+    cshs_call *call = calloc(1, sizeof *call);
+    if (!call) return -ENOMEM;
+    pthread_mutex_lock(&c->mu);
+    pool *p = pool_get(c, &id);
+    if (p) p->users++;
+    pthread_mutex_unlock(&c->mu);
+    if (!p) {
+        free(call);
+        return -ENOMEM;
+    }
+    call->c = c;
+    call->p = p;
+    call->method = method_of(r->method);
+    call->idempotent = method_idempotent(r->method);
+    call->mode = r->body_mode;
+    call->body_left = r->body_mode == CSHS_CLIENT_BODY_LENGTH ? r->content_length : 0;
+    unsigned opt_acq = r->acquire_timeout_ms ? r->acquire_timeout_ms : c->o.acquire_timeout_ms;
+    unsigned opt_con = r->connect_timeout_ms ? r->connect_timeout_ms : c->o.connect_timeout_ms;
+    call->send_ms = r->send_timeout_ms ? r->send_timeout_ms : c->o.send_timeout_ms;
+    call->head_ms = r->head_timeout_ms ? r->head_timeout_ms : c->o.head_timeout_ms;
+    call->read_ms = r->read_timeout_ms ? r->read_timeout_ms : c->o.read_timeout_ms;
+    csh_parser_init(&call->parser, CSH_RESPONSE, call->fields, MAX_FIELDS, NULL, 0);
+    *out = call;
+    conn *cn = NULL;
+    e = acquire(c, p, opt_acq, opt_con, fresh, &cn);
+    if (e < 0) {
+        call->state = K_FAILED;
+        call->err = e;
+        return e;
+    }
+    call->cn = cn;
+    call->reused = cn->uses > 0;
+    e = send_head(call, r);
+    if (e < 0) return e;
+    call->state = r->body_mode == CSHS_CLIENT_BODY_WHOLE ? K_HEAD_WAIT : K_BODY_OUT;
+    call->head_deadline_ms = now_ms() + call->head_ms;
+    return 0;
+}
+
+/* ---- the response ---- */
+
+/* The response ended: bytes after it fail the call; the connection goes
+ * back to the pool, or is closed when the response or the origin says so. */
+static int body_done(cshs_call *call, int keep)
+{
+    conn *cn = call->cn;
+    if (cn->end > cn->start) return call_fail(call, CSHS_CLIENT_E_MALFORMED);
+    const csh_message *m = &call->parser.msg;
+    keep = keep && (m->flags & CSH_MSG_KEEP_ALIVE) && m->body != CSH_BODY_UNTIL_CLOSE;
+    if (keep) {
+        /* what already arrived after the response: a second answer that
+         * nobody asked for fails this one; a FIN only ends the connection */
+        struct pollfd pf = {cn->fd, POLLIN | POLLRDHUP, 0};
+        if (poll(&pf, 1, 0) > 0 && pf.revents) {
+            char b;
+            ssize_t n;
+            if (!cn->ssl) {
+                n = recv(cn->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+                if (n < 0) n = errno == EWOULDBLOCK ? -EAGAIN : -errno;
+            } else {
+                n = conn_read(cn, &b, 1, 0);
+                if (n == -ETIMEDOUT) n = -EAGAIN; /* a session ticket, no data */
+            }
+            if (n > 0) return call_fail(call, CSHS_CLIENT_E_MALFORMED);
+            if (n == 0 || (n < 0 && n != -EAGAIN)) keep = 0;
+        }
+    }
+    cn->uses++;
+    call->cn = NULL;
+    call->state = K_DONE;
+    release(call->c, call->p, cn, keep);
+    return 0;
+}
+
+/* Makes room at the end of the connection's buffer, keeping
+ * buf[start .. end) (moved to the front: parser spans are offsets). */
+static int make_room(conn *cn)
+{
+    if (cn->start == cn->end) cn->start = cn->end = 0;
+    if (cn->end < cn->cap) return 0;
+    if (cn->start > 0) {
+        memmove(cn->buf, cn->buf + cn->start, cn->end - cn->start);
+        cn->end -= cn->start;
+        cn->start = 0;
+        return 0;
+    }
+    if (cn->cap >= CONN_BUF_MAX) return CSHS_CLIENT_E_MALFORMED;
+    char *b = realloc(cn->buf, cn->cap * 2);
+    if (!b) return -ENOMEM;
+    cn->buf = b;
+    cn->cap *= 2;
+    return 0;
+}
+
+static int wait_head(cshs_call *call)
+{
+    conn *cn = call->cn;
+    uint64_t got = 0; /* response bytes received */
+    csh_parser_set_request_method(&call->parser, call->method);
+    for (;;) {
+        if (cn->end > cn->start) {
+            int r = csh_parser_execute(&call->parser, cn->buf + cn->start, cn->end - cn->start);
+            if (r == CSH_OK) {
+                const csh_message *m = &call->parser.msg;
+                if (m->flags & CSH_MSG_INTERIM) {
+                    /* 1xx: skipped (RFC 9110 §15.2); 101 would switch
+                     * protocols, which this client never asks for */
+                    if (m->status == 101) return call_fail(call, CSHS_CLIENT_E_MALFORMED);
+                    cn->start += m->head_length;
+                    csh_parser_reset(&call->parser);
+                    csh_parser_set_request_method(&call->parser, call->method);
+                    continue;
+                }
+                if (m->flags & CSH_MSG_TUNNEL) return call_fail(call, CSHS_CLIENT_E_MALFORMED);
+                call->head = malloc(m->head_length + 1);
+                if (!call->head) return call_fail(call, -ENOMEM);
+                memcpy(call->head, cn->buf + cn->start, m->head_length);
+                call->head[m->head_length] = 0;
+                call->head_len = m->head_length;
+                cn->start += m->head_length;
+                csh_body_init(&call->body, m, NULL, 0, NULL, 0);
+                call->state = K_BODY_IN;
+                if (m->body == CSH_BODY_NONE) return body_done(call, 1);
+                return 0;
+            }
+            if (r < 0) return call_fail(call, CSHS_CLIENT_E_MALFORMED);
+        }
+        int e = make_room(cn);
+        if (e < 0) return call_fail(call, e);
+        ssize_t n = conn_read(cn, cn->buf + cn->end, cn->cap - cn->end, call->head_deadline_ms);
+        if (n > 0) {
+            cn->end += (size_t)n;
+            got += (uint64_t)n;
+            continue;
+        }
+        if (n == -ETIMEDOUT) return call_fail(call, CSHS_CLIENT_E_HEAD_TIMEOUT);
+        if (is_closed_errno((int)n)) {
+            call->retryable = call->reused && got == 0;
+            return call_fail(call, CSHS_CLIENT_E_ORIGIN_CLOSED);
+        }
+        return call_fail(call, (int)n);
+    }
+}
+
+/* ---- the public calls ---- */
+
+static void call_destroy(cshs_call *call)
+{
+    if (!call) return;
+    if (call->cn) release(call->c, call->p, call->cn, 0);
+    pthread_mutex_lock(&call->c->mu);
+    call->p->users--;
+    pthread_mutex_unlock(&call->c->mu);
+    free(call->head);
+    free(call->all);
+    free(call);
+}
+
+/* The retry rule (client.h): once, on a new connection, after a failure
+ * on a reused connection the origin had closed, for an idempotent method
+ * or a request none of whose bytes were sent. */
+static int may_retry(const cshs_call *call, int attempt)
+{
+    return attempt == 0 && call && call->retryable && (call->idempotent || call->bytes_sent == 0);
+}
+
+static void count_retry(cshs_call *call)
+{
+    pthread_mutex_lock(&call->c->mu);
+    call->p->retries++;
+    pthread_mutex_unlock(&call->c->mu);
+}
+
+int cshs_client_begin(cshs_client *c, const cshs_client_request *r, cshs_call **out)
+{
+    if (!out) return -EINVAL;
+    *out = NULL;
+    if (!c) return -EINVAL;
+    for (int attempt = 0;; attempt++) {
+        cshs_call *call = NULL;
+        int e = call_start(c, r, attempt, &call);
+        if (e == 0) {
+            *out = call;
+            return 0;
+        }
+        if (may_retry(call, attempt)) {
+            count_retry(call);
+            call_destroy(call);
+            continue;
+        }
+        call_destroy(call);
+        return e;
+    }
+}
+
+int cshs_client_send(cshs_client *c, const cshs_client_request *r, cshs_call **out)
+{
+    if (!out) return -EINVAL;
+    *out = NULL;
+    if (!c || !r || r->body_mode != CSHS_CLIENT_BODY_WHOLE) return -EINVAL;
+    for (int attempt = 0;; attempt++) {
+        cshs_call *call = NULL;
+        int e = call_start(c, r, attempt, &call);
+        if (e == 0) e = wait_head(call);
+        if (e == 0) {
+            *out = call;
+            return 0;
+        }
+        if (may_retry(call, attempt)) {
+            count_retry(call);
+            call_destroy(call);
+            continue;
+        }
+        call_destroy(call);
+        return e;
+    }
+}
+
+int cshs_call_write(cshs_call *call, const void *data, size_t len)
+{
+    if (!call) return -EINVAL;
+    if (call->state == K_FAILED) return call->err;
+    if (call->state != K_BODY_OUT || (len && !data)) return call_fail(call, -EINVAL);
+    if (len == 0) return 0;
+    struct iovec iov[3];
+    char size_line[24];
+    int n = 0;
+    if (call->mode == CSHS_CLIENT_BODY_LENGTH) {
+        if ((uint64_t)len > call->body_left) return call_fail(call, -EINVAL);
+        call->body_left -= len;
+    } else {
+        int k = snprintf(size_line, sizeof size_line, "%zx\r\n", len);
+        iov[n].iov_base = size_line;
+        iov[n++].iov_len = (size_t)k;
+    }
+    iov[n].iov_base = (void *)(uintptr_t)data;
+    iov[n++].iov_len = len;
+    if (call->mode == CSHS_CLIENT_BODY_CHUNKED) {
+        iov[n].iov_base = (void *)(uintptr_t) "\r\n";
+        iov[n++].iov_len = 2;
+    }
+    int e = conn_send(call, iov, n);
+    if (e < 0) {
+        call->retryable = 0; /* body bytes went: never sent twice */
+        send_failed(call, e);
+        call->retryable = 0;
+        return call->err;
+    }
+    return 0;
+}
+
+int cshs_call_end(cshs_call *call)
+{
+    if (!call) return -EINVAL;
+    switch (call->state) {
+    case K_FAILED:
+        return call->err;
+    case K_BODY_IN:
+    case K_DONE:
+        return 0;
+    case K_BODY_OUT:
+        if (call->mode == CSHS_CLIENT_BODY_LENGTH) {
+            if (call->body_left) return call_fail(call, -EINVAL);
+        } else {
+            struct iovec iov = {(void *)(uintptr_t) "0\r\n\r\n", 5};
+            int e = conn_send(call, &iov, 1);
+            if (e < 0) {
+                send_failed(call, e);
+                call->retryable = 0;
+                return call->err;
+            }
+        }
+        call->state = K_HEAD_WAIT;
+        call->head_deadline_ms = now_ms() + call->head_ms;
+        /* fall through */
+    default: {
+        int e = wait_head(call);
+        call->retryable = 0; /* a streamed call is not sent twice */
+        return e;
+    }
+    }
+}
+
+static int have_head(const cshs_call *call)
+{
+    return call && call->head != NULL;
+}
+
+int cshs_call_status(const cshs_call *call)
+{
+    return have_head(call) ? call->parser.msg.status : 0;
+}
+
+const csh_message *cshs_call_message(const cshs_call *call)
+{
+    return have_head(call) ? &call->parser.msg : NULL;
+}
+
+const char *cshs_call_head(const cshs_call *call, size_t *len)
+{
+    if (len) *len = have_head(call) ? call->head_len : 0;
+    return have_head(call) ? call->head : NULL;
+}
+
+int cshs_call_header(const cshs_call *call, const char *name, const char **value, size_t *value_len)
+{
+    if (!have_head(call) || !name) return 0;
+    const csh_message *m = &call->parser.msg;
+    for (size_t i = 0; i < m->num_headers; i++)
+        if (csh_span_ieq(call->head, m->headers[i].name, name)) {
+            if (value) *value = call->head + m->headers[i].value.off;
+            if (value_len) *value_len = m->headers[i].value.len;
+            return 1;
+        }
+    return 0;
+}
+
+ssize_t cshs_call_read(cshs_call *call, void *buf, size_t cap)
+{
+    if (!call) return -EINVAL;
+    if (call->state == K_DONE) return 0;
+    if (call->state == K_FAILED) return call->err;
+    if (call->state != K_BODY_IN || !buf || !cap) return call_fail(call, -EINVAL);
+    conn *cn = call->cn;
+    for (;;) {
+        size_t avail = cn->end - cn->start, used = 0;
+        csh_span data = {0, 0};
+        int r = CSH_INCOMPLETE;
+        if (avail || call->body.kind == CSH_BODY_NONE) {
+            size_t len = avail < cap ? avail : cap;
+            r = csh_body_next(&call->body, cn->buf + cn->start, len, &used, &data);
+            if (r == CSH_INCOMPLETE && used == 0 && len < avail) /* a trailer section */
+                r = csh_body_next(&call->body, cn->buf + cn->start, avail, &used, &data);
+            if (r == CSH_DATA) memcpy(buf, cn->buf + cn->start + data.off, data.len);
+            cn->start += used;
+        }
+        if (r == CSH_DATA) {
+            if (csh_body_done(&call->body)) {
+                int e = body_done(call, 1);
+                if (e < 0) return e;
+            }
+            return (ssize_t)data.len;
+        }
+        if (r == CSH_OK) {
+            int e = body_done(call, 1);
+            return e < 0 ? e : 0;
+        }
+        if (r < 0) return call_fail(call, CSHS_CLIENT_E_MALFORMED);
+        if (used) continue; /* framing consumed, bytes left: decode on */
+        /* more bytes: a Content-Length body with nothing buffered goes
+         * straight into the caller's memory */
+        int64_t deadline = now_ms() + call->read_ms;
+        ssize_t n;
+        if (call->body.kind == CSH_BODY_LENGTH && cn->start == cn->end) {
+            uint64_t left = call->parser.msg.content_length - call->body.received;
+            n = conn_read(cn, buf, (uint64_t)cap < left ? cap : (size_t)left, deadline);
+            if (n > 0) {
+                r = csh_body_next(&call->body, buf, (size_t)n, &used, &data);
+                if (r != CSH_DATA || data.off != 0) return call_fail(call, CSHS_CLIENT_E_MALFORMED);
+                if (csh_body_done(&call->body)) {
+                    cn->start = cn->end = 0;
+                    int e = body_done(call, 1);
+                    if (e < 0) return e;
+                }
+                return (ssize_t)data.len;
+            }
+        } else {
+            int e = make_room(cn);
+            if (e < 0) return call_fail(call, e);
+            n = conn_read(cn, cn->buf + cn->end, cn->cap - cn->end, deadline);
+            if (n > 0) {
+                cn->end += (size_t)n;
+                continue;
+            }
+        }
+        if (n == 0 && csh_body_finish(&call->body) == CSH_OK) { /* ended with the connection */
+            int e = body_done(call, 0);
+            return e < 0 ? e : 0;
+        }
+        if (n == -ETIMEDOUT) return call_fail(call, CSHS_CLIENT_E_READ_TIMEOUT);
+        if (is_closed_errno((int)n)) return call_fail(call, CSHS_CLIENT_E_ORIGIN_CLOSED);
+        return call_fail(call, (int)n);
+    }
+}
+
+int cshs_call_read_all(cshs_call *call, size_t limit, const char **body, size_t *len)
+{
+    if (!call) return -EINVAL;
+    if (call->state == K_FAILED) return call->err;
+    size_t have = call->all_len, cap = have + 1;
+    if (call->state == K_BODY_IN && call->body.kind == CSH_BODY_LENGTH &&
+        call->parser.msg.content_length <= limit)
+        cap = (size_t)(call->parser.msg.content_length - call->body.received) + have + 1;
+    else if (cap < 65536)
+        cap = 65536;
+    if (!call->all || cap > have + 1) {
+        char *b = realloc(call->all, cap);
+        if (!b) return call_fail(call, -ENOMEM);
+        call->all = b;
+    }
+    for (;;) {
+        if (have + 1 == cap) {
+            if (have >= limit) {
+                /* one byte more than the limit says it is too large */
+                char b;
+                ssize_t n = cshs_call_read(call, &b, 1);
+                if (n < 0) return (int)n;
+                if (n > 0) return call_fail(call, CSHS_CLIENT_E_TOO_LARGE);
+                break;
+            }
+            size_t ncap = cap * 2 > limit + 1 ? limit + 1 : cap * 2;
+            if (ncap <= cap) ncap = cap + 1;
+            char *b = realloc(call->all, ncap);
+            if (!b) return call_fail(call, -ENOMEM);
+            call->all = b;
+            cap = ncap;
+        }
+        size_t room = cap - 1 - have;
+        if (have + room > limit) room = limit > have ? limit - have : 0;
+        if (room == 0) {
+            char b;
+            ssize_t n = cshs_call_read(call, &b, 1);
+            if (n < 0) return (int)n;
+            if (n > 0) return call_fail(call, CSHS_CLIENT_E_TOO_LARGE);
+            break;
+        }
+        ssize_t n = cshs_call_read(call, call->all + have, room);
+        if (n < 0) return (int)n;
+        if (n == 0) break;
+        have += (size_t)n;
+        call->all_len = have;
+    }
+    call->all[have] = 0;
+    call->all_len = have;
+    if (body) *body = call->all;
+    if (len) *len = have;
+    return 0;
+}
+
+void cshs_call_free(cshs_call *call)
+{
+    call_destroy(call);
+}
+
+size_t cshs_client_stats(cshs_client *c, cshs_client_pool_stats *out, size_t cap)
+{
+    if (!c) return 0;
+    size_t n = 0;
+    int64_t now = now_ms();
+    pthread_mutex_lock(&c->mu);
+    for (pool *p = c->pools; p; p = p->next, n++) {
+        if (n >= cap || !out) continue;
+        cshs_client_pool_stats *s = &out[n];
+        memset(s, 0, sizeof *s);
+        snprintf(s->origin, sizeof s->origin, "%s", p->key);
+        s->open = p->open;
+        s->idle = p->nidle;
+        s->opening = p->nopening;
+        s->waiters = p->nwaiters;
+        s->requests = p->requests;
+        s->opens = p->opens;
+        s->failures = p->failures;
+        s->retries = p->retries;
+        s->acquire_timeouts = p->acquire_timeouts;
+        s->backoff_ms = p->backoff_until_ms > now ? (uint32_t)(p->backoff_until_ms - now) : 0;
+        s->acquire_wait_p50_us = hist_quantile(p, 0.50);
+        s->acquire_wait_p99_us = hist_quantile(p, 0.99);
+    }
+    pthread_mutex_unlock(&c->mu);
+    return n;
+}

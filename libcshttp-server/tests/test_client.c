@@ -1,0 +1,1685 @@
+/* cshs_client against a scripted origin: a real socket server in this
+ * process (plain or TLS), whose behaviour is chosen per connection. The
+ * pool's rules (MRU order, burst opens, FIFO waiters and their deadline,
+ * backoff after a failed connect, the sweep of connections the origin
+ * closed, max lifetime, the retry rule), and responses: keep-alive shorter
+ * at the origin, chunked and close-delimited bodies, 1 MiB both ways, 1xx
+ * skipped, an origin answering twice, malformed answers, timeouts, HTTPS
+ * verification. No pass/fail depends on how fast the machine is: waits are
+ * for conditions, with generous bounds. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <stdatomic.h>
+
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+
+#include <cshttp/body.h>
+#include <cshttp/parser.h>
+#include <cshttp/server/client.h>
+
+/* ---- time ---- */
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* ---- the scripted origin ---- */
+
+enum {
+    M_ECHO = 0,     /* answers every request: 200, X-Conn, the body echoed (or a text) */
+    M_CLOSE_SECOND, /* answers the first request, reads the second and closes unanswered */
+    M_CLOSE_FIRST,  /* reads the first request and closes unanswered */
+    M_TWICE,        /* answers the first request twice, in one send */
+    M_1XX,          /* 100 and 103 before the answer */
+    M_101,          /* 101 Switching Protocols */
+    M_CHUNKED,      /* the answer chunked, with a trailer */
+    M_ECHO_CHUNKED, /* the request body echoed in chunks */
+    M_UNTIL_CLOSE,  /* an answer delimited by the end of the connection */
+    M_MALFORMED,    /* two Content-Length values */
+    M_SILENT,       /* reads requests, never answers */
+    M_STALL_BODY,   /* the head and half the body, then nothing */
+    M_FIN_ON_FLAG,  /* answers, then closes once the test sets fin_now */
+    M_CONN_CLOSE,   /* answers with Connection: close, then closes */
+};
+
+#define MAX_CONNS 512
+
+typedef struct origin {
+    int lfd;
+    unsigned port;
+    int tls;
+    SSL_CTX *ctx;
+    pthread_t acceptor;
+    pthread_t conn_threads[MAX_CONNS];
+    atomic_int nconns;
+    atomic_int requests;
+    atomic_int stop;
+    atomic_int fin_now;
+    int modes[16];     /* per connection index; M_ECHO past 16 */
+    int hold;          /* answers wait until this many requests arrived (burst test) */
+    int idle_close_ms; /* closes a connection idle this long (its keep-alive timeout) */
+    int stress;        /* every 7th answer says Connection: close */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int64_t first_accept_ms;
+} origin;
+
+typedef struct peer {
+    origin *o;
+    int fd;
+    SSL *ssl;
+    int index;
+} peer;
+
+static ssize_t peer_read(peer *p, void *buf, size_t n)
+{
+    if (p->ssl) {
+        size_t got = 0;
+        if (SSL_read_ex(p->ssl, buf, n, &got) == 1) return (ssize_t)got;
+        ERR_clear_error();
+        return 0;
+    }
+    ssize_t r;
+    do r = recv(p->fd, buf, n, 0);
+    while (r < 0 && errno == EINTR);
+    return r < 0 ? 0 : r;
+}
+
+static int peer_write(peer *p, const void *buf, size_t n)
+{
+    if (p->ssl) {
+        size_t w = 0;
+        int r = SSL_write_ex(p->ssl, buf, n, &w);
+        ERR_clear_error();
+        return r == 1 ? 0 : -1;
+    }
+    const char *b = buf;
+    while (n) {
+        ssize_t w = send(p->fd, b, n, MSG_NOSIGNAL);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return -1;
+        b += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+/* A request read whole: its head parsed and its body decoded. */
+typedef struct req {
+    char *buf; /* the head, then the body's raw bytes */
+    size_t len, cap;
+    csh_parser parser;
+    csh_header fields[64];
+    char *body;
+    size_t body_len;
+} req;
+
+static void req_free(req *r)
+{
+    free(r->buf);
+    free(r->body);
+    memset(r, 0, sizeof *r);
+}
+
+static int req_more(peer *p, req *r)
+{
+    if (r->cap - r->len < 65536) {
+        r->cap = r->cap ? r->cap * 2 : 131072;
+        r->buf = realloc(r->buf, r->cap);
+    }
+    ssize_t n = peer_read(p, r->buf + r->len, r->cap - r->len);
+    if (n <= 0) return -1;
+    r->len += (size_t)n;
+    return 0;
+}
+
+/* Reads one request from `p`, keeping what follows it in `r` for the next
+ * call (the client never pipelines: nothing follows). 0, or -1 at EOF. */
+static int read_request(peer *p, req *r)
+{
+    free(r->body);
+    r->body = NULL;
+    r->body_len = 0;
+    r->len = 0;
+    csh_parser_init(&r->parser, CSH_REQUEST, r->fields, 64, NULL, 0);
+    for (;;) {
+        int e = r->len ? csh_parser_execute(&r->parser, r->buf, r->len) : CSH_INCOMPLETE;
+        if (e == CSH_OK) break;
+        if (e < 0) return -1;
+        if (req_more(p, r) < 0) return -1;
+    }
+    size_t pos = r->parser.msg.head_length;
+    csh_body b;
+    csh_body_init(&b, &r->parser.msg, NULL, 0, NULL, 0);
+    size_t bcap = 1024;
+    r->body = malloc(bcap);
+    for (;;) {
+        size_t used = 0;
+        csh_span d = {0, 0};
+        int e = csh_body_read(&b, r->buf + pos, r->len - pos, &used, &d);
+        if (e == CSH_DATA) {
+            while (r->body_len + d.len > bcap) bcap *= 2;
+            r->body = realloc(r->body, bcap);
+            memcpy(r->body + r->body_len, r->buf + pos + d.off, d.len);
+            r->body_len += d.len;
+            pos += used;
+            continue;
+        }
+        if (e == CSH_OK) break;
+        if (e < 0) return -1;
+        /* keep the unconsumed bytes at the front of the region after the head */
+        pos += used;
+        memmove(r->buf + r->parser.msg.head_length, r->buf + pos, r->len - pos);
+        r->len = r->parser.msg.head_length + (r->len - pos);
+        pos = r->parser.msg.head_length;
+        if (req_more(p, r) < 0) return -1;
+    }
+    atomic_fetch_add(&p->o->requests, 1);
+    pthread_mutex_lock(&p->o->mu);
+    pthread_cond_broadcast(&p->o->cv);
+    pthread_mutex_unlock(&p->o->mu);
+    return 0;
+}
+
+static int send_str(peer *p, const char *s)
+{
+    return peer_write(p, s, strlen(s));
+}
+
+/* 200 with X-Conn and a body: the request's body echoed, or a text. */
+static int answer(peer *p, req *r, int count, int close_after)
+{
+    char head[256];
+    char text[96];
+    const char *body = r->body;
+    size_t blen = r->body_len;
+    if (!blen) {
+        snprintf(text, sizeof text, "conn %d req %d", p->index, count);
+        body = text;
+        blen = strlen(text);
+    }
+    int head_only = r->parser.msg.method == CSH_METHOD_HEAD;
+    snprintf(head, sizeof head,
+             "HTTP/1.1 200 OK\r\nX-Conn: %d\r\nX-Req: %d\r\n%sContent-Length: %zu\r\n\r\n",
+             p->index, count, close_after ? "Connection: close\r\n" : "", blen);
+    if (send_str(p, head) < 0) return -1;
+    return head_only ? 0 : peer_write(p, body, blen);
+}
+
+static void wait_hold(origin *o)
+{
+    if (!o->hold) return;
+    int64_t end = mono_ms() + 10000;
+    pthread_mutex_lock(&o->mu);
+    while (atomic_load(&o->requests) < o->hold && mono_ms() < end) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 20000000;
+        if (ts.tv_nsec >= 1000000000) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000;
+        }
+        pthread_cond_timedwait(&o->cv, &o->mu, &ts);
+    }
+    pthread_mutex_unlock(&o->mu);
+}
+
+static void *conn_main(void *arg)
+{
+    peer *p = arg;
+    origin *o = p->o;
+    int mode = p->index < 16 ? o->modes[p->index] : M_ECHO;
+    if (o->idle_close_ms) {
+        struct timeval tv = {o->idle_close_ms / 1000, (o->idle_close_ms % 1000) * 1000};
+        setsockopt(p->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    }
+    if (o->tls) {
+        p->ssl = SSL_new(o->ctx);
+        SSL_set_fd(p->ssl, p->fd);
+        if (SSL_accept(p->ssl) != 1) {
+            ERR_clear_error();
+            goto out;
+        }
+    }
+    req r;
+    memset(&r, 0, sizeof r);
+    for (int count = 0;; count++) {
+        if (read_request(p, &r) < 0) break;
+        wait_hold(o);
+        if (mode == M_CLOSE_FIRST || (mode == M_CLOSE_SECOND && count == 1)) break;
+        if (mode == M_SILENT) continue;
+        if (mode == M_TWICE) {
+            const char *two = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+                              "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+            send_str(p, two);
+            continue;
+        }
+        if (mode == M_1XX) {
+            send_str(p, "HTTP/1.1 100 Continue\r\n\r\n"
+                        "HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\n"
+                        "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nfinal");
+            continue;
+        }
+        if (mode == M_101) {
+            send_str(p, "HTTP/1.1 101 Switching Protocols\r\nConnection: upgrade\r\n"
+                        "Upgrade: websocket\r\n\r\n");
+            continue;
+        }
+        if (mode == M_CHUNKED) {
+            send_str(p, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+                        "5\r\nhello\r\n1;ext=1\r\n,\r\n6\r\n world\r\n0\r\nX-Sum: 1\r\n\r\n");
+            continue;
+        }
+        if (mode == M_ECHO_CHUNKED) {
+            send_str(p, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n");
+            for (size_t off = 0; off < r.body_len;) {
+                size_t n = r.body_len - off < 3001 ? r.body_len - off : 3001;
+                char line[32];
+                snprintf(line, sizeof line, "%zx\r\n", n);
+                send_str(p, line);
+                peer_write(p, r.body + off, n);
+                send_str(p, "\r\n");
+                off += n;
+            }
+            send_str(p, "0\r\n\r\n");
+            continue;
+        }
+        if (mode == M_UNTIL_CLOSE) {
+            send_str(p, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\nuntil the end");
+            break;
+        }
+        if (mode == M_MALFORMED) {
+            send_str(p, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\nok");
+            continue;
+        }
+        if (mode == M_STALL_BODY) {
+            send_str(p, "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nhalf.");
+            continue;
+        }
+        int close_after = mode == M_CONN_CLOSE || (o->stress && atomic_load(&o->requests) % 7 == 0);
+        if (answer(p, &r, count, close_after) < 0) break;
+        if (close_after) break;
+        if (mode == M_FIN_ON_FLAG) {
+            while (!atomic_load(&o->fin_now) && !atomic_load(&o->stop)) sleep_ms(2);
+            break;
+        }
+    }
+    req_free(&r);
+out:
+    if (p->ssl) {
+        SSL_shutdown(p->ssl);
+        ERR_clear_error();
+        SSL_free(p->ssl);
+    }
+    close(p->fd);
+    free(p);
+    return NULL;
+}
+
+static void *accept_main(void *arg)
+{
+    origin *o = arg;
+    for (;;) {
+        int fd = accept(o->lfd, NULL, NULL);
+        if (fd < 0) {
+            if (atomic_load(&o->stop)) break;
+            if (errno == EINTR || errno == ECONNABORTED) continue;
+            break;
+        }
+        if (atomic_load(&o->stop)) {
+            close(fd);
+            break;
+        }
+        int i = atomic_load(&o->nconns);
+        if (i >= MAX_CONNS) {
+            close(fd);
+            continue;
+        }
+        if (i == 0) o->first_accept_ms = mono_ms();
+        peer *p = calloc(1, sizeof *p);
+        p->o = o;
+        p->fd = fd;
+        p->index = i;
+        pthread_create(&o->conn_threads[i], NULL, conn_main, p);
+        atomic_store(&o->nconns, i + 1);
+    }
+    return NULL;
+}
+
+static int listen_on(unsigned port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_port = htons((uint16_t)port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (bind(fd, (struct sockaddr *)&a, sizeof a) < 0 || listen(fd, 128) < 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+static unsigned port_of(int fd)
+{
+    struct sockaddr_in a;
+    socklen_t l = sizeof a;
+    getsockname(fd, (struct sockaddr *)&a, &l);
+    return ntohs(a.sin_port);
+}
+
+/* An origin on 127.0.0.1 (port 0: ephemeral). */
+static origin *origin_new_on(unsigned port, SSL_CTX *ctx)
+{
+    origin *o = calloc(1, sizeof *o);
+    o->lfd = listen_on(port);
+    assert_true(o->lfd >= 0);
+    o->port = port_of(o->lfd);
+    o->tls = ctx != NULL;
+    o->ctx = ctx;
+    pthread_mutex_init(&o->mu, NULL);
+    pthread_cond_init(&o->cv, NULL);
+    return o;
+}
+
+static void origin_start(origin *o)
+{
+    pthread_create(&o->acceptor, NULL, accept_main, o);
+}
+
+static origin *origin_new(void)
+{
+    origin *o = origin_new_on(0, NULL);
+    origin_start(o);
+    return o;
+}
+
+static void origin_free(origin *o)
+{
+    atomic_store(&o->stop, 1);
+    shutdown(o->lfd, SHUT_RDWR);
+    pthread_join(o->acceptor, NULL);
+    close(o->lfd);
+    int n = atomic_load(&o->nconns);
+    for (int i = 0; i < n; i++) pthread_join(o->conn_threads[i], NULL);
+    pthread_mutex_destroy(&o->mu);
+    pthread_cond_destroy(&o->cv);
+    free(o);
+}
+
+static void origin_url(const origin *o, char *out, size_t n)
+{
+    snprintf(out, n, "%s://127.0.0.1:%u", o->tls ? "https" : "http", o->port);
+}
+
+/* A port nothing listens on. */
+static unsigned dead_port(void)
+{
+    int fd = listen_on(0);
+    unsigned port = port_of(fd);
+    close(fd);
+    return port;
+}
+
+/* ---- client helpers ---- */
+
+static cshs_client *client_with(unsigned pool_size, int tick_thread)
+{
+    cshs_client_options o;
+    cshs_client_options_init(&o);
+    o.pool_size = pool_size;
+    o.tick_thread = tick_thread;
+    cshs_client *c = cshs_client_new(&o);
+    assert_non_null(c);
+    return c;
+}
+
+static cshs_client_pool_stats stats_of(cshs_client *c)
+{
+    cshs_client_pool_stats s[4];
+    memset(s, 0, sizeof s);
+    size_t n = cshs_client_stats(c, s, 4);
+    assert_true(n <= 1);
+    return s[0];
+}
+
+/* X-Conn of a response: which origin connection answered. */
+static int conn_of(cshs_call *call)
+{
+    const char *v;
+    size_t n;
+    if (!cshs_call_header(call, "x-conn", &v, &n)) return -1;
+    return atoi(v);
+}
+
+/* GET target from o: the status, and X-Conn in *conn; the body read. */
+static int get(cshs_client *c, const char *url, const char *target, int *conn, int *err)
+{
+    cshs_client_request rq;
+    cshs_client_request_init(&rq);
+    rq.origin = url;
+    rq.target = target;
+    cshs_call *call = NULL;
+    int r = cshs_client_send(c, &rq, &call);
+    if (err) *err = r;
+    if (r < 0) return r;
+    int status = cshs_call_status(call);
+    if (conn) *conn = conn_of(call);
+    const char *body;
+    size_t len;
+    r = cshs_call_read_all(call, 1 << 20, &body, &len);
+    if (err) *err = r;
+    cshs_call_free(call);
+    return r < 0 ? r : status;
+}
+
+/* Waits (bounded) until cond(c) holds, ticking when asked. */
+static int wait_for(cshs_client *c, int tick, int (*cond)(cshs_client *, void *), void *arg)
+{
+    int64_t end = mono_ms() + 10000;
+    while (mono_ms() < end) {
+        if (tick) cshs_client_tick(c);
+        if (cond(c, arg)) return 1;
+        sleep_ms(5);
+    }
+    return 0;
+}
+
+static int waiters_at_least(cshs_client *c, void *arg)
+{
+    return stats_of(c).waiters >= *(unsigned *)arg;
+}
+
+static int open_is(cshs_client *c, void *arg)
+{
+    return stats_of(c).open == *(unsigned *)arg;
+}
+
+/* ---- errors, options, requests refused before anything is sent ---- */
+
+static void test_errors_and_checks(void **state)
+{
+    (void)state;
+    assert_string_equal(cshs_client_error_name(CSHS_CLIENT_E_CONNECT), "CSHS_CLIENT_E_CONNECT");
+    assert_string_equal(cshs_client_error_name(-ENOMEM), "ENOMEM");
+    assert_string_equal(cshs_client_error_name(0), "OK");
+    assert_string_equal(cshs_client_error_name(-99999), "UNKNOWN");
+    /* a proxy's mapping: the origin failed 502, it did not answer in time 504 */
+    assert_int_equal(cshs_client_error_status(CSHS_CLIENT_E_CONNECT), 502);
+    assert_int_equal(cshs_client_error_status(CSHS_CLIENT_E_MALFORMED), 502);
+    assert_int_equal(cshs_client_error_status(CSHS_CLIENT_E_ORIGIN_CLOSED), 502);
+    assert_int_equal(cshs_client_error_status(CSHS_CLIENT_E_HEAD_TIMEOUT), 504);
+    assert_int_equal(cshs_client_error_status(CSHS_CLIENT_E_CONNECT_TIMEOUT), 504);
+    assert_int_equal(cshs_client_error_status(CSHS_CLIENT_E_ACQUIRE_TIMEOUT), 504);
+    assert_int_equal(cshs_client_error_status(-ENOMEM), 500);
+    assert_int_equal(cshs_client_error_status(0), 0);
+    assert_string_equal(cshs_client_error_message(-ENOENT), "No such file or directory");
+    assert_true(strlen(cshs_client_error_message(CSHS_CLIENT_E_READ_TIMEOUT)) > 10);
+
+    cshs_client_options o;
+    cshs_client_options_init(&o);
+    const char *why = NULL;
+    assert_int_equal(cshs_client_options_check(&o, &why), 0);
+    o.pool_size = 0;
+    assert_int_equal(cshs_client_options_check(&o, &why), -EINVAL);
+    assert_non_null(strstr(why, "pool_size"));
+    assert_null(cshs_client_new(&o));
+    cshs_client_options_init(&o);
+    o.min_idle = o.pool_size + 1;
+    assert_int_equal(cshs_client_options_check(&o, &why), -EINVAL);
+    assert_non_null(strstr(why, "min_idle"));
+    /* an older caller's smaller struct: the fields it knew, defaults after */
+    cshs_client_options_init(&o);
+    o.size = offsetof(cshs_client_options, idle_timeout_ms);
+    o.pool_size = 3;
+    o.tick_thread = 0;
+    assert_int_equal(cshs_client_options_check(&o, NULL), 0);
+    o.size = 0;
+    assert_int_equal(cshs_client_options_check(&o, &why), -EINVAL);
+
+    origin *og = origin_new();
+    char url[64];
+    origin_url(og, url, sizeof url);
+    cshs_client *c = client_with(4, 0);
+    cshs_client_request rq;
+    cshs_client_request_init(&rq);
+    cshs_call *call = (cshs_call *)1;
+    rq.origin = url;
+    cshs_client_header bad[] = {{"X-A", 3, "ok\r\nX-Injected: 1", 18}};
+    rq.headers = bad;
+    rq.num_headers = 1;
+    assert_int_equal(cshs_client_send(c, &rq, &call), -EINVAL);
+    assert_null(call);
+    cshs_client_header badname[] = {{"X A", 3, "v", 1}};
+    rq.headers = badname;
+    assert_int_equal(cshs_client_send(c, &rq, &call), -EINVAL);
+    rq.num_headers = 0;
+    rq.target = "/a b";
+    assert_int_equal(cshs_client_send(c, &rq, &call), -EINVAL);
+    rq.target = "http://x/";
+    assert_int_equal(cshs_client_send(c, &rq, &call), -EINVAL);
+    rq.target = "/";
+    rq.method = "GE T";
+    assert_int_equal(cshs_client_send(c, &rq, &call), -EINVAL);
+    rq.method = "GET";
+    const char *bad_origins[] = {"ftp://127.0.0.1", "http://",        "http://a b",
+                                 "http://h:0",      "http://h:65536", "http://h/path",
+                                 "http://u@h",      "http://[::1",    NULL};
+    for (int i = 0; bad_origins[i]; i++) {
+        rq.origin = bad_origins[i];
+        assert_int_equal(cshs_client_send(c, &rq, &call), -EINVAL);
+    }
+    rq.origin = url;
+    rq.body_mode = CSHS_CLIENT_BODY_CHUNKED; /* send takes whole bodies only */
+    assert_int_equal(cshs_client_send(c, &rq, &call), -EINVAL);
+    assert_int_equal(atomic_load(&og->nconns), 0); /* nothing was sent */
+    cshs_client_free(c);
+    cshs_client_free(NULL);
+    cshs_call_free(NULL);
+    origin_free(og);
+}
+
+/* ---- a plain exchange, the headers the client writes ---- */
+
+static void test_basic_and_headers(void **state)
+{
+    (void)state;
+    origin *og = origin_new();
+    og->modes[0] = M_ECHO;
+    char url[64];
+    origin_url(og, url, sizeof url);
+    cshs_client *c = client_with(4, 1);
+    cshs_client_request rq;
+    cshs_client_request_init(&rq);
+    rq.origin = url;
+    rq.method = "POST";
+    rq.target = "/submit?x=1";
+    cshs_client_header h[] = {
+        {"X-Mine", 6, "yes", 3},
+        {"Connection", 10, "close", 5},         /* dropped: the client's own */
+        {"Expect", 6, "100-continue", 12},      /* dropped: never sent upstream */
+        {"Content-Length", 14, "999", 3},       /* dropped: the framing is the client's */
+        {"Transfer-Encoding", 17, "chunked", 7} /* dropped */
+    };
+    rq.headers = h;
+    rq.num_headers = 5;
+    rq.body = "abc";
+    rq.body_len = 3;
+    cshs_call *call;
+    assert_int_equal(cshs_client_send(c, &rq, &call), 0);
+    assert_int_equal(cshs_call_status(call), 200);
+    const csh_message *m = cshs_call_message(call);
+    assert_non_null(m);
+    assert_int_equal(m->body, CSH_BODY_LENGTH);
+    size_t hl;
+    const char *head = cshs_call_head(call, &hl);
+    assert_true(hl > 0 && memcmp(head, "HTTP/1.1 200 OK\r\n", 17) == 0);
+    const char *body;
+    size_t len;
+    assert_int_equal(cshs_call_read_all(call, 100, &body, &len), 0);
+    assert_int_equal(len, 3);
+    assert_memory_equal(body, "abc", 3);
+    /* the connection went back when the body was read, the call still
+     * holds the head */
+    cshs_client_pool_stats s = stats_of(c);
+    assert_int_equal(s.idle, 1);
+    assert_int_equal(cshs_call_status(call), 200);
+    assert_int_equal(cshs_call_read(call, (char[4]){0}, 4), 0);
+    cshs_call_free(call);
+    /* the same connection again (the Connection: close given was not sent) */
+    int conn = -1, err = 0;
+    assert_int_equal(get(c, url, "/", &conn, &err), 200);
+    assert_int_equal(conn, 0);
+    s = stats_of(c);
+    assert_int_equal(s.opens, 1);
+    assert_int_equal(s.requests, 2);
+    assert_string_equal(s.origin, url);
+    cshs_client_free(c);
+    origin_free(og);
+}
+
+/* What the origin received: the request head as sent by the client. */
+static int head_seen_len;
+static char head_seen[2048];
+
+static void *raw_origin_main(void *arg)
+{
+    int lfd = *(int *)arg;
+    int fd = accept(lfd, NULL, NULL);
+    size_t n = 0;
+    while (n < sizeof head_seen - 1) {
+        ssize_t r = recv(fd, head_seen + n, sizeof head_seen - 1 - n, 0);
+        if (r <= 0) break;
+        n += (size_t)r;
+        head_seen[n] = 0;
+        if (strstr(head_seen, "\r\n\r\n") && strstr(head_seen, "\r\n\r\nabc")) break;
+    }
+    head_seen_len = (int)n;
+    send(fd, "HTTP/1.1 204 No Content\r\n\r\n", 27, MSG_NOSIGNAL);
+    sleep_ms(50);
+    close(fd);
+    return NULL;
+}
+
+static void test_request_bytes(void **state)
+{
+    (void)state;
+    int lfd = listen_on(0);
+    unsigned port = port_of(lfd);
+    pthread_t t;
+    pthread_create(&t, NULL, raw_origin_main, &lfd);
+    char url[64];
+    snprintf(url, sizeof url, "http://LOCALHOST:%u", port);
+    cshs_client *c = client_with(4, 1);
+    cshs_client_request rq;
+    cshs_client_request_init(&rq);
+    rq.origin = url;
+    rq.method = "PUT";
+    rq.target = "/x";
+    cshs_client_header h[] = {{"Expect", 6, "100-continue", 12}, {"X-Empty", 7, NULL, 0}};
+    rq.headers = h;
+    rq.num_headers = 2;
+    rq.body = "abc";
+    rq.body_len = 3;
+    cshs_call *call;
+    assert_int_equal(cshs_client_send(c, &rq, &call), 0);
+    assert_int_equal(cshs_call_status(call), 204);
+    cshs_call_free(call);
+    pthread_join(t, NULL);
+    close(lfd);
+    char want[256];
+    snprintf(want, sizeof want,
+             "PUT /x HTTP/1.1\r\nHost: localhost:%u\r\nX-Empty: \r\nContent-Length: 3\r\n\r\nabc",
+             port);
+    assert_string_equal(head_seen, want);
+    cshs_client_free(c);
+}
+
+/* ---- the pool's rules ---- */
+
+static void test_mru_order(void **state)
+{
+    (void)state;
+    origin *og = origin_new();
+    char url[64];
+    origin_url(og, url, sizeof url);
+    cshs_client *c = client_with(8, 1);
+    cshs_client_request rq;
+    cshs_client_request_init(&rq);
+    rq.origin = url;
+    /* three calls held at once: three connections, 0, 1, 2 */
+    cshs_call *calls[3];
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(cshs_client_send(c, &rq, &calls[i]), 0);
+        assert_int_equal(conn_of(calls[i]), i);
+    }
+    /* given back in the order 0, 1, 2: the most recent is 2 */
+    const char *b;
+    size_t l;
+    for (int i = 0; i < 3; i++) assert_int_equal(cshs_call_read_all(calls[i], 1000, &b, &l), 0);
+    assert_int_equal(stats_of(c).idle, 3);
+    int conn = -1;
+    assert_int_equal(get(c, url, "/", &conn, NULL), 200);
+    assert_int_equal(conn, 2);
+    assert_int_equal(get(c, url, "/", &conn, NULL), 200);
+    assert_int_equal(conn, 2);
+    /* with 2 held, the next most recent is 1 */
+    cshs_call *held;
+    assert_int_equal(cshs_client_send(c, &rq, &held), 0);
+    assert_int_equal(conn_of(held), 2);
+    assert_int_equal(get(c, url, "/", &conn, NULL), 200);
+    assert_int_equal(conn, 1);
+    cshs_call_free(held); /* its body unread: that connection is closed */
+    cshs_client_pool_stats s = stats_of(c);
+    assert_int_equal(s.open, 2);
+    assert_int_equal(s.opens, 3);
+    for (int i = 0; i < 3; i++) cshs_call_free(calls[i]);
+    cshs_client_free(c);
+    origin_free(og);
+}
+
+typedef struct burst {
+    cshs_client *c;
+    const char *url;
+    pthread_barrier_t *start;
+    int status;
+    int err;
+    unsigned acquire_ms;
+    int id;
+    int *order;
+    atomic_int *order_n;
+} burst;
+
+static void *burst_main(void *arg)
+{
+    burst *b = arg;
+    if (b->start) pthread_barrier_wait(b->start);
+    cshs_client_request rq;
+    cshs_client_request_init(&rq);
+    rq.origin = b->url;
+    rq.acquire_timeout_ms = b->acquire_ms;
+    cshs_call *call = NULL;
+    b->err = cshs_client_send(b->c, &rq, &call);
+    if (b->err == 0) {
+        if (b->order) b->order[atomic_fetch_add(b->order_n, 1)] = b->id;
+        b->status = cshs_call_status(call);
+        const char *body;
+        size_t len;
+        b->err = cshs_call_read_all(call, 1000, &body, &len);
+        cshs_call_free(call);
+    }
+    return NULL;
+}
+
+static void run_burst(cshs_client *c, const char *url, int n)
+{
+    pthread_t t[16];
+    burst b[16];
+    pthread_barrier_t start;
+    pthread_barrier_init(&start, NULL, (unsigned)n);
+    for (int i = 0; i < n; i++) {
+        memset(&b[i], 0, sizeof b[i]);
+        b[i].c = c;
+        b[i].url = url;
+        b[i].start = &start;
+        pthread_create(&t[i], NULL, burst_main, &b[i]);
+    }
+    for (int i = 0; i < n; i++) {
+        pthread_join(t[i], NULL);
+        assert_int_equal(b[i].err, 0);
+        assert_int_equal(b[i].status, 200);
+    }
+    pthread_barrier_destroy(&start);
+}
+
+static void test_burst_opens(void **state)
+{
+    (void)state;
+    /* 4 requests at once, and the origin answers none before all 4
+     * arrived: they need 4 connections in parallel, and get no more than 4
+     * although pool_size allows 8 */
+    origin *og = origin_new();
+    og->hold = 4;
+    char url[64];
+    origin_url(og, url, sizeof url);
+    cshs_client *c = client_with(8, 1);
+    run_burst(c, url, 4);
+    cshs_client_pool_stats s = stats_of(c);
+    assert_int_equal(s.opens, 4);
+    assert_int_equal(s.open, 4);
+    assert_int_equal(atomic_load(&og->nconns), 4);
+    /* the same burst again: the 4 idle connections, nothing opened */
+    run_burst(c, url, 4);
+    assert_int_equal(stats_of(c).opens, 4);
+    cshs_client_free(c);
+    origin_free(og);
+
+    /* pool_size 2: 6 requests at once share 2 connections */
+    og = origin_new();
+    origin_url(og, url, sizeof url);
+    c = client_with(2, 1);
+    run_burst(c, url, 6);
+    s = stats_of(c);
+    assert_true(s.opens <= 2);
+    assert_int_equal(s.requests, 6);
+    assert_true(atomic_load(&og->nconns) <= 2);
+    cshs_client_free(c);
+    origin_free(og);
+}
+
+static void test_fifo_waiters_and_deadline(void **state)
+{
+    (void)state;
+    origin *og = origin_new();
+    char url[64];
+    origin_url(og, url, sizeof url);
+    cshs_client *c = client_with(1, 1);
+    cshs_client_request rq;
+    cshs_client_request_init(&rq);
+    rq.origin = url;
+    cshs_call *held;
+    assert_int_equal(cshs_client_send(c, &rq, &held), 0);
+    /* three waiters, queued in a known order */
+    pthread_t t[3];
+    burst b[3];
+    int order[3] = {-1, -1, -1};
+    atomic_int order_n = 0;
+    for (int i = 0; i < 3; i++) {
+        memset(&b[i], 0, sizeof b[i]);
+        b[i].c = c;
+        b[i].url = url;
+        b[i].id = i;
+        b[i].order = order;
+        b[i].order_n = &order_n;
+        pthread_create(&t[i], NULL, burst_main, &b[i]);
+        unsigned want = (unsigned)i + 1;
+        assert_true(wait_for(c, 0, waiters_at_least, &want));
+    }
+    /* a fourth with a short deadline: failed by the tick, not served */
+    burst late;
+    memset(&late, 0, sizeof late);
+    late.c = c;
+    late.url = url;
+    late.acquire_ms = 50;
+    pthread_t tl;
+    pthread_create(&tl, NULL, burst_main, &late);
+    pthread_join(tl, NULL);
+    assert_int_equal(late.err, CSHS_CLIENT_E_ACQUIRE_TIMEOUT);
+    assert_int_equal(stats_of(c).acquire_timeouts, 1);
+    /* the held connection given back: the waiters in the order they came */
+    const char *body;
+    size_t len;
+    assert_int_equal(cshs_call_read_all(held, 1000, &body, &len), 0);
+    for (int i = 0; i < 3; i++) pthread_join(t[i], NULL);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(b[i].err, 0);
+        assert_int_equal(order[i], i);
+    }
+    cshs_client_pool_stats s = stats_of(c);
+    assert_int_equal(s.opens, 1);
+    assert_true(s.acquire_wait_p99_us >= s.acquire_wait_p50_us);
+    assert_true(s.acquire_wait_p99_us > 0);
+    cshs_call_free(held);
+    cshs_client_free(c);
+    origin_free(og);
+}
+
+static void test_deadline_needs_the_tick(void **state)
+{
+    (void)state;
+    /* no tick thread: a waiter past its deadline stays until a tick runs */
+    origin *og = origin_new();
+    char url[64];
+    origin_url(og, url, sizeof url);
+    cshs_client *c = client_with(1, 0);
+    cshs_client_request rq;
+    cshs_client_request_init(&rq);
+    rq.origin = url;
+    cshs_call *held;
+    assert_int_equal(cshs_client_send(c, &rq, &held), 0);
+    burst w;
+    memset(&w, 0, sizeof w);
+    w.c = c;
+    w.url = url;
+    w.acquire_ms = 1;
+    w.err = 1;
+    pthread_t t;
+    pthread_create(&t, NULL, burst_main, &w);
+    unsigned one = 1;
+    assert_true(wait_for(c, 0, waiters_at_least, &one));
+    sleep_ms(30); /* well past the deadline: still waiting, nothing polls */
+    assert_int_equal(stats_of(c).waiters, 1);
+    cshs_client_tick(c);
+    pthread_join(t, NULL);
+    assert_int_equal(w.err, CSHS_CLIENT_E_ACQUIRE_TIMEOUT);
+    cshs_call_free(held);
+    cshs_client_free(c);
+    origin_free(og);
+}
+
+static int failures_at_least_one(cshs_client *c, void *arg)
+{
+    (void)arg;
+    return stats_of(c).failures >= 1;
+}
+
+static void test_backoff_after_failed_connect(void **state)
+{
+    (void)state;
+    unsigned port = dead_port();
+    char url[64];
+    snprintf(url, sizeof url, "http://127.0.0.1:%u", port);
+    cshs_client *c = client_with(4, 0);
+    burst w;
+    memset(&w, 0, sizeof w);
+    w.c = c;
+    w.url = url;
+    w.acquire_ms = 20000;
+    pthread_t t;
+    pthread_create(&t, NULL, burst_main, &w);
+    assert_true(wait_for(c, 0, failures_at_least_one, NULL));
+    cshs_client_pool_stats s = stats_of(c);
+    int64_t seen = mono_ms();
+    assert_int_equal(s.failures, 1);
+    assert_int_equal(s.waiters, 1); /* the request goes on waiting */
+    assert_true(s.backoff_ms > 0 && s.backoff_ms <= 400);
+    /* the origin comes up on that port; ticks during the backoff do not try */
+    origin *og = origin_new_on(port, NULL);
+    origin_start(og);
+    int64_t end = mono_ms() + 15000;
+    while (mono_ms() < end) {
+        cshs_client_tick(c);
+        if (stats_of(c).waiters == 0) break;
+        sleep_ms(10);
+    }
+    pthread_join(t, NULL);
+    assert_int_equal(w.err, 0);
+    assert_int_equal(w.status, 200);
+    assert_int_equal(atomic_load(&og->nconns), 1);
+    assert_true(og->first_accept_ms - seen >= (int64_t)s.backoff_ms - 2);
+    s = stats_of(c);
+    assert_int_equal(s.failures, 1);
+    assert_int_equal(s.opens, 1);
+    cshs_client_free(c);
+    origin_free(og);
+
+    /* the backoff is jittered over 200-400 ms: five origins, not all equal */
+    c = client_with(4, 0);
+    uint32_t seen_ms[5];
+    for (int i = 0; i < 5; i++) {
+        unsigned p = dead_port();
+        snprintf(url, sizeof url, "http://127.0.0.1:%u", p);
+        /* fails at the first tick after its deadline: ticked from here */
+        burst b;
+        memset(&b, 0, sizeof b);
+        b.c = c;
+        b.url = url;
+        b.acquire_ms = 1;
+        pthread_t bt;
+        pthread_create(&bt, NULL, burst_main, &b);
+        cshs_client_pool_stats all[8];
+        int64_t stop = mono_ms() + 10000;
+        int done = 0;
+        while (!done && mono_ms() < stop) {
+            size_t n = cshs_client_stats(c, all, 8);
+            for (size_t k = 0; k < n; k++)
+                if (strstr(all[k].origin, url + 7) && all[k].failures) {
+                    seen_ms[i] = all[k].backoff_ms;
+                    done = 1;
+                }
+            sleep_ms(2);
+        }
+        assert_true(done);
+        cshs_client_tick(c);
+        pthread_join(bt, NULL);
+        /* at its deadline the request gets the connect's own error */
+        assert_int_equal(b.err, CSHS_CLIENT_E_CONNECT);
+    }
+    int all_equal = 1;
+    for (int i = 0; i < 5; i++) {
+        assert_true(seen_ms[i] <= 400);
+        if (seen_ms[i] / 10 != seen_ms[0] / 10) all_equal = 0;
+    }
+    assert_false(all_equal);
+    cshs_client_free(c);
+}
+
+static void test_sweep_closed_by_origin(void **state)
+{
+    (void)state;
+    origin *og = origin_new();
+    og->modes[0] = M_FIN_ON_FLAG;
+    char url[64];
+    origin_url(og, url, sizeof url);
+    cshs_client *c = client_with(4, 0);
+    int conn = -1;
+    assert_int_equal(get(c, url, "/", &conn, NULL), 200);
+    cshs_client_tick(c);
+    cshs_client_pool_stats s = stats_of(c);
+    assert_int_equal(s.open, 1);
+    assert_int_equal(s.idle, 1);
+    atomic_store(&og->fin_now, 1); /* the origin closes the idle connection */
+    unsigned zero = 0;
+    assert_true(wait_for(c, 1, open_is, &zero));
+    /* the next request opens a new one, without an error or a retry */
+    assert_int_equal(get(c, url, "/", &conn, NULL), 200);
+    assert_int_equal(conn, 1);
+    s = stats_of(c);
+    assert_int_equal(s.retries, 0);
+    assert_int_equal(s.opens, 1); /* the emptied pool was dropped; a new one */
+    cshs_client_free(c);
+    origin_free(og);
+}
+
+static void test_idle_timeout_and_pool_drop(void **state)
+{
+    (void)state;
+    origin *og = origin_new();
+    char url[64];
+    origin_url(og, url, sizeof url);
+    cshs_client_options o;
+    cshs_client_options_init(&o);
+    o.tick_thread = 0;
+    o.idle_timeout_ms = 40;
+    cshs_client *c = cshs_client_new(&o);
+    assert_int_equal(get(c, url, "/", NULL, NULL), 200);
+    cshs_client_tick(c);
+    assert_int_equal(cshs_client_stats(c, NULL, 0), 1); /* the pool lives */
+    sleep_ms(60);
+    cshs_client_tick(c); /* idle past 40 ms: closed, then the empty pool dropped */
+    assert_int_equal(cshs_client_stats(c, NULL, 0), 0);
+    cshs_client_free(c);
+    origin_free(og);
+}
+
+static void test_max_lifetime(void **state)
+{
+    (void)state;
+    origin *og = origin_new();
+    char url[64];
+    origin_url(og, url, sizeof url);
+    cshs_client_options o;
+    cshs_client_options_init(&o);
+    o.max_lifetime_ms = 50;
+    o.tick_thread = 0;
+    cshs_client *c = cshs_client_new(&o);
+    int conn = -1;
+    assert_int_equal(get(c, url, "/", &conn, NULL), 200);
+    assert_int_equal(conn, 0);
+    sleep_ms(70);
+    assert_int_equal(get(c, url, "/", &conn, NULL), 200);
+    assert_int_equal(conn, 1); /* past its lifetime: not reused */
+    assert_int_equal(stats_of(c).opens, 2);
+    cshs_client_free(c);
+    /* the default lifetime (an hour): the same connection */
+    c = client_with(4, 0);
+    sleep_ms(70);
+    assert_int_equal(get(c, url, "/", &conn, NULL), 200);
+    assert_int_equal(conn, 2);
+    sleep_ms(70);
+    assert_int_equal(get(c, url, "/", &conn, NULL), 200);
+    assert_int_equal(conn, 2);
+    cshs_client_free(c);
+    origin_free(og);
+}
+
+static void test_min_idle(void **state)
+{
+    (void)state;
+    origin *og = origin_new();
+    char url[64];
+    origin_url(og, url, sizeof url);
+    cshs_client_options o;
+    cshs_client_options_init(&o);
+    o.tick_thread = 0;
+    o.min_idle = 2;
+    cshs_client *c = cshs_client_new(&o);
+    assert_int_equal(get(c, url, "/", NULL, NULL), 200); /* the pool exists */
+    /* one connection per tick, opened without waiting in the tick */
+    cshs_client_tick(c);
+    cshs_client_pool_stats s = stats_of(c);
+    assert_true(s.open + s.opening <= 2);
+    assert_true(s.opening <= 1);
+    unsigned two = 2;
+    assert_true(wait_for(c, 1, open_is, &two));
+    for (int i = 0; i < 5; i++) cshs_client_tick(c);
+    s = stats_of(c);
+    assert_int_equal(s.open, 2);
+    assert_int_equal(s.idle, 2);
+    assert_int_equal(s.opens, 2);
+    cshs_client_free(c);
+    origin_free(og);
+}
+
+/* ---- the retry rule ---- */
+
+static void test_retry_rule(void **state)
+{
+    (void)state;
+    /* conn 0 answers once, then closes on the second request unanswered,
+     * as an origin whose keep-alive timeout just struck: a GET is sent
+     * again on a new connection */
+    origin *og = origin_new();
+    og->modes[0] = M_CLOSE_SECOND;
+    char url[64];
+    origin_url(og, url, sizeof url);
+    cshs_client *c = client_with(4, 0);
+    int conn = -1, err = 0;
+    assert_int_equal(get(c, url, "/", &conn, NULL), 200);
+    assert_int_equal(conn, 0);
+    assert_int_equal(get(c, url, "/", &conn, &err), 200);
+    assert_int_equal(conn, 1);
+    assert_int_equal(stats_of(c).retries, 1);
+    cshs_client_free(c);
+    origin_free(og);
+
+    /* a POST whose bytes went is not sent twice */
+    og = origin_new();
+    og->modes[0] = M_CLOSE_SECOND;
+    origin_url(og, url, sizeof url);
+    c = client_with(4, 0);
+    assert_int_equal(get(c, url, "/", &conn, NULL), 200);
+    cshs_client_request rq;
+    cshs_client_request_init(&rq);
+    rq.origin = url;
+    rq.method = "POST";
+    rq.body = "data";
+    rq.body_len = 4;
+    cshs_call *call;
+    assert_int_equal(cshs_client_send(c, &rq, &call), CSHS_CLIENT_E_ORIGIN_CLOSED);
+    assert_int_equal(stats_of(c).retries, 0);
+    assert_int_equal(atomic_load(&og->nconns), 1);
+    cshs_client_free(c);
+    origin_free(og);
+
+    /* a new connection closed unanswered is not a stale one: no retry */
+    og = origin_new();
+    og->modes[0] = M_CLOSE_FIRST;
+    origin_url(og, url, sizeof url);
+    c = client_with(4, 0);
+    assert_int_equal(get(c, url, "/", &conn, &err), CSHS_CLIENT_E_ORIGIN_CLOSED);
+    assert_int_equal(stats_of(c).retries, 0);
+    assert_int_equal(atomic_load(&og->nconns), 1);
+    cshs_client_free(c);
+    origin_free(og);
+}
+
+static void test_origin_keepalive_shorter(void **state)
+{
+    (void)state;
+    /* the origin closes connections idle for 1 s; ours would keep them 60 s.
+     * Requests after gaps around that second: not one error */
+    origin *og = origin_new();
+    og->idle_close_ms = 1000;
+    char url[64];
+    origin_url(og, url, sizeof url);
+    cshs_client *c = client_with(4, 1);
+    static const int gaps[] = {0, 950, 1000, 1010, 1050, 1200, 10, 990, 1000};
+    for (size_t i = 0; i < sizeof gaps / sizeof gaps[0]; i++) {
+        sleep_ms(gaps[i]);
+        int err = 0;
+        assert_int_equal(get(c, url, "/", NULL, &err), 200);
+        assert_int_equal(err, 0);
+    }
+    cshs_client_free(c);
+    origin_free(og);
+}
+
+/* ---- responses ---- */
+
+static void test_chunked_and_close_delimited(void **state)
+{
+    (void)state;
+    origin *og = origin_new();
+    og->modes[0] = M_CHUNKED;
+    og->modes[1] = M_UNTIL_CLOSE;
+    char url[64];
+    origin_url(og, url, sizeof url);
+    cshs_client *c = client_with(4, 0);
+    cshs_client_request rq;
+    cshs_client_request_init(&rq);
+    rq.origin = url;
+    for (int round = 0; round < 2; round++) { /* chunked keeps the connection */
+        cshs_call *call;
+        assert_int_equal(cshs_client_send(c, &rq, &call), 0);
+        assert_int_equal(cshs_call_message(call)->body, CSH_BODY_CHUNKED);
+        char buf[64];
+        size_t n = 0;
+        ssize_t r;
+        while ((r = cshs_call_read(call, buf + n, 3)) > 0) n += (size_t)r;
+        assert_int_equal(r, 0);
+        assert_int_equal(n, 12);
+        assert_memory_equal(buf, "hello, world", 12);
+        cshs_call_free(call);
+    }
+    cshs_client_pool_stats s = stats_of(c);
+    assert_int_equal(s.opens, 1);
+    assert_int_equal(s.idle, 1);
+    cshs_client_free(c);
+    origin_free(og);
+
+    og = origin_new();
+    og->modes[0] = M_UNTIL_CLOSE;
+    origin_url(og, url, sizeof url);
+    c = client_with(4, 0);
+    rq.origin = url;
+    cshs_call *call;
+    assert_int_equal(cshs_client_send(c, &rq, &call), 0);
+    assert_int_equal(cshs_call_message(call)->body, CSH_BODY_UNTIL_CLOSE);
+    const char *body;
+    size_t len;
+    assert_int_equal(cshs_call_read_all(call, 1000, &body, &len), 0);
+    assert_string_equal(body, "until the end");
+    cshs_call_free(call);
+    s = stats_of(c);
+    assert_int_equal(s.open, 0); /* ended with the connection: closed */
+    int conn = -1;
+    assert_int_equal(get(c, url, "/", &conn, NULL), 200);
+    assert_int_equal(conn, 1);
+    cshs_client_free(c);
+    origin_free(og);
+}
+
+static char *pattern(size_t n, unsigned seed)
+{
+    char *p = malloc(n);
+    for (size_t i = 0; i < n; i++) {
+        seed = seed * 1103515245u + 12345u;
+        p[i] = (char)(seed >> 16);
+    }
+    return p;
+}
+
+static void test_one_mib_both_ways(void **state)
+{
+    (void)state;
+    const size_t size = 1 << 20;
+    char *data = pattern(size, 7);
+    origin *og = origin_new();
+    og->modes[1] = M_ECHO_CHUNKED;
+    char url[64];
+    origin_url(og, url, sizeof url);
+    cshs_client *c = client_with(1, 0); /* one connection: conn 0 then a second */
+    cshs_client_request rq;
+    cshs_client_request_init(&rq);
+    rq.origin = url;
+    rq.method = "POST";
+    /* whole, from the caller's memory; echoed with Content-Length */
+    rq.body = data;
+    rq.body_len = size;
+    cshs_call *call;
+    assert_int_equal(cshs_client_send(c, &rq, &call), 0);
+    const char *body;
+    size_t len;
+    assert_int_equal(cshs_call_read_all(call, size, &body, &len), 0);
+    assert_int_equal(len, size);
+    assert_memory_equal(body, data, size);
+    cshs_call_free(call);
+
+    /* a limit below the size: too large, and the connection is closed */
+    assert_int_equal(cshs_client_send(c, &rq, &call), 0);
+    assert_int_equal(cshs_call_read_all(call, size / 2, &body, &len), CSHS_CLIENT_E_TOO_LARGE);
+    cshs_call_free(call);
+    assert_int_equal(stats_of(c).open, 0);
+
+    /* streamed out in chunks of odd sizes; echoed in chunks, read in
+     * pieces of another odd size */
+    rq.body_mode = CSHS_CLIENT_BODY_CHUNKED;
+    rq.body = NULL;
+    rq.body_len = 0;
+    assert_int_equal(cshs_client_begin(c, &rq, &call), 0);
+    for (size_t off = 0; off < size;) {
+        size_t n = size - off < 7777 ? size - off : 7777;
+        assert_int_equal(cshs_call_write(call, data + off, n), 0);
+        off += n;
+    }
+    assert_int_equal(cshs_call_end(call), 0);
+    assert_int_equal(cshs_call_status(call), 200);
+    char *got = malloc(size + 1);
+    size_t have = 0;
+    ssize_t r;
+    while ((r = cshs_call_read(call, got + have, have + 999 <= size ? 999 : size + 1 - have)) > 0)
+        have += (size_t)r;
+    assert_int_equal(r, 0);
+    assert_int_equal(have, size);
+    assert_memory_equal(got, data, size);
+    cshs_call_free(call);
+
+    /* streamed out with a Content-Length (the echo on conn 2 is plain) */
+    rq.body_mode = CSHS_CLIENT_BODY_LENGTH;
+    rq.content_length = size;
+    assert_int_equal(cshs_client_begin(c, &rq, &call), 0);
+    assert_int_equal(cshs_call_write(call, data, size / 3), 0);
+    assert_int_equal(cshs_call_write(call, data + size / 3, size - size / 3), 0);
+    assert_int_equal(cshs_call_end(call), 0);
+    memset(got, 0, size);
+    have = 0;
+    while ((r = cshs_call_read(call, got + have, 65536)) > 0) have += (size_t)r;
+    assert_int_equal(r, 0);
+    assert_int_equal(have, size);
+    assert_memory_equal(got, data, size);
+    cshs_call_free(call);
+
+    /* a streamed Content-Length body: more than announced, or fewer */
+    rq.content_length = 10;
+    assert_int_equal(cshs_client_begin(c, &rq, &call), 0);
+    assert_int_equal(cshs_call_write(call, data, 11), -EINVAL);
+    assert_int_equal(cshs_call_end(call), -EINVAL);
+    cshs_call_free(call);
+    assert_int_equal(cshs_client_begin(c, &rq, &call), 0);
+    assert_int_equal(cshs_call_write(call, data, 5), 0);
+    assert_int_equal(cshs_call_end(call), -EINVAL);
+    cshs_call_free(call);
+    free(got);
+    free(data);
+    cshs_client_free(c);
+    origin_free(og);
+}
+
+static void test_1xx_skipped(void **state)
+{
+    (void)state;
+    origin *og = origin_new();
+    og->modes[0] = M_1XX;
+    og->modes[1] = M_101;
+    char url[64];
+    origin_url(og, url, sizeof url);
+    cshs_client *c = client_with(1, 0);
+    cshs_client_request rq;
+    cshs_client_request_init(&rq);
+    rq.origin = url;
+    cshs_call *call;
+    assert_int_equal(cshs_client_send(c, &rq, &call), 0);
+    assert_int_equal(cshs_call_status(call), 200);
+    assert_int_equal(cshs_call_header(call, "link", NULL, NULL), 0); /* the 103's field */
+    const char *body;
+    size_t len;
+    assert_int_equal(cshs_call_read_all(call, 100, &body, &len), 0);
+    assert_string_equal(body, "final");
+    cshs_call_free(call);
+    assert_int_equal(stats_of(c).idle, 1);
+    cshs_client_free(c);
+    origin_free(og);
+
+    /* 101 is not skipped: the client never asked to switch protocols */
+    og = origin_new();
+    og->modes[0] = M_101;
+    origin_url(og, url, sizeof url);
+    c = client_with(1, 0);
+    rq.origin = url;
+    assert_int_equal(cshs_client_send(c, &rq, &call), CSHS_CLIENT_E_MALFORMED);
+    cshs_client_free(c);
+    origin_free(og);
+}
+
+static void test_answered_twice(void **state)
+{
+    (void)state;
+    origin *og = origin_new();
+    og->modes[0] = M_TWICE;
+    char url[64];
+    origin_url(og, url, sizeof url);
+    cshs_client *c = client_with(4, 0);
+    cshs_client_request rq;
+    cshs_client_request_init(&rq);
+    rq.origin = url;
+    cshs_call *call;
+    assert_int_equal(cshs_client_send(c, &rq, &call), 0);
+    const char *body;
+    size_t len;
+    assert_int_equal(cshs_call_read_all(call, 100, &body, &len), CSHS_CLIENT_E_MALFORMED);
+    assert_int_equal(cshs_call_read(call, (char[8]){0}, 8), CSHS_CLIENT_E_MALFORMED);
+    cshs_call_free(call);
+    cshs_client_pool_stats s = stats_of(c);
+    assert_int_equal(s.open, 0); /* dropped */
+    int conn = -1;
+    assert_int_equal(get(c, url, "/", &conn, NULL), 200);
+    assert_int_equal(conn, 1);
+    cshs_client_free(c);
+    origin_free(og);
+}
+
+static void test_malformed_and_timeouts(void **state)
+{
+    (void)state;
+    origin *og = origin_new();
+    og->modes[0] = M_MALFORMED;
+    og->modes[1] = M_SILENT;
+    og->modes[2] = M_STALL_BODY;
+    char url[64];
+    origin_url(og, url, sizeof url);
+    cshs_client *c = client_with(4, 0);
+    int err = 0;
+    assert_int_equal(get(c, url, "/", NULL, &err), CSHS_CLIENT_E_MALFORMED);
+    assert_int_equal(stats_of(c).open, 0);
+    cshs_client_request rq;
+    cshs_client_request_init(&rq);
+    rq.origin = url;
+    rq.head_timeout_ms = 100;
+    cshs_call *call;
+    assert_int_equal(cshs_client_send(c, &rq, &call), CSHS_CLIENT_E_HEAD_TIMEOUT);
+    rq.read_timeout_ms = 100;
+    assert_int_equal(cshs_client_send(c, &rq, &call), 0);
+    char buf[16];
+    assert_int_equal(cshs_call_read(call, buf, sizeof buf), 5);
+    assert_int_equal(cshs_call_read(call, buf, sizeof buf), CSHS_CLIENT_E_READ_TIMEOUT);
+    cshs_call_free(call);
+    assert_int_equal(stats_of(c).open, 0);
+    /* refused: the connect's error at the deadline */
+    char dead[64];
+    snprintf(dead, sizeof dead, "http://127.0.0.1:%u", dead_port());
+    cshs_client *c2 = client_with(4, 1);
+    rq.origin = dead;
+    rq.acquire_timeout_ms = 50;
+    assert_int_equal(cshs_client_send(c2, &rq, &call), CSHS_CLIENT_E_CONNECT);
+    cshs_client_free(c2);
+    cshs_client_free(c);
+    origin_free(og);
+}
+
+/* ---- threads ---- */
+
+typedef struct worker {
+    cshs_client *c;
+    const char *url;
+    int n;
+    int errors;
+    int id;
+} worker;
+
+static void *worker_main(void *arg)
+{
+    worker *w = arg;
+    char *body = pattern(3000, (unsigned)w->id);
+    for (int i = 0; i < w->n; i++) {
+        cshs_client_request rq;
+        cshs_client_request_init(&rq);
+        rq.origin = w->url;
+        if (i % 3 == 1) {
+            rq.method = "PUT";
+            rq.body = body;
+            rq.body_len = 3000;
+        }
+        cshs_call *call;
+        int r = cshs_client_send(w->c, &rq, &call);
+        if (r < 0) {
+            w->errors++;
+            continue;
+        }
+        const char *b;
+        size_t len;
+        r = cshs_call_read_all(call, 1 << 16, &b, &len);
+        if (r < 0 || (i % 3 == 1 && (len != 3000 || memcmp(b, body, 3000) != 0))) w->errors++;
+        cshs_call_free(call);
+    }
+    free(body);
+    return NULL;
+}
+
+static void test_threads(void **state)
+{
+    (void)state;
+    /* 8 threads share a pool of 3 connections; the origin closes one
+     * connection in seven after its answer (Connection: close) */
+    origin *og = origin_new();
+    og->stress = 1;
+    char url[64];
+    origin_url(og, url, sizeof url);
+    cshs_client *c = client_with(3, 1);
+    pthread_t t[8];
+    worker w[8];
+    for (int i = 0; i < 8; i++) {
+        memset(&w[i], 0, sizeof w[i]);
+        w[i].c = c;
+        w[i].url = url;
+        w[i].n = 60;
+        w[i].id = i;
+        pthread_create(&t[i], NULL, worker_main, &w[i]);
+    }
+    for (int i = 0; i < 8; i++) {
+        pthread_join(t[i], NULL);
+        assert_int_equal(w[i].errors, 0);
+    }
+    cshs_client_pool_stats s = stats_of(c);
+    assert_true(s.open <= 3);
+    assert_true(s.requests >= 480);
+    assert_true(s.opens > 1);
+    cshs_client_free(c);
+    origin_free(og);
+}
+
+/* ---- HTTPS ---- */
+
+static char cert_path[64];
+
+/* A self-signed certificate for 127.0.0.1 only, written to cert_path. */
+static SSL_CTX *tls_origin_ctx(void)
+{
+    EVP_PKEY *key = EVP_EC_gen("P-256");
+    X509 *x = X509_new();
+    X509_set_version(x, 2);
+    ASN1_INTEGER_set(X509_get_serialNumber(x), 1);
+    X509_gmtime_adj(X509_getm_notBefore(x), -3600);
+    X509_gmtime_adj(X509_getm_notAfter(x), 3600);
+    X509_set_pubkey(x, key);
+    X509_NAME *name = X509_get_subject_name(x);
+    X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, (const unsigned char *)"127.0.0.1", -1, -1,
+                               0);
+    X509_set_issuer_name(x, name);
+    X509V3_CTX v3;
+    X509V3_set_ctx_nodb(&v3);
+    X509V3_set_ctx(&v3, x, x, NULL, NULL, 0);
+    X509_EXTENSION *ext = X509V3_EXT_conf_nid(NULL, &v3, NID_subject_alt_name, "IP:127.0.0.1");
+    X509_add_ext(x, ext, -1);
+    X509_EXTENSION_free(ext);
+    ext = X509V3_EXT_conf_nid(NULL, &v3, NID_basic_constraints, "critical,CA:TRUE");
+    X509_add_ext(x, ext, -1);
+    X509_EXTENSION_free(ext);
+    X509_sign(x, key, EVP_sha256());
+    snprintf(cert_path, sizeof cert_path, "/tmp/cshs-client-test-%d.pem", (int)getpid());
+    FILE *f = fopen(cert_path, "w");
+    PEM_write_X509(f, x);
+    fclose(f);
+    SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
+    SSL_CTX_use_certificate(ctx, x);
+    SSL_CTX_use_PrivateKey(ctx, key);
+    X509_free(x);
+    EVP_PKEY_free(key);
+    return ctx;
+}
+
+static void test_https(void **state)
+{
+    (void)state;
+    SSL_CTX *ctx = tls_origin_ctx();
+    origin *og = origin_new_on(0, ctx);
+    origin_start(og);
+    char url[64];
+    origin_url(og, url, sizeof url);
+
+    /* verified by default: a self-signed certificate fails (at the
+     * acquire deadline, with the connect's error, as the tick sees it) */
+    cshs_client_options o;
+    cshs_client_options_init(&o);
+    o.acquire_timeout_ms = 200;
+    cshs_client *c = cshs_client_new(&o);
+    int err = 0;
+    assert_int_equal(get(c, url, "/", NULL, &err), CSHS_CLIENT_E_CERTIFICATE);
+    cshs_client_free(c);
+
+    /* trusted through tls_ca_file: the IP address checked against it */
+    cshs_client_options_init(&o);
+    o.acquire_timeout_ms = 200;
+    o.tls_ca_file = cert_path;
+    c = cshs_client_new(&o);
+    int conn = -1;
+    assert_int_equal(get(c, url, "/", &conn, &err), 200);
+    assert_int_equal(get(c, url, "/", &conn, &err), 200); /* reused, and over TLS */
+    cshs_client_tick(c); /* a session ticket on the idle connection is no answer */
+    assert_int_equal(stats_of(c).idle, 1);
+    assert_int_equal(get(c, url, "/", NULL, &err), 200);
+    assert_int_equal(stats_of(c).opens, 1);
+    /* 1 MiB over TLS */
+    char *data = pattern(1 << 20, 3);
+    cshs_client_request rq;
+    cshs_client_request_init(&rq);
+    rq.origin = url;
+    rq.method = "POST";
+    rq.body = data;
+    rq.body_len = 1 << 20;
+    cshs_call *call;
+    assert_int_equal(cshs_client_send(c, &rq, &call), 0);
+    const char *body;
+    size_t len;
+    assert_int_equal(cshs_call_read_all(call, 1 << 20, &body, &len), 0);
+    assert_int_equal(len, 1 << 20);
+    assert_memory_equal(body, data, len);
+    cshs_call_free(call);
+    free(data);
+    /* the certificate names 127.0.0.1, not localhost */
+    char byname[64];
+    snprintf(byname, sizeof byname, "https://localhost:%u", og->port);
+    assert_int_equal(get(c, byname, "/", NULL, &err), CSHS_CLIENT_E_CERTIFICATE);
+    cshs_client_free(c);
+
+    /* tls_insecure: for tests only, no verification */
+    cshs_client_options_init(&o);
+    o.tick_thread = 0;
+    o.tls_insecure = 1;
+    o.min_idle = 2;
+    c = cshs_client_new(&o);
+    assert_int_equal(get(c, byname, "/", NULL, &err), 200);
+    /* min_idle over TLS: the ticks see the connect and the handshake
+     * through without waiting on a socket */
+    unsigned two = 2;
+    assert_true(wait_for(c, 1, open_is, &two));
+    assert_int_equal(stats_of(c).idle, 2);
+    int before = atomic_load(&og->nconns);
+    assert_int_equal(get(c, byname, "/", NULL, &err), 200);
+    assert_int_equal(atomic_load(&og->nconns), before); /* a warm one was used */
+    cshs_client_free(c);
+
+    origin_free(og);
+    SSL_CTX_free(ctx);
+    unlink(cert_path);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_errors_and_checks),
+        cmocka_unit_test(test_basic_and_headers),
+        cmocka_unit_test(test_request_bytes),
+        cmocka_unit_test(test_mru_order),
+        cmocka_unit_test(test_burst_opens),
+        cmocka_unit_test(test_fifo_waiters_and_deadline),
+        cmocka_unit_test(test_deadline_needs_the_tick),
+        cmocka_unit_test(test_backoff_after_failed_connect),
+        cmocka_unit_test(test_sweep_closed_by_origin),
+        cmocka_unit_test(test_idle_timeout_and_pool_drop),
+        cmocka_unit_test(test_max_lifetime),
+        cmocka_unit_test(test_min_idle),
+        cmocka_unit_test(test_retry_rule),
+        cmocka_unit_test(test_origin_keepalive_shorter),
+        cmocka_unit_test(test_chunked_and_close_delimited),
+        cmocka_unit_test(test_one_mib_both_ways),
+        cmocka_unit_test(test_1xx_skipped),
+        cmocka_unit_test(test_answered_twice),
+        cmocka_unit_test(test_malformed_and_timeouts),
+        cmocka_unit_test(test_threads),
+        cmocka_unit_test(test_https),
+    };
+    const char *only = getenv("CSHS_TEST_FILTER"); /* one test while debugging */
+    if (only) cmocka_set_test_filter(only);
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
