@@ -465,6 +465,15 @@ static void conn_close(conn *cn)
     free(cn);
 }
 
+static void close_list(conn *cn)
+{
+    while (cn) {
+        conn *n = cn->next;
+        conn_close(cn);
+        cn = n;
+    }
+}
+
 static conn *conn_alloc(pool *p)
 {
     conn *cn = calloc(1, sizeof *cn);
@@ -827,7 +836,8 @@ static void open_failed(cshs_client *c, pool *p, int err)
 
 /* Takes a connection for a request: the most recently used idle one, or
  * one this thread opens, or one handed over while it waits (client.h).
- * `fresh`: a retry, which must not reuse an idle connection. */
+ * `fresh`: a retry, which opens its own connection when it can and
+ * otherwise waits like any request. */
 static int acquire(cshs_client *c, pool *p, unsigned acquire_ms, unsigned connect_ms, int fresh,
                    conn **out)
 {
@@ -856,14 +866,37 @@ static int acquire(cshs_client *c, pool *p, unsigned acquire_ms, unsigned connec
             cn->next = stale;
             stale = cn;
         }
-    } else if (p->open + p->nopening >= c->o.pool_size && p->idle) {
-        /* room for the fresh connection: the least recently used idle goes */
-        conn *lru = p->idle;
-        while (lru->next) lru = lru->next;
-        idle_remove(p, lru);
-        p->open--;
-        lru->next = stale;
-        stale = lru;
+    } else {
+        if (p->open + p->nopening >= c->o.pool_size && p->idle) {
+            /* room for the new connection: the least recently used idle goes */
+            conn *lru = p->idle;
+            while (lru->next) lru = lru->next;
+            idle_remove(p, lru);
+            p->open--;
+            lru->next = stale;
+            stale = lru;
+        }
+        if (p->open + p->nopening < c->o.pool_size && now >= p->backoff_until_ms) {
+            /* the retry's own connection, opened outside the queue; when
+             * that fails, it waits like any request */
+            p->nopening++;
+            pthread_mutex_unlock(&c->mu);
+            close_list(stale);
+            stale = NULL;
+            conn *cn = NULL;
+            int e = open_blocking(c, p, connect_ms, &cn);
+            pthread_mutex_lock(&c->mu);
+            p->nopening--;
+            if (e == 0) {
+                p->open++;
+                p->opens++;
+                cn->state = C_BUSY;
+                record_wait(p, w.since_us);
+                *out = cn;
+            } else {
+                open_failed(c, p, e);
+            }
+        }
     }
     if (!*out) {
         w.queued = 1;
@@ -883,18 +916,28 @@ static int acquire(cshs_client *c, pool *p, unsigned acquire_ms, unsigned connec
                 r = w.err;
                 break;
             }
+            if (p->idle && p->wq == &w) { /* never left idle behind a queue */
+                conn *cn = p->idle;
+                idle_remove(p, cn);
+                if (!conn_fresh(c, cn, now_ms())) {
+                    p->open--;
+                    cn->next = stale;
+                    stale = cn;
+                    continue;
+                }
+                wq_remove(p, &w);
+                cn->state = C_BUSY;
+                record_wait(p, w.since_us);
+                *out = cn;
+                break;
+            }
             now = now_ms();
-            int room = p->open + p->nopening < c->o.pool_size;
-            if (can_open(p, c->o.pool_size, now) || (fresh && room && now >= p->backoff_until_ms)) {
-                fresh = 0; /* one own open for a retry; after that, any connection */
+            if (can_open(p, c->o.pool_size, now)) {
                 p->nopening++;
                 w.opening = 1;
                 pthread_mutex_unlock(&c->mu);
-                while (stale) {
-                    conn *n = stale->next;
-                    conn_close(stale);
-                    stale = n;
-                }
+                close_list(stale);
+                stale = NULL;
                 conn *cn = NULL;
                 int e = open_blocking(c, p, connect_ms, &cn);
                 pthread_mutex_lock(&c->mu);
@@ -916,11 +959,7 @@ static int acquire(cshs_client *c, pool *p, unsigned acquire_ms, unsigned connec
     if (w.err) p->acquire_timeouts++;
     pthread_mutex_unlock(&c->mu);
     pthread_cond_destroy(&w.cv);
-    while (stale) {
-        conn *n = stale->next;
-        conn_close(stale);
-        stale = n;
-    }
+    close_list(stale);
     return r;
 }
 
@@ -1110,15 +1149,6 @@ cshs_client *cshs_client_new(const cshs_client_options *o)
         c->tick_running = 1;
     }
     return c;
-}
-
-static void close_list(conn *cn)
-{
-    while (cn) {
-        conn *n = cn->next;
-        conn_close(cn);
-        cn = n;
-    }
 }
 
 void cshs_client_free(cshs_client *c)
