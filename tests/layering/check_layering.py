@@ -14,6 +14,12 @@
       namespace (cshttp/web/..., cshttp/server.h) and by where the included
       file actually is, so "../../libcshttp-server/..." is caught too.
 
+  (d) the engine's client (libcshttp-server/src/client.c and its public
+      header cshttp/server/client.h) uses libcshttp for responses and
+      nothing of the toolkit: following its includes through the
+      workspace's own headers, it reaches cshttp/parser.h and no header of
+      libcshttp-web (server_impl.h, which brings the toolkit, included).
+
 Usage:
   check_layering.py --root REPO [--lib path/to/libcshttp.so] [--sanitize LIST]
   check_layering.py --selftest [--cc CC]   (proves every check can fail)
@@ -195,6 +201,53 @@ def check_tier_order(root):
     return problems
 
 
+CLIENT_FILES = ("libcshttp-server/src/client.c",
+                "libcshttp-server/include/cshttp/server/client.h")
+
+
+def include_closure(root, tier, path, seen):
+    """Every workspace file `path` reaches through its includes, and the
+    namespaces of includes that resolve to no file: {(path or None, name)}."""
+    reached = set()
+    stack = [(tier, path)]
+    while stack:
+        t, f = stack.pop()
+        for _, kind, name in includes(f):
+            if kind == "?":
+                continue
+            target, target_tier = resolve(root, t, f, kind, name)
+            if target is None:
+                reached.add((None, name, target_tier))
+                continue
+            real = os.path.realpath(target)
+            reached.add((real, name, target_tier))
+            if real not in seen:
+                seen.add(real)
+                stack.append((target_tier or t, real))
+    return reached
+
+
+def check_client(root):
+    """(d): the client reaches libcshttp's parser and nothing of the toolkit."""
+    problems = []
+    parser_h = os.path.realpath(os.path.join(root, "libcshttp", "include", "cshttp", "parser.h"))
+    for rel in CLIENT_FILES:
+        path = os.path.join(root, rel)
+        if not os.path.isfile(path):
+            problems.append("(d) %s: missing" % rel)
+            continue
+        reached = include_closure(root, "libcshttp-server", path, {os.path.realpath(path)})
+        for real, name, target_tier in sorted(reached, key=lambda r: (r[0] or "", r[1])):
+            if target_tier == "libcshttp-web":
+                problems.append("(d) %s reaches %s (#include %s): the client uses nothing of "
+                                "the toolkit" % (rel, os.path.relpath(real, root) if real else
+                                                 name, name))
+        if not any(real == parser_h for real, _, _ in reached):
+            problems.append("(d) %s does not reach cshttp/parser.h: the client parses "
+                            "responses with libcshttp" % rel)
+    return problems
+
+
 def needed_entries(readelf, lib):
     """The NEEDED entries of a shared object, or None if it has no dynamic section."""
     out = subprocess.run([readelf, "-d", "-W", lib], stdout=subprocess.PIPE,
@@ -218,7 +271,7 @@ def check_needed(readelf, lib, sanitize):
 
 
 def run_checks(root, lib, readelf, sanitize):
-    problems = check_tier1_includes(root) + check_tier_order(root)
+    problems = check_tier1_includes(root) + check_tier_order(root) + check_client(root)
     needed = None
     if lib:
         p, needed = check_needed(readelf, lib, sanitize)
@@ -254,6 +307,12 @@ def clean_tree(root):
     write(root, "libcshttp-server/include/cshttp/server/server.h",
           "#include <cshttp/web.h>\n#include <openssl/ssl.h>\n")
     write(root, "libcshttp-server/src/server.c", "#include <cshttp/server.h>\n")
+    write(root, "libcshttp-server/src/server_impl.h", "#include <cshttp/web.h>\n")
+    write(root, "libcshttp-server/include/cshttp/server/export.h", "\n")
+    write(root, "libcshttp-server/include/cshttp/server/client.h",
+          '#include <stddef.h>\n#include <cshttp/parser.h>\n#include "export.h"\n')
+    write(root, "libcshttp-server/src/client.c",
+          "#include <openssl/ssl.h>\n#include <cshttp/server/client.h>\n")
 
 
 # (file, text, the checks that must report it)
@@ -274,6 +333,15 @@ VIOLATIONS = [
     ("libcshttp-web/src/up.c", '#include "cshttp/server.h"\n', {"c"}),
     ("libcshttp-web/src/up2.c",
      '#include "../../libcshttp-server/include/cshttp/server/server.h"\n', {"c"}),
+    ("libcshttp-server/src/client.c",
+     '#include <cshttp/server/client.h>\n#include "server_impl.h"\n', {"d"}),
+    ("libcshttp-server/src/client.c",
+     '#include <cshttp/server/client.h>\n#include <cshttp/web/request.h>\n', {"d"}),
+    ("libcshttp-server/src/client.c",
+     '#include <cshttp/server/client.h>\n#include <cshttp/server.h>\n', {"d"}),
+    ("libcshttp-server/include/cshttp/server/client.h",
+     '#include <cshttp/parser.h>\n#include <cshttp/web/not_yet_written.h>\n', {"d"}),
+    ("libcshttp-server/include/cshttp/server/client.h", '#include <stddef.h>\n', {"d"}),
 ]
 
 
@@ -283,7 +351,7 @@ def selftest(cc, readelf):
         root = os.path.join(tmp, "clean")
         clean_tree(root)
         write(root, "apps/x.h", "\n")
-        problems = check_tier1_includes(root) + check_tier_order(root)
+        problems = check_tier1_includes(root) + check_tier_order(root) + check_client(root)
         if problems:
             failures.append("clean tree reported: %s" % problems)
         for i, (rel, text, expected) in enumerate(VIOLATIONS):
@@ -291,8 +359,9 @@ def selftest(cc, readelf):
             clean_tree(root)
             write(root, "apps/x.h", "\n")
             write(root, rel, text)
-            got = {"a": check_tier1_includes(root), "c": check_tier_order(root)}
-            for check in ("a", "c"):
+            got = {"a": check_tier1_includes(root), "c": check_tier_order(root),
+                   "d": check_client(root)}
+            for check in ("a", "c", "d"):
                 reported = [p for p in got[check] if rel in p]
                 if (check in expected) != bool(reported):
                     failures.append("%s with %r: check (%s) %s" % (
