@@ -949,6 +949,11 @@ static int acquire(cshs_client *c, pool *p, unsigned acquire_ms, unsigned connec
                     give(c, p, cn);
                 } else {
                     open_failed(c, p, e);
+                    if (!w.got && now_ms() >= w.deadline_ms) { /* its own connect's error */
+                        w.err = e;
+                        r = e;
+                        break;
+                    }
                 }
                 continue;
             }
@@ -1001,7 +1006,7 @@ void cshs_client_tick(cshs_client *c)
          * waited is the better answer than the timeout */
         for (waiter *w = p->wq, *nx; w; w = nx) {
             nx = w->next;
-            if (now < w->deadline_ms) continue;
+            if (now < w->deadline_ms || w->opening) continue; /* an opener decides itself */
             wq_remove(p, w);
             w->err = p->last_error && p->last_fail_us >= w->since_us
                          ? p->last_error
@@ -1272,17 +1277,22 @@ static int conn_send(cshs_call *call, struct iovec *iov, int n)
     while (i < n) {
         short ev = POLLOUT;
         size_t took = 0;
+        int full = 0; /* the socket took less than offered: wait before the next try */
         if (!cn->ssl) {
             struct msghdr mh;
             memset(&mh, 0, sizeof mh);
             mh.msg_iov = iov + i;
             mh.msg_iovlen = (size_t)(n - i);
+            size_t offered = 0;
+            for (int k = i; k < n; k++) offered += iov[k].iov_len;
             ssize_t w = sendmsg(cn->fd, &mh, MSG_NOSIGNAL);
             if (w < 0) {
                 if (errno == EINTR) continue;
                 if (errno != EAGAIN && errno != EWOULDBLOCK) return -errno;
+                full = 1;
             } else {
                 took = (size_t)w;
+                full = took < offered;
             }
         } else {
             sigpipe_guard g;
@@ -1296,6 +1306,7 @@ static int conn_send(cshs_call *call, struct iovec *iov, int n)
             sigpipe_restore(&g);
             if (r != 1) {
                 took = 0;
+                full = 1;
                 if (e == SSL_ERROR_WANT_READ)
                     ev = POLLIN;
                 else if (e == SSL_ERROR_SYSCALL)
@@ -1314,7 +1325,7 @@ static int conn_send(cshs_call *call, struct iovec *iov, int n)
         }
         while (i < n && iov[i].iov_len == 0) i++;
         if (i == n) break;
-        if (took == 0) {
+        if (full) {
             int w = wait_fd(cn->fd, ev, now_ms() + call->send_ms);
             if (w < 0) return w;
         }

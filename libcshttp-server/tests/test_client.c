@@ -668,6 +668,76 @@ static void test_basic_and_headers(void **state)
     origin_free(og);
 }
 
+static void test_head_and_connection_close(void **state)
+{
+    (void)state;
+    origin *og = origin_new();
+    og->modes[1] = M_CONN_CLOSE;
+    char url[64];
+    origin_url(og, url, sizeof url);
+    cshs_client *c = client_with(1, 0);
+    cshs_client_request rq;
+    cshs_client_request_init(&rq);
+    rq.origin = url;
+    rq.method = "HEAD"; /* Content-Length and no body (RFC 9110 §9.3.2) */
+    cshs_call *call;
+    assert_int_equal(cshs_client_send(c, &rq, &call), 0);
+    assert_int_equal(cshs_call_status(call), 200);
+    assert_int_equal(stats_of(c).idle, 1); /* back at the head: there is no body */
+    char b[8];
+    assert_int_equal(cshs_call_read(call, b, sizeof b), 0);
+    cshs_call_free(call);
+    /* Connection: close from the origin: the connection is not reused */
+    cshs_client_free(c);
+    c = client_with(1, 0);
+    rq.method = "GET";
+    assert_int_equal(cshs_client_send(c, &rq, &call), 0); /* conn 1: M_CONN_CLOSE */
+    assert_int_equal(conn_of(call), 1);
+    const char *body;
+    size_t len;
+    assert_int_equal(cshs_call_read_all(call, 100, &body, &len), 0);
+    cshs_call_free(call);
+    assert_int_equal(stats_of(c).open, 0);
+    cshs_client_free(c);
+    origin_free(og);
+}
+
+/* A connect the origin's kernel never answers: a listener whose accept
+ * queue is full drops the SYN. The kernel's deadline ends it. */
+static void test_connect_timeout(void **state)
+{
+    (void)state;
+    int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(bind(lfd, (struct sockaddr *)&a, sizeof a), 0);
+    assert_int_equal(listen(lfd, 0), 0);
+    unsigned port = port_of(lfd);
+    a.sin_port = htons((uint16_t)port);
+    int fill[4];
+    for (int i = 0; i < 4; i++) { /* fill the queue; later connects may hang, no matter */
+        fill[i] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        connect(fill[i], (struct sockaddr *)&a, sizeof a);
+    }
+    sleep_ms(50);
+    char url[64];
+    snprintf(url, sizeof url, "http://127.0.0.1:%u", port);
+    cshs_client_options o;
+    cshs_client_options_init(&o);
+    o.connect_timeout_ms = 200;
+    o.acquire_timeout_ms = 150; /* passes while connecting: the connect's error is the answer */
+    cshs_client *c = cshs_client_new(&o);
+    int err = 0;
+    int r = get(c, url, "/", NULL, &err);
+    assert_int_equal(r, CSHS_CLIENT_E_CONNECT_TIMEOUT);
+    assert_int_equal(stats_of(c).failures, 1);
+    cshs_client_free(c);
+    for (int i = 0; i < 4; i++) close(fill[i]);
+    close(lfd);
+}
+
 /* What the origin received: the request head as sent by the client. */
 static int head_seen_len;
 static char head_seen[2048];
@@ -1660,6 +1730,8 @@ int main(void)
         cmocka_unit_test(test_errors_and_checks),
         cmocka_unit_test(test_basic_and_headers),
         cmocka_unit_test(test_request_bytes),
+        cmocka_unit_test(test_head_and_connection_close),
+        cmocka_unit_test(test_connect_timeout),
         cmocka_unit_test(test_mru_order),
         cmocka_unit_test(test_burst_opens),
         cmocka_unit_test(test_fifo_waiters_and_deadline),

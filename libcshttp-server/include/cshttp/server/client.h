@@ -54,7 +54,9 @@
  * resolves the name again.
  *
  * The tick (cshs_client_tick, every tick_interval_ms): fails the waiters
- * whose acquire deadline has passed (no timer per waiter), wakes waiters
+ * whose acquire deadline has passed (no timer per waiter; a waiter that is
+ * connecting itself ends with its connect, whose own deadline the kernel
+ * keeps, and answers that connect's error when it failed), wakes waiters
  * when an origin's backoff has ended, closes idle connections past
  * idle_timeout_ms and those the origin has closed (poll() with POLLRDHUP and
  * a zero timeout: an unread FIN, or bytes nobody asked for), opens one
