@@ -1,5 +1,6 @@
 /* An outside program on the installed engine: serve one request on an
- * ephemeral port of 127.0.0.1, print the body received, stop. */
+ * ephemeral port of 127.0.0.1, print the body received, ask once more
+ * through the installed client, print its status and body, stop. */
 #define _DEFAULT_SOURCE
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -39,8 +40,28 @@ int main(void)
     while (n < sizeof buf - 1 && (r = read(fd, buf + n, sizeof buf - 1 - n)) > 0) n += (size_t)r;
     buf[n] = '\0';
     close(fd);
-    cshs_server_free(s);
     const char *body = strstr(buf, "\r\n\r\n");
     printf("body=%s\n", body ? body + 4 : "(none)");
+
+    cshs_client *cl = cshs_client_new(NULL);
+    if (!cl) return 5;
+    char origin[64];
+    snprintf(origin, sizeof origin, "http://127.0.0.1:%u", cshs_server_port(s, 0));
+    cshs_client_request rq;
+    cshs_client_request_init(&rq);
+    rq.origin = origin;
+    cshs_call *call;
+    int r2 = cshs_client_send(cl, &rq, &call);
+    if (r2 < 0) {
+        printf("client=%s\n", cshs_client_error_name(r2));
+        return 6;
+    }
+    const char *cbody = NULL;
+    size_t clen = 0;
+    if (cshs_call_read_all(call, 4096, &cbody, &clen) < 0) return 7;
+    printf("client=%d %.*s\n", cshs_call_status(call), (int)clen, cbody);
+    cshs_call_free(call);
+    cshs_client_free(cl);
+    cshs_server_free(s);
     return 0;
 }
