@@ -33,7 +33,10 @@
 
 #include <cshttp/body.h>
 #include <cshttp/parser.h>
-#include <cshttp/server/client.h>
+#include <cshttp/server.h>
+#include <cshttp/web/context.h>
+#include <cshttp/web/request.h>
+#include <cshttp/web/response.h>
 
 /* ---- time ---- */
 
@@ -1608,6 +1611,121 @@ static void test_threads(void **state)
     origin_free(og);
 }
 
+/* ---- from a server's handlers, ticked by the server ---- */
+
+static cshs_client *handler_client;
+static char handler_origin[64];
+
+/* A handler that asks the origin and answers what it got, or the status a
+ * proxy answers for the client's error. */
+static void proxy_handler(cshw_context *ctx)
+{
+    cshw_request *req = cshw_context_request(ctx);
+    cshw_response *res = cshw_context_response(ctx);
+    cshs_client_request rq;
+    cshs_client_request_init(&rq);
+    rq.origin = handler_origin;
+    rq.target = cshw_request_path(req);
+    rq.acquire_timeout_ms = 100;
+    cshs_call *call = NULL;
+    int r = cshs_client_send(handler_client, &rq, &call);
+    const char *body = NULL;
+    size_t len = 0;
+    if (r == 0) r = cshs_call_read_all(call, 1 << 16, &body, &len);
+    if (r < 0) {
+        cshw_response_set_status(res, cshs_client_error_status(r));
+        cshw_response_puts(res, cshs_client_error_name(r));
+    } else {
+        cshw_response_write(res, body, len);
+    }
+    cshs_call_free(call);
+}
+
+static void client_tick(void *arg)
+{
+    cshs_client_tick(arg);
+}
+
+/* GET path from the server on 127.0.0.1:port; the status, the body in out. */
+static int ask_server(unsigned port, const char *path, char *out, size_t cap)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_port = htons((uint16_t)port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    struct timeval tv = {20, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    if (connect(fd, (struct sockaddr *)&a, sizeof a) < 0) return -1;
+    char rq[256];
+    snprintf(rq, sizeof rq, "GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", path);
+    send(fd, rq, strlen(rq), MSG_NOSIGNAL);
+    char buf[4096];
+    size_t n = 0;
+    ssize_t k;
+    while (n < sizeof buf - 1 && (k = recv(fd, buf + n, sizeof buf - 1 - n, 0)) > 0) n += (size_t)k;
+    buf[n] = 0;
+    close(fd);
+    const char *b = strstr(buf, "\r\n\r\n");
+    snprintf(out, cap, "%s", b ? b + 4 : "");
+    return n > 12 ? atoi(buf + 9) : -1;
+}
+
+typedef struct asker {
+    unsigned port;
+    int status;
+    char body[256];
+} asker;
+
+static void *asker_main(void *arg)
+{
+    asker *a = arg;
+    a->status = ask_server(a->port, "/slow", a->body, sizeof a->body);
+    return NULL;
+}
+
+static void test_from_handlers(void **state)
+{
+    (void)state;
+    origin *og = origin_new();
+    og->modes[0] = M_ECHO;
+    origin_url(og, handler_origin, sizeof handler_origin);
+    /* no tick thread: the server's tick drives the client */
+    handler_client = client_with(1, 0);
+    cshs_options so;
+    cshs_options_init(&so);
+    so.port = 0;
+    so.sweep_interval_ms = 50;
+    cshs_server *srv = cshs_server_new(&so, proxy_handler, NULL);
+    assert_non_null(srv);
+    assert_int_equal(cshs_server_add_tick(srv, client_tick, handler_client), 0);
+    assert_int_equal(cshs_server_start(srv), 0);
+    unsigned port = cshs_server_port(srv, 0);
+    char body[256];
+    assert_int_equal(ask_server(port, "/a", body, sizeof body), 200);
+    assert_string_equal(body, "conn 0 req 0");
+    assert_int_equal(ask_server(port, "/b", body, sizeof body), 200);
+    assert_string_equal(body, "conn 0 req 1"); /* the pooled connection */
+    /* the one connection held by the test: a handler's request waits, and
+     * the server's tick fails it at its deadline (504 from the proxy) */
+    cshs_client_request rq;
+    cshs_client_request_init(&rq);
+    rq.origin = handler_origin;
+    cshs_call *held;
+    assert_int_equal(cshs_client_send(handler_client, &rq, &held), 0);
+    asker a = {port, 0, {0}};
+    pthread_t t;
+    pthread_create(&t, NULL, asker_main, &a);
+    pthread_join(t, NULL);
+    assert_int_equal(a.status, 504);
+    assert_string_equal(a.body, "CSHS_CLIENT_E_ACQUIRE_TIMEOUT");
+    cshs_call_free(held);
+    cshs_server_free(srv);
+    cshs_client_free(handler_client);
+    origin_free(og);
+}
+
 /* ---- HTTPS ---- */
 
 static char cert_path[64];
@@ -1749,6 +1867,7 @@ int main(void)
         cmocka_unit_test(test_answered_twice),
         cmocka_unit_test(test_malformed_and_timeouts),
         cmocka_unit_test(test_threads),
+        cmocka_unit_test(test_from_handlers),
         cmocka_unit_test(test_https),
     };
     const char *only = getenv("CSHS_TEST_FILTER"); /* one test while debugging */

@@ -62,7 +62,17 @@
  * a zero timeout: an unread FIN, or bytes nobody asked for), opens one
  * connection per tick towards min_idle, and drops empty pools. By default
  * the client runs its own tick thread (options.tick_thread); a server that
- * runs the client on its own sweep turns it off and calls cshs_client_tick.
+ * runs the client on its own sweep turns it off and calls cshs_client_tick
+ * from the engine's tick:
+ *
+ *   static void client_tick(void *cl) { cshs_client_tick(cl); }
+ *   o.tick_thread = 0;  cl = cshs_client_new(&o);
+ *   cshs_server_add_tick(server, client_tick, cl);   // before start
+ *
+ * The engine's tick must return quickly: the client's tick waits on no
+ * socket, but with min_idle > 0 and an origin named through DNS it waits
+ * for the resolver; give such origins by address, or leave min_idle 0.
+ *
  * Without any tick, a request waiting for a connection waits until one is
  * given back, however long that takes: with tick_thread = 0 the program
  * must call cshs_client_tick.
