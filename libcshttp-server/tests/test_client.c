@@ -56,20 +56,21 @@ static void sleep_ms(int ms)
 /* ---- the scripted origin ---- */
 
 enum {
-    M_ECHO = 0,     /* answers every request: 200, X-Conn, the body echoed (or a text) */
-    M_CLOSE_SECOND, /* answers the first request, reads the second and closes unanswered */
-    M_CLOSE_FIRST,  /* reads the first request and closes unanswered */
-    M_TWICE,        /* answers the first request twice, in one send */
-    M_1XX,          /* 100 and 103 before the answer */
-    M_101,          /* 101 Switching Protocols */
-    M_CHUNKED,      /* the answer chunked, with a trailer */
-    M_ECHO_CHUNKED, /* the request body echoed in chunks */
-    M_UNTIL_CLOSE,  /* an answer delimited by the end of the connection */
-    M_MALFORMED,    /* two Content-Length values */
-    M_SILENT,       /* reads requests, never answers */
-    M_STALL_BODY,   /* the head and half the body, then nothing */
-    M_FIN_ON_FLAG,  /* answers, then closes once the test sets fin_now */
-    M_CONN_CLOSE,   /* answers with Connection: close, then closes */
+    M_ECHO = 0,      /* answers every request: 200, X-Conn, the body echoed (or a text) */
+    M_CLOSE_SECOND,  /* answers the first request, reads the second and closes unanswered */
+    M_CLOSE_FIRST,   /* reads the first request and closes unanswered */
+    M_TWICE,         /* answers the first request twice, in one send */
+    M_1XX,           /* 100 and 103 before the answer */
+    M_101,           /* 101 Switching Protocols */
+    M_CHUNKED,       /* the answer chunked, with a trailer */
+    M_ECHO_CHUNKED,  /* the request body echoed in chunks */
+    M_UNTIL_CLOSE,   /* an answer delimited by the end of the connection */
+    M_MALFORMED,     /* two Content-Length values */
+    M_SILENT,        /* reads requests, never answers */
+    M_STALL_BODY,    /* the head and half the body, then nothing */
+    M_FIN_ON_FLAG,   /* answers, then closes once the test sets fin_now */
+    M_CONN_CLOSE,    /* answers with Connection: close, then closes */
+    M_CLOSE_AT_HEAD, /* reads a request head and closes with the body unread (a reset) */
 };
 
 #define MAX_CONNS 512
@@ -273,6 +274,22 @@ static void *conn_main(void *arg)
     }
     req r;
     memset(&r, 0, sizeof r);
+    if (mode == M_CLOSE_AT_HEAD) {
+        char head[8192];
+        size_t n = 0;
+        while (n < sizeof head - 1) {
+            ssize_t k = peer_read(p, head + n, sizeof head - 1 - n);
+            if (k <= 0) break;
+            n += (size_t)k;
+            head[n] = 0;
+            if (strstr(head, "\r\n\r\n")) break;
+        }
+        if (p->ssl) { /* no close_notify: the socket just goes */
+            SSL_free(p->ssl);
+            p->ssl = NULL;
+        }
+        goto out;
+    }
     for (int count = 0;; count++) {
         if (read_request(p, &r) < 0) break;
         wait_hold(o);
@@ -1836,7 +1853,40 @@ static void test_https(void **state)
     assert_int_equal(get(c, byname, "/", NULL, &err), 200);
     assert_int_equal(atomic_load(&og->nconns), before); /* a warm one was used */
     cshs_client_free(c);
+    origin_free(og);
 
+    /* an origin that resets the connection while the body is being sent:
+     * OpenSSL's write(2) raises SIGPIPE, which must never reach the
+     * program (its default action ends it); the call fails instead */
+    og = origin_new_on(0, ctx);
+    og->modes[0] = M_CLOSE_AT_HEAD;
+    og->modes[1] = M_CLOSE_AT_HEAD;
+    origin_start(og);
+    origin_url(og, url, sizeof url);
+    cshs_client_options_init(&o);
+    o.tick_thread = 0;
+    o.tls_insecure = 1;
+    c = cshs_client_new(&o);
+    size_t big = 8u << 20;
+    data = pattern(big, 5);
+    cshs_client_request_init(&rq);
+    rq.origin = url;
+    rq.method = "POST";
+    rq.body = data;
+    rq.body_len = big;
+    assert_int_equal(cshs_client_send(c, &rq, &call), CSHS_CLIENT_E_ORIGIN_CLOSED);
+    assert_int_equal(stats_of(c).open, 0);
+    cshs_client_free(c);
+    /* and the plain path (MSG_NOSIGNAL) */
+    origin *plain = origin_new();
+    plain->modes[0] = M_CLOSE_AT_HEAD;
+    origin_url(plain, url, sizeof url);
+    c = client_with(1, 0);
+    rq.origin = url;
+    assert_int_equal(cshs_client_send(c, &rq, &call), CSHS_CLIENT_E_ORIGIN_CLOSED);
+    cshs_client_free(c);
+    origin_free(plain);
+    free(data);
     origin_free(og);
     SSL_CTX_free(ctx);
     unlink(cert_path);
