@@ -71,6 +71,7 @@ enum {
     M_FIN_ON_FLAG,   /* answers, then closes once the test sets fin_now */
     M_CONN_CLOSE,    /* answers with Connection: close, then closes */
     M_CLOSE_AT_HEAD, /* reads a request head and closes with the body unread (a reset) */
+    M_ECHO_HEAD,     /* answers with the request's head as its body */
 };
 
 #define MAX_CONNS 512
@@ -305,6 +306,14 @@ static void *conn_main(void *arg)
             send_str(p, "HTTP/1.1 100 Continue\r\n\r\n"
                         "HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\n"
                         "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nfinal");
+            continue;
+        }
+        if (mode == M_ECHO_HEAD) {
+            char h[128];
+            snprintf(h, sizeof h, "HTTP/1.1 200 OK\r\nContent-Length: %zu\r\n\r\n",
+                     r.parser.msg.head_length);
+            send_str(p, h);
+            peer_write(p, r.buf, r.parser.msg.head_length);
             continue;
         }
         if (mode == M_101) {
@@ -813,6 +822,45 @@ static void test_request_bytes(void **state)
              port);
     assert_string_equal(head_seen, want);
     cshs_client_free(c);
+}
+
+/* Hop-by-hop and framing fields of the caller's are never sent; a Host of
+ * the caller's replaces the origin's (a proxy passing its client's Host). */
+static void test_fields_dropped_and_host(void **state)
+{
+    (void)state;
+    origin *og = origin_new();
+    og->modes[0] = M_ECHO_HEAD;
+    char url[64];
+    origin_url(og, url, sizeof url);
+    cshs_client *c = client_with(1, 0);
+    cshs_client_request rq;
+    cshs_client_request_init(&rq);
+    rq.origin = url;
+    rq.target = "/p?q=1";
+    cshs_client_header h[] = {
+        {"connection", 10, "keep-alive, x-hop", 17},
+        {"Keep-Alive", 10, "timeout=5", 9},
+        {"Proxy-Connection", 16, "keep-alive", 10},
+        {"TE", 2, "trailers", 8},
+        {"Transfer-Encoding", 17, "chunked", 7},
+        {"Upgrade", 7, "websocket", 9},
+        {"Content-Length", 14, "5", 1},
+        {"EXPECT", 6, "100-continue", 12},
+        {"host", 4, "example.test", 12},
+        {"X-Tab", 5, "a\tb", 3},
+    };
+    rq.headers = h;
+    rq.num_headers = sizeof h / sizeof h[0];
+    cshs_call *call;
+    assert_int_equal(cshs_client_send(c, &rq, &call), 0);
+    const char *body;
+    size_t len;
+    assert_int_equal(cshs_call_read_all(call, 4096, &body, &len), 0);
+    assert_string_equal(body, "GET /p?q=1 HTTP/1.1\r\nhost: example.test\r\nX-Tab: a\tb\r\n\r\n");
+    cshs_call_free(call);
+    cshs_client_free(c);
+    origin_free(og);
 }
 
 /* ---- the pool's rules ---- */
@@ -1898,6 +1946,7 @@ int main(void)
         cmocka_unit_test(test_errors_and_checks),
         cmocka_unit_test(test_basic_and_headers),
         cmocka_unit_test(test_request_bytes),
+        cmocka_unit_test(test_fields_dropped_and_host),
         cmocka_unit_test(test_head_and_connection_close),
         cmocka_unit_test(test_connect_timeout),
         cmocka_unit_test(test_mru_order),
