@@ -202,9 +202,20 @@ typedef struct waiter {
     int64_t since_us;
 } waiter;
 
+/* An origin, parsed: what names a pool and what connecting needs. */
+typedef struct origin_id {
+    char key[300]; /* "http://host:port" */
+    char host[256];
+    char port[8];
+    char hosthdr[272]; /* Host field value */
+    int tls;
+    int host_is_ip;
+} origin_id;
+
 struct pool {
     pool *next;
-    char key[300]; /* "http://host:port": the origin */
+    char given[128]; /* the origin string as first given: found without parsing */
+    char key[300];   /* "http://host:port": the origin */
     char host[256];
     char port[8];
     char hosthdr[272]; /* Host field value */
@@ -256,12 +267,12 @@ struct cshs_call {
     unsigned send_ms, head_ms, read_ms;
     int64_t head_deadline_ms;
     csh_parser parser;
-    csh_header fields[MAX_FIELDS];
     csh_body body;
     char *head;
     size_t head_len;
     char *all; /* cshs_call_read_all */
     size_t all_len;
+    csh_header fields[MAX_FIELDS]; /* last: not cleared (call_start) */
 };
 
 static int64_t now_us(void)
@@ -353,8 +364,8 @@ static void record_wait(pool *p, int64_t since_us)
 
 /* ---- origins ---- */
 
-/* Parses "http://host[:port]" into the pool's identity fields. */
-static int parse_origin(const char *origin, pool *p)
+/* Parses "http://host[:port]" into `p`. */
+static int parse_origin(const char *origin, origin_id *p)
 {
     if (!origin) return -EINVAL;
     const char *s = origin;
@@ -428,13 +439,22 @@ static int parse_origin(const char *origin, pool *p)
     return 0;
 }
 
+/* Under the lock: the pool of an origin string seen before, or NULL. */
+static pool *pool_find(cshs_client *c, const char *given)
+{
+    for (pool *p = c->pools; p; p = p->next)
+        if (p->given[0] && strcmp(p->given, given) == 0) return p;
+    return NULL;
+}
+
 /* Under the lock: the pool of `id`'s origin, created on first use. */
-static pool *pool_get(cshs_client *c, const pool *id)
+static pool *pool_get(cshs_client *c, const origin_id *id, const char *given)
 {
     for (pool *p = c->pools; p; p = p->next)
         if (strcmp(p->key, id->key) == 0) return p;
     pool *p = calloc(1, sizeof *p);
     if (!p) return NULL;
+    if (strlen(given) < sizeof p->given) memcpy(p->given, given, strlen(given) + 1);
     memcpy(p->key, id->key, sizeof p->key);
     memcpy(p->host, id->host, sizeof p->host);
     memcpy(p->port, id->port, sizeof p->port);
@@ -1516,20 +1536,31 @@ static int call_start(cshs_client *c, const cshs_client_request *r, int fresh, c
     *out = NULL;
     int e = request_check(r);
     if (e < 0) return e;
-    pool id;
-    memset(&id, 0, sizeof id);
-    e = parse_origin(r->origin, &id);
-    if (e < 0) return e;
-    if (id.tls && (e = tls_ctx(c)) < 0) return e;
-    cshs_call *call = calloc(1, sizeof *call);
+    if (!r->origin) return -EINVAL;
+    /* the field array is not cleared: the parser fills what it reports */
+    cshs_call *call = malloc(sizeof *call);
     if (!call) return -ENOMEM;
+    memset(call, 0, offsetof(cshs_call, fields));
     pthread_mutex_lock(&c->mu);
-    pool *p = pool_get(c, &id);
+    pool *p = pool_find(c, r->origin); /* an origin string seen before */
     if (p) p->users++;
     pthread_mutex_unlock(&c->mu);
     if (!p) {
-        free(call);
-        return -ENOMEM;
+        origin_id id;
+        e = parse_origin(r->origin, &id);
+        if (e == 0 && id.tls) e = tls_ctx(c);
+        if (e < 0) {
+            free(call);
+            return e;
+        }
+        pthread_mutex_lock(&c->mu);
+        p = pool_get(c, &id, r->origin);
+        if (p) p->users++;
+        pthread_mutex_unlock(&c->mu);
+        if (!p) {
+            free(call);
+            return -ENOMEM;
+        }
     }
     call->c = c;
     call->p = p;
