@@ -265,6 +265,10 @@ struct cshs_call {
     cshs_client_body_mode mode;
     uint64_t body_left; /* CSHS_CLIENT_BODY_LENGTH: bytes still to write */
     unsigned send_ms, head_ms, read_ms;
+    unsigned acquire_ms, connect_ms;
+    int keep_head; /* keep the head to send it again (cshs_call_end's retry) */
+    char *again;   /* that head, while a retry is possible */
+    size_t again_len;
     int64_t head_deadline_ms;
     csh_parser parser;
     csh_body body;
@@ -1522,6 +1526,13 @@ static int send_head(cshs_call *call, const cshs_client_request *r)
             iov[1].iov_len = r->body_len;
         }
     }
+    if (call->keep_head && call->reused && !iov[1].iov_len) {
+        call->again = malloc(iov[0].iov_len);
+        if (call->again) {
+            memcpy(call->again, cn->buf, iov[0].iov_len);
+            call->again_len = iov[0].iov_len;
+        }
+    }
     e = conn_send(call, iov, 2);
     cn->start = cn->end = 0;
     if (e < 0) return send_failed(call, e);
@@ -1531,7 +1542,8 @@ static int send_head(cshs_call *call, const cshs_client_request *r)
 /* Starts a call: checks the request, takes a connection (a newly opened
  * one when `fresh`), sends the head. *out is set once the call exists,
  * failed or not. */
-static int call_start(cshs_client *c, const cshs_client_request *r, int fresh, cshs_call **out)
+static int call_start(cshs_client *c, const cshs_client_request *r, int fresh, int keep_head,
+                      cshs_call **out)
 {
     *out = NULL;
     int e = request_check(r);
@@ -1570,6 +1582,9 @@ static int call_start(cshs_client *c, const cshs_client_request *r, int fresh, c
     call->body_left = r->body_mode == CSHS_CLIENT_BODY_LENGTH ? r->content_length : 0;
     unsigned opt_acq = r->acquire_timeout_ms ? r->acquire_timeout_ms : c->o.acquire_timeout_ms;
     unsigned opt_con = r->connect_timeout_ms ? r->connect_timeout_ms : c->o.connect_timeout_ms;
+    call->acquire_ms = opt_acq;
+    call->connect_ms = opt_con;
+    call->keep_head = keep_head && r->body_mode == CSHS_CLIENT_BODY_WHOLE && r->body_len == 0;
     call->send_ms = r->send_timeout_ms ? r->send_timeout_ms : c->o.send_timeout_ms;
     call->head_ms = r->head_timeout_ms ? r->head_timeout_ms : c->o.head_timeout_ms;
     call->read_ms = r->read_timeout_ms ? r->read_timeout_ms : c->o.read_timeout_ms;
@@ -1707,6 +1722,7 @@ static void call_destroy(cshs_call *call)
     pthread_mutex_unlock(&call->c->mu);
     free(call->head);
     free(call->all);
+    free(call->again);
     free(call);
 }
 
@@ -1732,7 +1748,7 @@ int cshs_client_begin(cshs_client *c, const cshs_client_request *r, cshs_call **
     if (!c) return -EINVAL;
     for (int attempt = 0;; attempt++) {
         cshs_call *call = NULL;
-        int e = call_start(c, r, attempt, &call);
+        int e = call_start(c, r, attempt, attempt == 0, &call);
         if (e == 0) {
             *out = call;
             return 0;
@@ -1754,7 +1770,7 @@ int cshs_client_send(cshs_client *c, const cshs_client_request *r, cshs_call **o
     if (!c || !r || r->body_mode != CSHS_CLIENT_BODY_WHOLE) return -EINVAL;
     for (int attempt = 0;; attempt++) {
         cshs_call *call = NULL;
-        int e = call_start(c, r, attempt, &call);
+        int e = call_start(c, r, attempt, 0, &call);
         if (e == 0) e = wait_head(call);
         if (e == 0) {
             *out = call;
@@ -1803,6 +1819,35 @@ int cshs_call_write(cshs_call *call, const void *data, size_t len)
     return 0;
 }
 
+/* cshs_call_end's retry of a request without a body: the kept head, once
+ * more, on a connection the call opens itself. */
+static int send_again(cshs_call *call)
+{
+    count_retry(call);
+    conn *cn = NULL;
+    int e = acquire(call->c, call->p, call->acquire_ms, call->connect_ms, 1, &cn);
+    if (e < 0) {
+        call->state = K_FAILED;
+        call->err = e;
+        return e;
+    }
+    call->cn = cn;
+    call->reused = cn->uses > 0;
+    call->retryable = 0;
+    call->bytes_sent = 0;
+    call->err = 0;
+    call->state = K_HEAD_WAIT;
+    csh_parser_init(&call->parser, CSH_RESPONSE, call->fields, MAX_FIELDS, NULL, 0);
+    struct iovec iov = {call->again, call->again_len};
+    e = conn_send(call, &iov, 1);
+    cn->start = cn->end = 0;
+    free(call->again);
+    call->again = NULL;
+    if (e < 0) return send_failed(call, e);
+    call->head_deadline_ms = now_ms() + call->head_ms;
+    return 0;
+}
+
 int cshs_call_end(cshs_call *call)
 {
     if (!call) return -EINVAL;
@@ -1829,7 +1874,13 @@ int cshs_call_end(cshs_call *call)
         /* fall through */
     default: {
         int e = wait_head(call);
-        call->retryable = 0; /* a streamed call is not sent twice */
+        if (e < 0 && call->again && may_retry(call, 0)) {
+            e = send_again(call);
+            if (e == 0) e = wait_head(call);
+        }
+        call->retryable = 0; /* a body is never sent twice */
+        free(call->again);
+        call->again = NULL;
         return e;
     }
     }

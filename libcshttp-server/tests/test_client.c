@@ -1320,6 +1320,35 @@ static void test_retry_rule(void **state)
     cshs_client_free(c);
     origin_free(og);
 
+    /* through cshs_client_begin and cshs_call_end (as a proxy does): a GET
+     * without a body keeps its head and is sent again by cshs_call_end; a
+     * PUT whose body went through cshs_client_begin is not */
+    og = origin_new();
+    og->modes[0] = M_CLOSE_SECOND;
+    og->modes[1] = M_CLOSE_SECOND;
+    origin_url(og, url, sizeof url);
+    c = client_with(4, 0);
+    assert_int_equal(get(c, url, "/", &conn, NULL), 200);
+    cshs_client_request_init(&rq);
+    rq.origin = url;
+    assert_int_equal(cshs_client_begin(c, &rq, &call), 0);
+    assert_int_equal(cshs_call_end(call), 0);
+    assert_int_equal(conn_of(call), 1);
+    const char *b;
+    size_t l;
+    assert_int_equal(cshs_call_read_all(call, 100, &b, &l), 0);
+    cshs_call_free(call);
+    assert_int_equal(stats_of(c).retries, 1);
+    rq.method = "PUT";
+    rq.body = "data";
+    rq.body_len = 4;
+    assert_int_equal(cshs_client_begin(c, &rq, &call), 0); /* conn 1, reused */
+    assert_int_equal(cshs_call_end(call), CSHS_CLIENT_E_ORIGIN_CLOSED);
+    cshs_call_free(call);
+    assert_int_equal(stats_of(c).retries, 1);
+    cshs_client_free(c);
+    origin_free(og);
+
     /* a new connection closed unanswered is not a stale one: no retry */
     og = origin_new();
     og->modes[0] = M_CLOSE_FIRST;

@@ -84,9 +84,12 @@
  * its least recently used idle connection is closed to make room; with
  * none idle it takes the first connection given back), when its method is
  * idempotent (RFC 9110 §9.2.2: GET, HEAD, PUT, DELETE, OPTIONS, TRACE) or
- * when none of its bytes were sent. A streamed body (cshs_client_begin)
- * cannot be sent twice: such a request is retried only while its head is
- * being sent by cshs_client_begin, before any body byte was written.
+ * when none of its bytes were sent. cshs_client_send retries up to the
+ * response head. A body given to cshs_client_begin (whole or streamed) is
+ * not kept: such a request is retried only while cshs_client_begin sends
+ * it; a request without a body (CSHS_CLIENT_BODY_WHOLE, body_len 0) keeps
+ * its head and is also retried by cshs_call_end while it waits for the
+ * response head.
  *
  * Responses are parsed by libcshttp (response mode, strict, default
  * limits). 1xx responses are read and skipped (101 is not: the client does
