@@ -970,14 +970,14 @@ static int acquire(cshs_client *c, pool *p, unsigned acquire_ms, unsigned connec
                 if (e == 0) {
                     p->open++;
                     p->opens++;
-                    give(c, p, cn);
+                    give(c, p, cn); /* to the first waiter: this one, or one before it */
                 } else {
                     open_failed(c, p, e);
-                    if (!w.got && now_ms() >= w.deadline_ms) { /* its own connect's error */
-                        w.err = e;
-                        r = e;
-                        break;
-                    }
+                }
+                if (!w.got && now_ms() >= w.deadline_ms) { /* past its deadline meanwhile */
+                    w.err = e < 0 ? e : CSHS_CLIENT_E_ACQUIRE_TIMEOUT;
+                    r = w.err;
+                    break;
                 }
                 continue;
             }
@@ -1993,8 +1993,15 @@ int cshs_call_read_all(cshs_call *call, size_t limit, const char **body, size_t 
     if (!call) return -EINVAL;
     if (call->state == K_FAILED) return call->err;
     size_t have = call->all_len, cap = have + 1;
-    if (call->state == K_BODY_IN && call->body.kind == CSH_BODY_LENGTH &&
-        call->parser.msg.content_length <= limit)
+    if (call->state == K_DONE && call->all) { /* read before: the same answer */
+        if (body) *body = call->all;
+        if (len) *len = have;
+        return 0;
+    }
+    if (call->state == K_DONE) /* no body, or read by cshs_call_read: nothing left */
+        ;
+    else if (call->state == K_BODY_IN && call->body.kind == CSH_BODY_LENGTH &&
+             call->parser.msg.content_length <= limit)
         cap = (size_t)(call->parser.msg.content_length - call->body.received) + have + 1;
     else if (cap < 65536)
         cap = 65536;
@@ -2003,7 +2010,7 @@ int cshs_call_read_all(cshs_call *call, size_t limit, const char **body, size_t 
         if (!b) return call_fail(call, -ENOMEM);
         call->all = b;
     }
-    for (;;) {
+    while (call->state != K_DONE) {
         if (have + 1 == cap) {
             if (have >= limit) {
                 /* one byte more than the limit says it is too large */

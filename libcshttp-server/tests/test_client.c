@@ -678,6 +678,11 @@ static void test_basic_and_headers(void **state)
     assert_int_equal(cshs_call_read_all(call, 100, &body, &len), 0);
     assert_int_equal(len, 3);
     assert_memory_equal(body, "abc", 3);
+    const char *again = NULL;
+    size_t again_len = 0;
+    assert_int_equal(cshs_call_read_all(call, 100, &again, &again_len), 0);
+    assert_ptr_equal(again, body);
+    assert_int_equal(again_len, 3);
     /* the connection went back when the body was read, the call still
      * holds the head */
     cshs_client_pool_stats s = stats_of(c);
@@ -715,6 +720,11 @@ static void test_head_and_connection_close(void **state)
     assert_int_equal(stats_of(c).idle, 1); /* back at the head: there is no body */
     char b[8];
     assert_int_equal(cshs_call_read(call, b, sizeof b), 0);
+    const char *none = NULL;
+    size_t nlen = 1;
+    assert_int_equal(cshs_call_read_all(call, 100, &none, &nlen), 0);
+    assert_int_equal(nlen, 0);
+    assert_string_equal(none, "");
     cshs_call_free(call);
     /* Connection: close from the origin: the connection is not reused */
     cshs_client_free(c);

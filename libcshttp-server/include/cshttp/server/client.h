@@ -382,8 +382,10 @@ CSHS_EXPORT ssize_t cshs_call_read(cshs_call *call, void *buf, size_t cap);
 
 /* Reads the rest of the body into memory the call owns: 0 and *body,
  * *len (the bytes, followed by a NUL not counted in *len; valid until
- * cshs_call_free), or a negative error as cshs_call_read, and
- * CSHS_CLIENT_E_TOO_LARGE past `limit` bytes (the connection is closed). */
+ * cshs_call_free; a second call gives the same), or a negative error as
+ * cshs_call_read, and CSHS_CLIENT_E_TOO_LARGE past `limit` bytes (the
+ * connection is closed, unless the byte past the limit was the body's
+ * last). Bytes read before with cshs_call_read are not in *body. */
 CSHS_EXPORT int cshs_call_read_all(cshs_call *call, size_t limit, const char **body, size_t *len);
 
 /* Ends the call: a connection whose response was read to its end is
