@@ -752,6 +752,7 @@ not_yet:
 static int conn_fresh(const cshs_client *c, conn *cn, int64_t now)
 {
     if (c->o.max_lifetime_ms && now - cn->born_ms >= (int64_t)c->o.max_lifetime_ms) return 0;
+    if (cn->ssl && SSL_pending(cn->ssl) > 0) return 0; /* decrypted, unasked for */
     struct pollfd pf = {cn->fd, POLLIN | POLLRDHUP, 0};
     if (poll(&pf, 1, 0) <= 0 || !pf.revents) return 1;
     if (!cn->ssl || (pf.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL))) return 0;
@@ -1613,7 +1614,8 @@ static int call_start(cshs_client *c, const cshs_client_request *r, int fresh, i
 static int body_done(cshs_call *call, int keep)
 {
     conn *cn = call->cn;
-    if (cn->end > cn->start) return call_fail(call, CSHS_CLIENT_E_MALFORMED);
+    if (cn->end > cn->start || (cn->ssl && SSL_pending(cn->ssl) > 0))
+        return call_fail(call, CSHS_CLIENT_E_MALFORMED);
     const csh_message *m = &call->parser.msg;
     keep = keep && (m->flags & CSH_MSG_KEEP_ALIVE) && m->body != CSH_BODY_UNTIL_CLOSE;
     if (keep) {
