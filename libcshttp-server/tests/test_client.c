@@ -396,8 +396,10 @@ static void *accept_main(void *arg)
         p->o = o;
         p->fd = fd;
         p->index = i;
-        pthread_create(&o->conn_threads[i], NULL, conn_main, p);
+        /* counted before it can answer: a test that saw the answer sees the
+         * count (origin_free joins this thread before the connections') */
         atomic_store(&o->nconns, i + 1);
+        pthread_create(&o->conn_threads[i], NULL, conn_main, p);
     }
     return NULL;
 }
