@@ -322,8 +322,9 @@ static void accept_one(cshs_worker *w, cshs_loop *l, cshs_listener *lis)
         /* out of descriptors or memory: the listener stays ready and every
          * wait would return at once; it leaves the epoll set until the
          * next sweep */
-        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
-            epoll_ctl(l->epfd, EPOLL_CTL_DEL, lis->fd, NULL);
+        if ((errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) &&
+            epoll_ctl(l->epfd, EPOLL_CTL_DEL, lis->fd, NULL) == 0)
+            l->listeners_paused = 1;
         return;
     }
     (void)w;
@@ -482,7 +483,8 @@ static void sweep(cshs_worker *w, cshs_loop *l)
         if (!atomic_load_explicit(&c->busy, memory_order_acquire) && c->parked)
             cshs__conn_sweep(w, c, now);
     }
-    if (!atomic_load(&s->stopping)) {
+    if (l->listeners_paused && !atomic_load(&s->stopping)) {
+        l->listeners_paused = 0;
         for (int i = 0; i < s->nlis; i++) {
             struct epoll_event ev;
             ev.events = EPOLLIN | EPOLLEXCLUSIVE;

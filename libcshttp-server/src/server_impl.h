@@ -132,8 +132,9 @@ typedef struct cshs_loop {
     _Atomic int nev, next;            /* the batch being served: evs[next .. nev) wait */
     _Atomic int64_t handler_since_us; /* > 0: the owner runs a handler since; -1: taken */
     _Atomic int64_t next_sweep_ms;
-    _Atomic pid_t owner_tid;  /* the owner's thread, for the supervisor's look */
-    int64_t offload_until_ms; /* owner only: run handlers on other threads until then */
+    _Atomic pid_t owner_tid;          /* the owner's thread, for the supervisor's look */
+    _Atomic int64_t offload_until_ms; /* run handlers on other threads until then */
+    int listeners_paused;             /* owner only: out of descriptors, the sweep adds them back */
     cshs_loop_counters k;
 } cshs_loop;
 
