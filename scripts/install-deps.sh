@@ -29,6 +29,7 @@ if [ "${1:-}" = bench ]; then
     h2o                                 # bench/run: a peer server (Debian builds it with mruby)
     libmicrohttpd-dev                   # bench/mhd: bench_mhd, the libmicrohttpd peer
     gnuplot-nox                         # bench/run: the SVG charts
+    liburing-dev                        # bench/uring: the io_uring side of the epoll/io_uring A/B
   )
 fi
 
