@@ -66,6 +66,36 @@ class Server:
             self.proc.kill()
 
 
+def counted(server, url, seconds):
+    """One W1 run (wrk -t1 -c32) with perf stat attached to the server,
+    apart from the timed rounds (counting each system call costs the server
+    a little, and more to the side that makes more of them): system calls
+    and context switches per request. None when perf cannot count here."""
+    out = tempfile.NamedTemporaryFile("r", suffix=".perf", delete=False)
+    try:
+        perf = subprocess.Popen(["perf", "stat", "-x,", "-o", out.name, "-e",
+                                 "raw_syscalls:sys_enter,context-switches", "-p",
+                                 str(server.pid)], stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+    except OSError:
+        return None
+    time.sleep(0.5)  # perf attaches
+    res = clients.run_wrk(server, url, 32, str(seconds), seconds + 60)
+    perf.send_signal(2)
+    perf.wait(timeout=20)
+    counts = {}
+    for line in open(out.name):
+        f = line.strip().split(",")
+        if len(f) > 2 and f[0].isdigit():
+            counts[f[2]] = int(f[0])
+    os.unlink(out.name)
+    n = res.get("requests")
+    if not n or "raw_syscalls:sys_enter" not in counts:
+        return None
+    return {"requests": n, "syscalls": counts["raw_syscalls:sys_enter"] / n,
+            "switches": counts.get("context-switches", 0) / n}
+
+
 def med(xs):
     xs = [x for x in xs if x is not None]
     return statistics.median(xs) if xs else None
@@ -82,6 +112,8 @@ def main():
     ap.add_argument("--duration", type=int, default=5, help="seconds per measured run")
     ap.add_argument("--warmup", type=int, default=1, help="seconds of unmeasured load before each")
     ap.add_argument("--servers", default="epoll,epoll-short,uring")
+    ap.add_argument("--no-counts", dest="counts", action="store_false",
+                    help="skip the extra run under perf stat (system calls per request)")
     ap.add_argument("--out", help="Markdown report (default bench/results/uring-<time>.md)")
     a = ap.parse_args()
 
@@ -135,6 +167,14 @@ def main():
                         "" if res["status"] == "ok" else
                         "  [%s] %s" % (res["status"], res.get("note", "")[:120])))
                     sys.stdout.flush()
+        counts = {}
+        if a.counts:
+            for s in servers:
+                url = "http://127.0.0.1:%d/demo/plaintext" % s.port
+                counts[s.name] = counted(s, url, a.duration)
+                if counts[s.name]:
+                    print("  counts      %-11s %.3f system calls, %.3f context switches per request" % (
+                        s.name, counts[s.name]["syscalls"], counts[s.name]["switches"]))
     finally:
         for s in servers:
             s.stop()
@@ -192,11 +232,24 @@ def main():
                     cells.append("%s [%s]" % (fmt(mu / me if mu and me else None, ".3f"),
                                               fmt(per, ".3f")))
                 say("| %s | %s | %s | %s |" % (workload, tool, base, " | ".join(cells)))
+    if any(counts.values()):
+        say("")
+        say("Per request, from one more W1 run (wrk -t1 -c32, %d s) per server under"
+            " `perf stat -e raw_syscalls:sys_enter,context-switches -p PID`, apart from the"
+            " timed rounds:" % a.duration)
+        say("")
+        say("| server | system calls | context switches |")
+        say("|---|---|---|")
+        for s in servers:
+            c = counts.get(s.name)
+            if c:
+                say("| %s | %.3f | %.3f |" % (s.name, c["syscalls"], c["switches"]))
     report = "\n".join(lines) + "\n"
     print()
     print(report)
     out = a.out or os.path.join(os.path.dirname(HERE), "results",
                                 "uring-%s.md" % time.strftime("%Y-%m-%d-%H%M%S", time.gmtime()))
+    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     with open(out, "w") as f:
         f.write(report)
     print("report: %s" % out)
