@@ -173,8 +173,9 @@ def main():
                 url = "http://127.0.0.1:%d/demo/plaintext" % s.port
                 counts[s.name] = counted(s, url, a.duration)
                 if counts[s.name]:
-                    print("  counts      %-11s %.3f system calls, %.3f context switches per request" % (
-                        s.name, counts[s.name]["syscalls"], counts[s.name]["switches"]))
+                    print("  counts      %-11s %.3f system calls, %.3f context switches"
+                          " per request" % (s.name, counts[s.name]["syscalls"],
+                                            counts[s.name]["switches"]))
     finally:
         for s in servers:
             s.stop()

@@ -12,7 +12,10 @@ root="$(cd "$here/../.." && pwd)"
 build=build
 if [ $# -gt 0 ] && [ "${1#-}" = "$1" ]; then build="$1"; shift; fi
 case "$build" in /*) ;; *) build="$root/$build" ;; esac
-command -v wrk >/dev/null || { echo "run.sh: wrk not found (scripts/install-deps.sh bench)" >&2; exit 2; }
+if ! command -v wrk >/dev/null; then
+  echo "run.sh: wrk not found (scripts/install-deps.sh bench)" >&2
+  exit 2
+fi
 cmake -S "$root" -B "$build" -DCSHTTP_BUILD_URING_BENCH=ON >/dev/null
 cmake --build "$build" -j "${JOBS:-2}" --target bench_epoll bench_uring cshttp-load >/dev/null
 cd "$root/bench"

@@ -151,7 +151,8 @@ def run(port):
     s.close()
 
     # Connection: close and HTTP/1.0.
-    s = exchange(port, b"GET /demo/plaintext HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n" + GET)
+    s = exchange(port, b"GET /demo/plaintext HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"
+                 + GET)
     st, head, body, rest = read_response(s, b"")
     check(st == 200 and b"Connection: close\r\n" in head and rest == b"" and read_eof(s),
           "Connection: close: answered, closed, the request after it ignored")
