@@ -169,15 +169,21 @@ def run(port):
           "HTTP/1.0 keep-alive: kept")
     s.close()
 
-    # A peer that shuts down its side after its request still gets the answer.
-    s = exchange(port, GET + GET)
-    s.shutdown(socket.SHUT_WR)
-    got, rest = [], b""
-    for _ in range(2):
-        st, head, body, rest = read_response(s, rest)
-        got.append(st)
-    check(got == [200, 200] and read_eof(s), "half-closed peer: both answers, then closed")
-    s.close()
+    # A peer that shuts down its side after its requests still gets the
+    # answers, then the close; its FIN may arrive with the requests or after
+    # them (the server's read sees it at once or needs another event), so
+    # the case runs several times.
+    ok = 0
+    for _ in range(30):
+        s = exchange(port, GET + GET)
+        s.shutdown(socket.SHUT_WR)
+        got, rest = [], b""
+        for _ in range(2):
+            st, head, body, rest = read_response(s, rest)
+            got.append(st)
+        ok += got == [200, 200] and read_eof(s)
+        s.close()
+    check(ok == 30, "half-closed peers: both answers, then closed (%d of 30)" % ok)
 
     # Peers that go away: before a request, in the middle of a head, with
     # responses unread (a reset).
