@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include <cshttp/server.h>
+#include <cshttp/server/client.h>
 
 #include "stats.h"
 
@@ -25,8 +26,13 @@ typedef struct acl {
     int unix_peers; /* peers on the Unix socket (local users) */
 } acl;
 
+struct proxy;
+
 typedef struct cshttpd_app {
     cshs_server *server;
+    cshw_router *router;        /* what is not proxied */
+    struct proxy *proxy;        /* NULL without --proxy */
+    cshs_client *proxy_client;  /* its client: the pools on the status page */
     stats *stats;
     acl status_allow;
     unsigned workers_min, workers_max;

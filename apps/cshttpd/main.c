@@ -23,12 +23,14 @@
 
 #include <cshttp/server.h>
 #include <cshttp/web/mime.h>
+#include <cshttp/web/request.h>
 #include <cshttp/web/router.h>
 #include <cshttp/web/static.h>
 
 #include "app.h"
 #include "demo.h"
 #include "log.h"
+#include "proxy.h"
 #include "service.h"
 
 #define PROBLEMS_MAX 32
@@ -49,6 +51,12 @@ typedef struct settings {
     int demo, listing;
     char *mime_overrides[64];
     size_t nmime;
+    char *proxies[PROXY_ROUTES_MAX + 1]; /* PREFIX=URL, as given */
+    size_t nproxies;
+    char proxy_timeout_ms[32];
+    char proxy_pool_size[32];
+    char proxy_ca_file[4096];
+    int proxy_insecure;
     char config[4096];
     /* what is wrong, all of it */
     char problems[PROBLEMS_MAX][600];
@@ -97,6 +105,15 @@ static void usage(FILE *out)
         "                           /etc/mime.types when it exists; 'none': built-in only)\n"
         "  --mime-type EXT=TYPE     the type of an extension, above all others (repeatable)\n"
         "  --tls-cert, --tls-key    HTTPS on --tls-port with these PEM files; SIGHUP reloads them\n"
+        "  --proxy PREFIX=URL       requests whose target starts with PREFIX go to the origin\n"
+        "                           URL (http:// or https://host[:port]), target as sent,\n"
+        "                           bodies streamed both ways (repeatable; default: none)\n"
+        "  --proxy-timeout-ms N     the origin's response head, and each wait for its body,\n"
+        "                           within N ms, else 504 (default: 60000)\n"
+        "  --proxy-pool-size N      connections per origin at most (default: 32)\n"
+        "  --proxy-ca-file FILE     PEM certificates trusted for https:// origins (default:\n"
+        "                           the system's store; certificates are always verified)\n"
+        "  --proxy-insecure         do not verify https:// origins' certificates (tests only)\n"
         "  --check-config           check the config file and options, print every problem,\n"
         "                           exit 0 (fine) or 1\n"
         "  --install-service        write a systemd unit that runs cshttpd --config FILE\n"
@@ -173,6 +190,9 @@ static int set_app(settings *s, const char *name, const char *value)
         {"status", s->status_path, sizeof s->status_path},
         {"status_allow", s->status_allow, sizeof s->status_allow},
         {"mime_types", s->mime_types, sizeof s->mime_types},
+        {"proxy_timeout_ms", s->proxy_timeout_ms, sizeof s->proxy_timeout_ms},
+        {"proxy_pool_size", s->proxy_pool_size, sizeof s->proxy_pool_size},
+        {"proxy_ca_file", s->proxy_ca_file, sizeof s->proxy_ca_file},
     };
     if (name_is(name, "status_allow") && !*value) {
         problem(s, "status_allow: empty list (leave it out for loopback only)");
@@ -185,6 +205,20 @@ static int set_app(settings *s, const char *name, const char *value)
         else
             strcpy(strs[i].dst, value);
         if (strs[i].dst == s->mime_types) s->mime_types_set = 1;
+        return 1;
+    }
+    if (name_is(name, "proxy")) {
+        if (s->nproxies == sizeof s->proxies / sizeof s->proxies[0]) {
+            problem(s, "proxy: more than %d prefixes", PROXY_ROUTES_MAX);
+        } else {
+            char *c = strdup(value);
+            if (c) s->proxies[s->nproxies++] = c;
+        }
+        return 1;
+    }
+    if (name_is(name, "proxy_insecure")) {
+        if (parse_bool(value, &s->proxy_insecure) < 0)
+            problem(s, "proxy_insecure: '%s' is not yes or no", value);
         return 1;
     }
     if (name_is(name, "demo") || name_is(name, "listing")) {
@@ -248,7 +282,9 @@ static void parse_args(settings *s, cshs_options *o, modes *m, int argc, char **
             *flag = 1;
             continue;
         }
-        if ((!strcmp(name, "demo") || !strcmp(name, "listing")) && !eq) {
+        if ((!strcmp(name, "demo") || !strcmp(name, "listing") ||
+             !strcmp(name, "proxy-insecure")) &&
+            !eq) {
             set_app(s, name, "yes");
             m->others = 1;
             continue;
@@ -405,7 +441,62 @@ static void check_settings(settings *s, const cshs_options *o, cshw_mime_types *
     check_tls(s, o);
 }
 
+/* The proxy's routes into px and its client's options into co; every
+ * bad one is a problem naming it. */
+static void check_proxy(settings *s, proxy *px, cshs_client_options *co)
+{
+    char err[600];
+    for (size_t i = 0; i < s->nproxies; i++)
+        if (proxy_add(px, s->proxies[i], err, sizeof err) < 0) problem(s, "%s", err);
+    struct {
+        const char *name;
+        const char *value;
+        unsigned *dst;
+        unsigned long min, max;
+    } nums[] = {
+        {"proxy_timeout_ms", s->proxy_timeout_ms, &px->timeout_ms, 1, 86400000},
+        {"proxy_pool_size", s->proxy_pool_size, &co->pool_size, 1, 65536},
+    };
+    for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++) {
+        if (!nums[i].value[0]) continue;
+        char *end;
+        errno = 0;
+        unsigned long v = strtoul(nums[i].value, &end, 10);
+        if (errno || *end || nums[i].value[0] < '0' || nums[i].value[0] > '9' ||
+            v < nums[i].min || v > nums[i].max)
+            problem(s, "%s: '%s' is not a number from %lu to %lu", nums[i].name, nums[i].value,
+                    nums[i].min, nums[i].max);
+        else
+            *nums[i].dst = (unsigned)v;
+    }
+    if (s->proxy_ca_file[0]) {
+        co->tls_ca_file = s->proxy_ca_file;
+        FILE *f = fopen(s->proxy_ca_file, "r");
+        if (!f)
+            problem(s, "proxy_ca_file %s: %s", s->proxy_ca_file, strerror(errno));
+        else
+            fclose(f);
+    }
+    co->tls_insecure = s->proxy_insecure;
+    co->tick_thread = 0; /* the engine's tick runs it */
+    const char *why;
+    if (cshs_client_options_check(co, &why) < 0) problem(s, "proxy: %s", why);
+}
+
 /* ---- running ---- */
+
+/* The handler when there are proxy routes: a target under a prefix goes to
+ * its origin, anything else to the router. */
+static void serve(cshw_context *ctx)
+{
+    cshttpd_app *app = cshw_context_app_data(ctx);
+    const char *t = cshw_request_target(cshw_context_request(ctx));
+    const proxy_route *r = proxy_match(app->proxy, t, strlen(t));
+    if (r)
+        proxy_serve(app->proxy, r, ctx);
+    else
+        cshw_router_dispatch(app->router, ctx);
+}
 
 typedef struct logs {
     log_file access;
@@ -484,6 +575,8 @@ static void free_settings(settings *s)
 {
     for (size_t i = 0; i < s->nmime; i++) free(s->mime_overrides[i]);
     s->nmime = 0;
+    for (size_t i = 0; i < s->nproxies; i++) free(s->proxies[i]);
+    s->nproxies = 0;
 }
 
 static int report_problems(settings *s, int code)
@@ -592,6 +685,10 @@ int main(int argc, char **argv)
     }
     conf.installing = m.install;
     check_settings(&conf, &o, mime);
+    static proxy px;
+    cshs_client_options co;
+    cshs_client_options_init(&co);
+    check_proxy(&conf, &px, &co);
 
     if (m.install || m.uninstall) {
         int r = install(&conf, &o, &m);
@@ -612,6 +709,8 @@ int main(int argc, char **argv)
             printf("cshttpd: configuration OK%s%s (root %s, port %u%s)\n",
                    conf.config[0] ? ": " : "", conf.config, conf.root, o.port,
                    o.tls_cert && *o.tls_cert ? ", HTTPS" : "");
+            for (size_t i = 0; i < px.n; i++)
+                printf("cshttpd: proxy %s -> %s\n", px.routes[i].prefix, px.routes[i].origin);
         }
         cshw_mime_types_free(mime);
         free_settings(&conf);
@@ -665,13 +764,24 @@ int main(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    cshs_server *s = cshs_server_new(&o, NULL, router);
+    if (px.n && !(px.client = cshs_client_new(&co))) {
+        error_log_printf(LOG_ERROR, "cannot create the proxy's client");
+        return 1;
+    }
+    cshs_server *s = px.n ? cshs_server_new(&o, serve, NULL) : cshs_server_new(&o, NULL, router);
     if (!s) {
         error_log_printf(LOG_ERROR, "cannot create the server");
         return 1;
     }
     static cshttpd_app app;
     app.server = s;
+    app.router = router;
+    if (px.n) {
+        app.proxy = &px;
+        app.proxy_client = px.client;
+        cshs_server_set_streaming(s, proxy_streaming, &px);
+        cshs_server_add_tick(s, proxy_tick, px.client);
+    }
     app.workers_min = o.min_threads;
     app.workers_max = o.max_threads;
     if (conf.status_allow[0])
@@ -773,6 +883,7 @@ int main(int argc, char **argv)
         _exit(0);
     }
     cshs_server_free(s);
+    cshs_client_free(px.client);
     stats_free(app.stats);
     cshw_router_free(router);
     cshw_mime_types_free(mime);

@@ -144,6 +144,49 @@ int acl_allows(const acl *a, const char *remote_addr)
     X(handovers)                                                                                   \
     X(offloaded)
 
+#define POOL_FIELDS(X)                                                                             \
+    X(open)                                                                                        \
+    X(idle)                                                                                        \
+    X(opening)                                                                                     \
+    X(waiters)                                                                                     \
+    X(requests)                                                                                    \
+    X(opens)                                                                                       \
+    X(failures)                                                                                    \
+    X(retries)                                                                                     \
+    X(acquire_timeouts)                                                                            \
+    X(backoff_ms)                                                                                  \
+    X(acquire_wait_p50_us)                                                                         \
+    X(acquire_wait_p99_us)
+
+/* "proxy": the client's pools, one object per origin (an empty array
+ * with proxy routes but no pool yet; absent without --proxy). */
+static void pools_json(cshw_json *j, cshw_context *ctx, cshs_client *client)
+{
+    size_t cap = 16, n;
+    cshs_client_pool_stats *ps = NULL;
+    for (;;) {
+        ps = cshw_arena_alloc(cshw_context_arena(ctx), sizeof *ps * cap);
+        if (!ps) return;
+        n = cshs_client_stats(client, ps, cap);
+        if (n <= cap) break;
+        cap = n + 8; /* pools made since: try again with room */
+    }
+    cshw_json_key(j, "proxy");
+    cshw_json_array_begin(j);
+    for (size_t i = 0; i < n; i++) {
+        cshw_json_object_begin(j);
+        cshw_json_key(j, "origin");
+        cshw_json_string(j, ps[i].origin);
+#define X(f)                                                                                       \
+    cshw_json_key(j, #f);                                                                          \
+    cshw_json_uint(j, ps[i].f);
+        POOL_FIELDS(X)
+#undef X
+        cshw_json_object_end(j);
+    }
+    cshw_json_array_end(j);
+}
+
 static cshttpd_app *allowed(cshw_context *ctx)
 {
     cshttpd_app *app = cshw_context_app_data(ctx);
@@ -204,6 +247,7 @@ static void status_json(cshw_context *ctx)
         cshw_json_object_end(&j);
     }
     cshw_json_array_end(&j);
+    if (app->proxy_client) pools_json(&j, ctx, app->proxy_client);
     /* the time series, one array per figure, oldest first */
     cshw_json_key(&j, "series");
     cshw_json_object_begin(&j);
@@ -271,7 +315,9 @@ static const char page[] =
     "<span class=\"k\" style=\"background:#999\"></span>idle"
     "<span class=\"k\" style=\"background:#e90\"></span>active</div></div>\n"
     "<div class=\"card\"><h2>Busiest paths</h2><table id=\"routes\"></table></div>\n"
-    "</div>\n<h2 style=\"font-size:1em\">Counters</h2><table id=\"counters\"></table>\n"
+    "</div>\n<div id=\"pools\" hidden><h2 style=\"font-size:1em\">Proxy pools</h2>"
+    "<table id=\"pool\"></table></div>\n"
+    "<h2 style=\"font-size:1em\">Counters</h2><table id=\"counters\"></table>\n"
     "<p>The last 5 minutes, one sample a second. <a id=\"json\" href=\"\">JSON</a></p>\n"
     "<script>\n"
     "'use strict';\n"
@@ -322,6 +368,19 @@ static const char page[] =
     "  document.getElementById('now-conn').textContent=last(s.open)+' open';\n"
     "  const rt=document.getElementById('routes');rt.textContent='';\n"
     "  for(const r of d.routes)row(rt,r.path,r.requests);\n"
+    "  if(d.proxy){const pt=document.getElementById('pool');pt.textContent='';\n"
+    "    document.getElementById('pools').hidden=false;\n"
+    "    const cols=['origin','open','idle','waiters','opens','failures','retries',\n"
+    "      'acquire_wait_p50_us','acquire_wait_p99_us'];\n"
+    "    const hr=document.createElement('tr');\n"
+    "    for(const c of cols){const th=document.createElement('th');\n"
+    "      th.textContent=c.replace('acquire_wait_','wait ').replace('_us',' (\u00b5s)');\n"
+    "      hr.appendChild(th);}\n"
+    "    pt.appendChild(hr);\n"
+    "    for(const p of d.proxy){const tr=document.createElement('tr');\n"
+    "      for(const c of cols){const td=document.createElement('td');td.textContent=p[c];\n"
+    "        if(c!=='origin')td.className='n';tr.appendChild(td);}\n"
+    "      pt.appendChild(tr);}}\n"
     "  const ct=document.getElementById('counters');ct.textContent='';\n"
     "  for(const k of Object.keys(d))if(typeof d[k]==='number')row(ct,k,d[k]);\n"
     "  document.getElementById('err').textContent='';\n"

@@ -1,0 +1,385 @@
+/* cshttpd's reverse proxy (proxy.h). */
+#include "proxy.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <cshttp/span.h>
+#include <cshttp/web/arena.h>
+#include <cshttp/web/context.h>
+#include <cshttp/web/options.h>
+#include <cshttp/web/request.h>
+#include <cshttp/web/response.h>
+
+#include "log.h"
+
+/* ---- routes ---- */
+
+static int is_visible(unsigned char c)
+{
+    return c > 0x20 && c < 0x7f;
+}
+
+int proxy_parse(const char *spec, proxy_route *out, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    const char *eq = strchr(spec, '=');
+    if (!eq) {
+        snprintf(err, errlen, "proxy '%.200s': not PREFIX=URL (e.g. /api=http://127.0.0.1:9000)",
+                 spec);
+        return -1;
+    }
+    size_t plen = (size_t)(eq - spec);
+    const char *url = eq + 1;
+    if (plen == 0 || spec[0] != '/') {
+        snprintf(err, errlen, "proxy '%.200s': the prefix '%.*s' must start with '/'", spec,
+                 (int)(plen > 200 ? 200 : plen), spec);
+        return -1;
+    }
+    if (plen >= sizeof out->prefix) {
+        snprintf(err, errlen, "proxy '%.100s...': the prefix is too long", spec);
+        return -1;
+    }
+    for (size_t i = 0; i < plen; i++) {
+        unsigned char c = (unsigned char)spec[i];
+        if (!is_visible(c) || c == '?' || c == '#' || c == '%') {
+            snprintf(err, errlen,
+                     "proxy '%.200s': the prefix '%.*s' may hold only visible characters of a "
+                     "path, without '?', '#' or '%%'",
+                     spec, (int)(plen > 200 ? 200 : plen), spec);
+            return -1;
+        }
+    }
+    memcpy(out->prefix, spec, plen);
+    out->prefix_len = plen;
+
+    /* the origin */
+    const char *host;
+    int https;
+    if (!strncasecmp(url, "http://", 7)) {
+        host = url + 7;
+        https = 0;
+    } else if (!strncasecmp(url, "https://", 8)) {
+        host = url + 8;
+        https = 1;
+    } else {
+        snprintf(err, errlen, "proxy '%.200s': the URL '%.200s' is not http:// or https://", spec,
+                 url);
+        return -1;
+    }
+    size_t hlen = strcspn(host, "/?#");
+    const char *rest = host + hlen;
+    if (*rest && strcmp(rest, "/") != 0) {
+        snprintf(err, errlen,
+                 "proxy '%.200s': the URL '%.200s' has a path, query or fragment: an origin "
+                 "is scheme://host[:port] (the target is passed on as sent)",
+                 spec, url);
+        return -1;
+    }
+    const char *bad = NULL;
+    size_t namelen = hlen;
+    const char *port = NULL;
+    if (memchr(host, '@', hlen)) {
+        bad = "user info is not allowed";
+    } else if (hlen && host[0] == '[') {
+        const char *close = memchr(host, ']', hlen);
+        if (!close || close == host + 1)
+            bad = "an IPv6 address needs its closing ']'";
+        else {
+            for (const char *q = host + 1; q < close; q++)
+                if (!strchr("0123456789abcdefABCDEF:.", *q)) bad = "not an IPv6 address";
+            namelen = (size_t)(close + 1 - host);
+            if (close + 1 < host + hlen) {
+                if (close[1] != ':')
+                    bad = "unexpected text after the IPv6 address";
+                else
+                    port = close + 2;
+            }
+        }
+    } else {
+        const char *colon = memchr(host, ':', hlen);
+        if (colon) {
+            namelen = (size_t)(colon - host);
+            port = colon + 1;
+        }
+        if (namelen == 0) bad = "no host";
+        for (size_t i = 0; i < namelen && !bad; i++) {
+            char c = host[i];
+            if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                  c == '-' || c == '.' || c == '_'))
+                bad = "the host may hold only letters, digits, '-', '.' and '_'";
+        }
+    }
+    long portnum = https ? 443 : 80;
+    if (!bad && port) {
+        size_t pl = (size_t)(host + hlen - port);
+        char *end;
+        char pb[8];
+        if (pl == 0 || pl >= sizeof pb) {
+            bad = "the port must be 1-65535";
+        } else {
+            memcpy(pb, port, pl);
+            pb[pl] = '\0';
+            portnum = strtol(pb, &end, 10);
+            if (*end || pb[0] < '0' || pb[0] > '9' || portnum < 1 || portnum > 65535)
+                bad = "the port must be 1-65535";
+        }
+    }
+    if (bad) {
+        snprintf(err, errlen, "proxy '%.200s': the URL '%.200s': %s", spec, url, bad);
+        return -1;
+    }
+    if (namelen + 20 >= sizeof out->origin) {
+        snprintf(err, errlen, "proxy '%.200s': the host is too long", spec);
+        return -1;
+    }
+    snprintf(out->origin, sizeof out->origin, "%s://%.*s:%ld", https ? "https" : "http",
+             (int)namelen, host, portnum);
+    for (char *c = out->origin; *c; c++)
+        if (*c >= 'A' && *c <= 'Z') *c = (char)(*c - 'A' + 'a');
+    return 0;
+}
+
+int proxy_add(proxy *p, const char *spec, char *err, size_t errlen)
+{
+    proxy_route r;
+    if (proxy_parse(spec, &r, err, errlen) < 0) return -1;
+    for (size_t i = 0; i < p->n; i++) {
+        if (p->routes[i].prefix_len == r.prefix_len &&
+            memcmp(p->routes[i].prefix, r.prefix, r.prefix_len) == 0) {
+            snprintf(err, errlen, "proxy '%.200s': the prefix %s is given twice", spec, r.prefix);
+            return -1;
+        }
+    }
+    if (p->n == PROXY_ROUTES_MAX) {
+        snprintf(err, errlen, "proxy: more than %d prefixes", PROXY_ROUTES_MAX);
+        return -1;
+    }
+    p->routes[p->n++] = r;
+    return 0;
+}
+
+const proxy_route *proxy_match(const proxy *p, const char *target, size_t len)
+{
+    const proxy_route *best = NULL;
+    for (size_t i = 0; p && i < p->n; i++) {
+        const proxy_route *r = &p->routes[i];
+        if (len < r->prefix_len || memcmp(target, r->prefix, r->prefix_len) != 0) continue;
+        if (r->prefix[r->prefix_len - 1] != '/' && len > r->prefix_len &&
+            target[r->prefix_len] != '/' && target[r->prefix_len] != '?')
+            continue;
+        if (!best || r->prefix_len > best->prefix_len) best = r;
+    }
+    return best;
+}
+
+int proxy_streaming(void *arg, const char *head, const csh_message *msg)
+{
+    return proxy_match(arg, csh_span_ptr(head, msg->target), msg->target.len) != NULL;
+}
+
+void proxy_tick(void *arg)
+{
+    cshs_client_tick(arg);
+}
+
+/* ---- hop-by-hop fields (RFC 9110 §7.6.1) ---- */
+
+/* Whether `name` is one of the comma-separated tokens of a Connection
+ * value. */
+static int listed(const char *list, const char *name)
+{
+    size_t nl = strlen(name);
+    const char *p = list;
+    while (*p) {
+        while (*p == ' ' || *p == '\t' || *p == ',') p++;
+        size_t n = strcspn(p, ",");
+        size_t t = n;
+        while (t && (p[t - 1] == ' ' || p[t - 1] == '\t')) t--;
+        if (t == nl && strncasecmp(p, name, nl) == 0) return 1;
+        p += n;
+    }
+    return 0;
+}
+
+static int hop_by_hop(const char *name, const char *const *conn, size_t nconn)
+{
+    static const char *const fixed[] = {"connection", "keep-alive", "te", "transfer-encoding",
+                                        "upgrade", "trailer"};
+    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
+        if (!strcasecmp(name, fixed[i])) return 1;
+    if (!strncasecmp(name, "proxy-", 6)) return 1;
+    for (size_t i = 0; i < nconn; i++)
+        if (listed(conn[i], name)) return 1;
+    return 0;
+}
+
+/* ---- one request ---- */
+
+static void fail(const proxy_route *r, cshw_request *req, cshw_response *res, int code,
+                 const char *when)
+{
+    int status = cshs_client_error_status(code);
+    if (status < 500) status = 502;
+    error_log_printf(LOG_WARN, "proxy %s %s -> %s: %s %s (%s, %d)", cshw_request_method(req),
+                     cshw_request_target(req), r->origin, when, cshs_client_error_message(code),
+                     cshs_client_error_name(code), status);
+    /* before the head went out: the error page; after: the response is cut
+     * short (no last chunk, the connection closed), never taken for whole */
+    cshw_response_send_error(res, status);
+}
+
+/* The request's fields for the origin: all but the hop-by-hop ones and
+ * those the client writes itself (Content-Length, Expect), with
+ * X-Forwarded-For extended and X-Forwarded-Proto and -Host set. */
+static size_t request_fields(cshw_context *ctx, cshs_client_header **out)
+{
+    cshw_request *req = cshw_context_request(ctx);
+    cshw_arena *a = cshw_context_arena(ctx);
+    size_t n = cshw_request_header_count(req);
+    const char *conn[16];
+    size_t nconn = cshw_request_header_all(req, "Connection", conn, 16);
+    if (nconn > 16) nconn = 16;
+    cshs_client_header *h = cshw_arena_alloc(a, sizeof *h * (n + 3));
+    if (!h) return (size_t)-1;
+    size_t k = 0;
+    const char *xff = NULL;
+    for (size_t i = 0; i < n; i++) {
+        const char *value;
+        const char *name = cshw_request_header_at(req, i, &value);
+        if (!name) break;
+        if (hop_by_hop(name, conn, nconn) || !strcasecmp(name, "content-length") ||
+            !strcasecmp(name, "expect") || !strcasecmp(name, "x-forwarded-proto") ||
+            !strcasecmp(name, "x-forwarded-host"))
+            continue;
+        if (!strcasecmp(name, "x-forwarded-for")) {
+            /* several lines become one list, in order */
+            xff = xff ? cshw_arena_printf(a, "%s, %s", xff, value) : value;
+            continue;
+        }
+        h[k++] = (cshs_client_header){name, strlen(name), value, strlen(value)};
+    }
+    const char *peer = cshw_request_remote_addr(req);
+    if (!peer) peer = "unknown";
+    xff = xff ? cshw_arena_printf(a, "%s, %s", xff, peer) : peer;
+    if (!xff) return (size_t)-1;
+    h[k++] = (cshs_client_header){"X-Forwarded-For", 15, xff, strlen(xff)};
+    const char *proto = cshw_request_scheme(req);
+    h[k++] = (cshs_client_header){"X-Forwarded-Proto", 17, proto, strlen(proto)};
+    const char *host = cshw_request_header(req, "Host");
+    if (host) h[k++] = (cshs_client_header){"X-Forwarded-Host", 16, host, strlen(host)};
+    *out = h;
+    return k;
+}
+
+/* The origin's fields onto our response: all but the hop-by-hop ones and
+ * Content-Length (the toolkit frames the body it sends). */
+static void response_fields(cshw_context *ctx, cshs_call *call)
+{
+    cshw_response *res = cshw_context_response(ctx);
+    cshw_arena *a = cshw_context_arena(ctx);
+    const csh_message *m = cshs_call_message(call);
+    size_t hl;
+    const char *head = cshs_call_head(call, &hl);
+    const char *conn[16];
+    size_t nconn = 0;
+    for (size_t i = 0; i < m->num_headers && nconn < 16; i++)
+        if (csh_span_ieq(head, m->headers[i].name, "connection"))
+            conn[nconn++] = cshw_arena_strndup(a, csh_span_ptr(head, m->headers[i].value),
+                                               m->headers[i].value.len);
+    for (size_t i = 0; i < nconn; i++)
+        if (!conn[i]) return;
+    for (size_t i = 0; i < m->num_headers; i++) {
+        const csh_header *f = &m->headers[i];
+        char *name = cshw_arena_strndup(a, csh_span_ptr(head, f->name), f->name.len);
+        char *value = cshw_arena_strndup(a, csh_span_ptr(head, f->value), f->value.len);
+        if (!name || !value) return;
+        if (hop_by_hop(name, conn, nconn) || !strcasecmp(name, "content-length")) continue;
+        /* a field the toolkit will not send (a reserved or invalid one) is
+         * left out rather than failing the response */
+        cshw_response_append_header(res, name, value);
+    }
+}
+
+void proxy_serve(proxy *p, const proxy_route *r, cshw_context *ctx)
+{
+    cshw_request *req = cshw_context_request(ctx);
+    cshw_response *res = cshw_context_response(ctx);
+    cshs_client_header *fields;
+    size_t nfields = request_fields(ctx, &fields);
+    if (nfields == (size_t)-1) {
+        cshw_response_send_error(res, 500);
+        return;
+    }
+    cshs_client_request rq;
+    cshs_client_request_init(&rq);
+    rq.origin = r->origin;
+    rq.method = cshw_request_method(req);
+    rq.target = cshw_request_target(req);
+    rq.headers = fields;
+    rq.num_headers = nfields;
+    int64_t cl = cshw_request_content_length(req);
+    if (cl < 0) {
+        rq.body_mode = CSHS_CLIENT_BODY_CHUNKED;
+    } else if (cl > 0) {
+        rq.body_mode = CSHS_CLIENT_BODY_LENGTH;
+        rq.content_length = (uint64_t)cl;
+    }
+    if (p->timeout_ms) rq.head_timeout_ms = rq.read_timeout_ms = p->timeout_ms;
+
+    cshs_call *call = NULL;
+    int e = cshs_client_begin(p->client, &rq, &call);
+    if (e < 0) {
+        fail(r, req, res, e, "connecting:");
+        return;
+    }
+    char buf[16384];
+    if (rq.body_mode != CSHS_CLIENT_BODY_WHOLE) {
+        /* the first read answers Expect: 100-continue: the client sends its
+         * body once the origin was reached and its head sent */
+        for (;;) {
+            ssize_t n = cshw_request_read(req, buf, sizeof buf);
+            if (n < 0) {
+                /* the client's body failed: the toolkit answers it (400,
+                 * 408, 413) and closes; the origin's connection is dropped
+                 * with the unfinished request */
+                cshs_call_free(call);
+                return;
+            }
+            if (n == 0) break;
+            e = cshs_call_write(call, buf, (size_t)n);
+            if (e < 0) break;
+        }
+    }
+    /* after a failed write, cshs_call_end returns that error */
+    e = cshs_call_end(call);
+    if (e < 0) {
+        fail(r, req, res, e, "sending the request:");
+        cshs_call_free(call);
+        return;
+    }
+
+    cshw_response_set_status(res, cshs_call_status(call));
+    cshw_response_disable_gzip(res);
+    response_fields(ctx, call);
+    const csh_message *m = cshs_call_message(call);
+    /* a body that fits the response buffer goes out whole, with
+     * Content-Length; any other is streamed, each piece sent as it comes */
+    const cshw_options *wo = cshw_context_options(ctx);
+    int whole = m->body == CSH_BODY_NONE ||
+                (m->body == CSH_BODY_LENGTH && wo && m->content_length <= wo->response_buffer);
+    for (;;) {
+        ssize_t n = cshs_call_read(call, buf, sizeof buf);
+        if (n < 0) {
+            fail(r, req, res, (int)n, "reading the response:");
+            break;
+        }
+        if (n == 0) break;
+        if (cshw_response_write(res, buf, (size_t)n) < 0) break; /* the client left */
+        if (!whole && cshw_response_flush(res) < 0) break;
+    }
+    cshs_call_free(call);
+}
