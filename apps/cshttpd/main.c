@@ -55,6 +55,7 @@ typedef struct settings {
     size_t nproxies;
     char proxy_timeout_ms[32];
     char proxy_pool_size[32];
+    char proxy_acquire_timeout_ms[32];
     char proxy_ca_file[4096];
     int proxy_insecure;
     char config[4096];
@@ -111,6 +112,9 @@ static void usage(FILE *out)
         "  --proxy-timeout-ms N     the origin's response head, and each wait for its body,\n"
         "                           within N ms, else 504 (default: 60000)\n"
         "  --proxy-pool-size N      connections per origin at most (default: 32)\n"
+        "  --proxy-acquire-timeout-ms N  how long a request waits for a connection to its\n"
+        "                           origin (the pool full, or the origin refusing): past\n"
+        "                           it, 504, or 502 with the connect's error (default: 2000)\n"
         "  --proxy-ca-file FILE     PEM certificates trusted for https:// origins (default:\n"
         "                           the system's store; certificates are always verified)\n"
         "  --proxy-insecure         do not verify https:// origins' certificates (tests only)\n"
@@ -192,6 +196,8 @@ static int set_app(settings *s, const char *name, const char *value)
         {"mime_types", s->mime_types, sizeof s->mime_types},
         {"proxy_timeout_ms", s->proxy_timeout_ms, sizeof s->proxy_timeout_ms},
         {"proxy_pool_size", s->proxy_pool_size, sizeof s->proxy_pool_size},
+        {"proxy_acquire_timeout_ms", s->proxy_acquire_timeout_ms,
+         sizeof s->proxy_acquire_timeout_ms},
         {"proxy_ca_file", s->proxy_ca_file, sizeof s->proxy_ca_file},
     };
     if (name_is(name, "status_allow") && !*value) {
@@ -456,6 +462,8 @@ static void check_proxy(settings *s, proxy *px, cshs_client_options *co)
     } nums[] = {
         {"proxy_timeout_ms", s->proxy_timeout_ms, &px->timeout_ms, 1, 86400000},
         {"proxy_pool_size", s->proxy_pool_size, &co->pool_size, 1, 65536},
+        {"proxy_acquire_timeout_ms", s->proxy_acquire_timeout_ms, &co->acquire_timeout_ms, 1,
+         86400000},
     };
     for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++) {
         if (!nums[i].value[0]) continue;
@@ -688,6 +696,9 @@ int main(int argc, char **argv)
     static proxy px;
     cshs_client_options co;
     cshs_client_options_init(&co);
+    /* the client waits 10 s by default; a proxy answers a dead origin
+     * sooner (each request waits out the backoffs of refused connects) */
+    co.acquire_timeout_ms = 2000;
     check_proxy(&conf, &px, &co);
 
     if (m.install || m.uninstall) {

@@ -1,0 +1,748 @@
+#!/usr/bin/env python3
+"""cshttpd as a reverse proxy (--proxy PREFIX=URL) against real origins: a
+second cshttpd, nginx (its keep-alive timeout of 1 s shorter than the
+proxy's), and a scripted origin (raw sockets) that answers chunked, until
+close, slowly, malformed, or twice to one request.
+
+Every wait is bounded; the bounds only end a test that would otherwise
+hang. No pass/fail depends on a measured time: a slow origin is one that
+never answers within the proxy's timeout, an idle gap is longer than the
+origin's keep-alive timeout by a wide margin.
+
+Usage: test_proxy.py --bin cshttpd [--group G] [--nginx nginx]
+"""
+import argparse
+import http.client
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import test_cshttpd as T  # noqa: E402  (its Server, read_response, Sock, make_cert)
+
+TESTS = {}
+ARGS = None
+
+
+def test(group):
+    def deco(fn):
+        TESTS.setdefault(group, []).append(fn)
+        return fn
+    return deco
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def proxy(tmp, *routes, extra=()):
+    """cshttpd proxying `routes` ("PREFIX=URL"), its error log in tmp (a
+    pipe nobody reads could fill and block it)."""
+    args = []
+    for r in routes:
+        args += ["--proxy", r]
+    return T.Server(*args, "--error-log", os.path.join(tmp, "proxy.err"), *extra)
+
+
+def ask(port, raw, method="GET", timeout=20):
+    s = T.Sock(socket.create_connection(("127.0.0.1", port), timeout=timeout))
+    try:
+        s.sendall(raw)
+        return T.read_response(s, method)
+    finally:
+        s.close()
+
+
+def get(port, path, method="GET", body=None, headers=None, timeout=20):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        c.request(method, path, body=body, headers=headers or {})
+        r = c.getresponse()
+        data = r.read()
+        return r.status, {k.lower(): v for k, v in r.getheaders()}, data
+    finally:
+        c.close()
+
+
+def pools(srv):
+    st, _, body = get(srv.port, "/status.json")
+    assert st == 200, st
+    return {p["origin"]: p for p in json.loads(body)["proxy"]}
+
+
+# ---- a scripted origin ----
+
+class Origin:
+    """A raw-socket HTTP/1.1 origin: one thread per connection, keep-alive.
+    What it answers depends on the path (see answer()); it records every
+    request (method, target, headers, body) and counts connections."""
+
+    def __init__(self, port=0):
+        self.ls = socket.socket()
+        self.ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.ls.bind(("127.0.0.1", port))
+        self.ls.listen(128)
+        self.port = self.ls.getsockname()[1]
+        self.requests = []
+        self.connections = 0
+        self.lock = threading.Lock()
+        self.stopping = False
+        self.socks = []
+        self.t = threading.Thread(target=self.accept_loop, daemon=True)
+        self.t.start()
+
+    def url(self):
+        return "http://127.0.0.1:%d" % self.port
+
+    def accept_loop(self):
+        while not self.stopping:
+            try:
+                c, _ = self.ls.accept()
+            except OSError:
+                return
+            with self.lock:
+                self.connections += 1
+                self.socks.append(c)
+                n = self.connections
+            threading.Thread(target=self.serve, args=(c, n), daemon=True).start()
+
+    def close(self):
+        self.stopping = True
+        try:
+            self.ls.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.ls.close()
+        with self.lock:
+            for c in self.socks:
+                try:
+                    c.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+                c.close()
+
+    @staticmethod
+    def read_request(c, buf):
+        while b"\r\n\r\n" not in buf:
+            d = c.recv(65536)
+            if not d:
+                return None, buf
+            buf += d
+        head, _, buf = buf.partition(b"\r\n\r\n")
+        lines = head.decode("latin-1").split("\r\n")
+        method, target, _ = lines[0].split(" ", 2)
+        headers = []
+        for l in lines[1:]:
+            k, _, v = l.partition(":")
+            headers.append((k.strip(), v.strip()))
+        h = {k.lower(): v for k, v in headers}
+        body = b""
+        if "content-length" in h:
+            n = int(h["content-length"])
+            while len(buf) < n:
+                d = c.recv(65536)
+                if not d:
+                    return None, buf
+                buf += d
+            body, buf = buf[:n], buf[n:]
+        elif h.get("transfer-encoding", "").lower() == "chunked":
+            while True:
+                while b"\r\n" not in buf:
+                    d = c.recv(65536)
+                    if not d:
+                        return None, buf
+                    buf += d
+                line, _, buf = buf.partition(b"\r\n")
+                size = int(line.split(b";")[0], 16)
+                while len(buf) < size + 2:
+                    d = c.recv(65536)
+                    if not d:
+                        return None, buf
+                    buf += d
+                body += buf[:size]
+                buf = buf[size + 2:]
+                if size == 0:
+                    break
+        return {"method": method, "target": target, "headers": headers, "h": h,
+                "body": body}, buf
+
+    def serve(self, c, conn_no):
+        buf = b""
+        try:
+            while True:
+                rq, buf = self.read_request(c, buf)
+                if rq is None:
+                    return
+                rq["conn"] = conn_no
+                with self.lock:
+                    self.requests.append(rq)
+                if not self.answer(c, rq, conn_no):
+                    return
+        except OSError:
+            pass
+        finally:
+            c.close()
+
+    def answer(self, c, rq, conn_no):
+        """Returns False to close the connection."""
+        path = rq["target"].split("?")[0]
+        if path.endswith("/chunked"):
+            c.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nX-Origin: yes\r\n\r\n"
+                      b"5\r\nhello\r\n7\r\n, world\r\n0\r\n\r\n")
+        elif path.endswith("/close"):
+            c.sendall(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n")
+            for i in range(4):
+                c.sendall(b"piece %d " % i)
+                time.sleep(0.02)
+            return False
+        elif path.endswith("/malformed"):
+            c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello!")
+        elif path.endswith("/twice"):
+            c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nfirst"
+                      b"HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nsecond")
+        elif path.endswith("/twice-late"):
+            c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nfirst")
+            time.sleep(0.3)
+            c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nsecond")
+        elif path.endswith("/slow"):
+            time.sleep(5)
+            c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nlate")
+        elif path.endswith("/echo"):
+            c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(rq["body"]) +
+                      rq["body"])
+        else:
+            body = b"conn %d %s" % (conn_no, rq["target"].encode())
+            c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n"
+                      b"Connection: X-Private\r\nX-Private: hop\r\nKeep-Alive: timeout=9\r\n"
+                      b"Set-Cookie: a=1\r\nSet-Cookie: b=2\r\n\r\n" % len(body) + body)
+        return True
+
+
+# ---- a second cshttpd as the origin ----
+
+@test("cshttpd")
+def t_cshttpd_origin(tmp):
+    """Static files and the echo of a second cshttpd: the target and the
+    prefix as sent, hop-by-hop fields dropped, X-Forwarded-* set, 1 MiB
+    down byte for byte, a query and an encoded slash passed as sent, and
+    a prefix that does not match a longer segment."""
+    with T.Server() as origin, proxy(tmp, "/demo=" + origin.url("/")[:-1],
+                                     "/big.bin=http://127.0.0.1:%d" % origin.port) as px:
+        st, h, body = get(px.port, "/demo/plaintext")
+        assert (st, body) == (200, b"Hello, World!"), (st, body)
+        st, h, body = get(px.port, "/big.bin")
+        with open(os.path.join(ARGS.root, "big.bin"), "rb") as f:
+            want = f.read()
+        assert st == 200 and body == want, (st, len(body))
+        st, h, body = get(px.port, "/demo/echo?x=%2F&y=1", method="POST", body=b"abc",
+                          headers={"Connection": "X-Mine, keep-alive", "X-Mine": "secret",
+                                   "Keep-Alive": "timeout=5", "TE": "trailers",
+                                   "Proxy-Authorization": "Basic eA==", "Upgrade": "h2c",
+                                   "X-Forwarded-For": "10.0.0.1", "X-Forwarded-Proto": "spoof",
+                                   "X-Kept": "yes"})
+        assert st == 200, st
+        doc = json.loads(body)
+        assert doc["target"] == "/demo/echo?x=%2F&y=1", doc["target"]
+        got = {k.lower(): v for k, v in doc["headers"]}
+        for gone in ("x-mine", "keep-alive", "te", "proxy-authorization", "upgrade",
+                     "connection"):
+            assert gone not in got, (gone, got)
+        assert got["x-kept"] == "yes", got
+        assert got["x-forwarded-for"] == "10.0.0.1, 127.0.0.1", got
+        assert got["x-forwarded-proto"] == "http", got
+        assert got["x-forwarded-host"] == "127.0.0.1:%d" % px.port, got
+        assert got["host"] == "127.0.0.1:%d" % px.port, got
+        assert doc["body"] == "abc", doc
+        # "/demo" does not take "/demox": the proxy's own static fallback does
+        st, _, _ = get(px.port, "/demox/plaintext")
+        assert st == 404, st
+        # not proxied at all: the proxy's own status page
+        p = pools(px)
+        assert p["http://127.0.0.1:%d" % origin.port]["requests"] >= 3, p
+
+
+@test("cshttpd")
+def t_upload_1mib(tmp):
+    """1 MiB up, with Content-Length and chunked, byte for byte (the
+    scripted origin echoes the raw body), through a pool of 1."""
+    o = Origin()
+    try:
+        with proxy(tmp, "/up=" + o.url(), extra=("--proxy-pool-size", "1")) as px:
+            data = os.urandom(1 << 20)
+            st, _, body = get(px.port, "/up/echo", method="POST", body=data)
+            assert st == 200 and body == data, (st, len(body))
+
+            def chunks():
+                for i in range(0, len(data), 100000):
+                    yield data[i:i + 100000]
+            c = http.client.HTTPConnection("127.0.0.1", px.port, timeout=20)
+            c.request("PUT", "/up/echo", body=chunks(), encode_chunked=True)
+            r = c.getresponse()
+            body = r.read()
+            c.close()
+            assert r.status == 200 and body == data, (r.status, len(body))
+            assert o.requests[-1]["h"].get("transfer-encoding") == "chunked", o.requests[-1]
+            assert o.connections == 1, o.connections
+    finally:
+        o.close()
+
+
+@test("cshttpd")
+def t_expect_continue(tmp):
+    """Expect: 100-continue: the client gets 100 before it sends the body,
+    then the origin's answer; the origin never sees Expect. A refused
+    origin is answered 502 without asking for the body."""
+    o = Origin()
+    try:
+        dead = free_port()
+        with proxy(tmp, "/up=" + o.url(), "/dead=http://127.0.0.1:%d" % dead) as px:
+            s = socket.create_connection(("127.0.0.1", px.port), timeout=20)
+            s.sendall(b"POST /up/echo HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n"
+                      b"Expect: 100-continue\r\n\r\n")
+            got = b""
+            while b"\r\n\r\n" not in got:
+                d = s.recv(4096)
+                assert d, got
+                got += d
+            assert got.startswith(b"HTTP/1.1 100 Continue\r\n"), got
+            s.sendall(b"hello")
+            sk = T.Sock(s)
+            sk._pending = got.partition(b"\r\n\r\n")[2]
+            st, _, body, _ = T.read_response(sk)
+            s.close()
+            assert (st, body) == (200, b"hello"), (st, body)
+            assert "expect" not in o.requests[-1]["h"], o.requests[-1]
+            st, _, _, head = ask(px.port, b"POST /dead/x HTTP/1.1\r\nHost: a\r\n"
+                                 b"Content-Length: 5\r\nExpect: 100-continue\r\n\r\n")
+            assert st == 502, (st, head)
+            assert b"100 Continue" not in head, head
+    finally:
+        o.close()
+
+
+# ---- nginx as the origin ----
+
+NGINX_CONF = """\
+worker_processes 1;
+{user}
+pid {tmp}/nginx.pid;
+error_log {tmp}/error.log warn;
+events {{ worker_connections 512; }}
+http {{
+  access_log off;
+  client_body_temp_path {tmp}/body; proxy_temp_path {tmp}/proxy;
+  fastcgi_temp_path {tmp}/fcgi; uwsgi_temp_path {tmp}/uwsgi; scgi_temp_path {tmp}/scgi;
+  keepalive_timeout 1s;
+  server {{
+    listen 127.0.0.1:{port};
+    root {root};
+    location = /n/hello {{ default_type text/plain; return 200 "hello from nginx"; }}
+  }}
+}}
+"""
+
+
+def start_nginx(tmp, root):
+    d = os.path.join(tmp, "nginx")
+    os.makedirs(d, exist_ok=True)
+    user = "user root;" if os.geteuid() == 0 else ""
+    for _ in range(3):
+        port = free_port()
+        conf = os.path.join(d, "nginx.conf")
+        with open(conf, "w") as f:
+            f.write(NGINX_CONF.format(user=user, tmp=d, port=port, root=root))
+        proc = subprocess.Popen([ARGS.nginx, "-p", d, "-c", conf, "-g", "daemon off;"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.time() + 10
+        while time.time() < deadline and proc.poll() is None:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                return proc, port
+            except OSError:
+                time.sleep(0.05)
+        proc.kill()
+        proc.wait()
+    raise AssertionError("nginx did not start")
+
+
+def stop_nginx(proc):
+    proc.send_signal(signal.SIGQUIT)
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+@test("nginx")
+def t_nginx_idle_gaps(tmp):
+    """nginx closes idle keep-alive connections after 1 s, the proxy keeps
+    them 60 s: bursts of requests after idle gaps of 1.5-2.5 s, every one
+    answered 200 (the pool's sweep and the retry rule absorb every close),
+    and the pool's counters show connections were opened again."""
+    if not ARGS.nginx:
+        print("  (nginx not found: skipped)")
+        return
+    root = os.path.join(tmp, "nroot")
+    os.makedirs(os.path.join(root, "n"))
+    data = os.urandom(300000)
+    with open(os.path.join(root, "n", "file.bin"), "wb") as f:
+        f.write(data)
+    ng, nport = start_nginx(tmp, root)
+    try:
+        with proxy(tmp, "/n=http://127.0.0.1:%d" % nport) as px:
+            errors = []
+
+            def burst(k):
+                try:
+                    c = http.client.HTTPConnection("127.0.0.1", px.port, timeout=20)
+                    for i in range(5):
+                        path = "/n/hello" if (i + k) % 2 else "/n/file.bin"
+                        c.request("GET", path)
+                        r = c.getresponse()
+                        b = r.read()
+                        want = b"hello from nginx" if path == "/n/hello" else data
+                        if r.status != 200 or b != want:
+                            errors.append((path, r.status, len(b)))
+                    c.close()
+                except Exception as e:  # noqa: BLE001
+                    errors.append(repr(e))
+            for gap in range(4):
+                if gap:
+                    time.sleep(1.5 + 0.3 * gap)
+                ts = [threading.Thread(target=burst, args=(k,)) for k in range(8)]
+                for t in ts:
+                    t.start()
+                for t in ts:
+                    t.join(60)
+            assert not errors, errors
+            # the pool of the last burst (one whose connections were all
+            # closed by the origin and swept is dropped, its counters too)
+            p = pools(px)["http://127.0.0.1:%d" % nport]
+            assert p["requests"] >= 8 * 5 and p["failures"] == 0, p
+            err = open(os.path.join(tmp, "proxy.err")).read()
+            assert "[warn]" not in err and "[error]" not in err, err
+    finally:
+        stop_nginx(ng)
+
+
+@test("nginx")
+def t_nginx_behind_nginx(tmp):
+    """HEAD and a conditional GET through the proxy to nginx."""
+    if not ARGS.nginx:
+        print("  (nginx not found: skipped)")
+        return
+    root = os.path.join(tmp, "nroot")
+    os.makedirs(os.path.join(root, "n"))
+    with open(os.path.join(root, "n", "a.txt"), "w") as f:
+        f.write("abc\n")
+    ng, nport = start_nginx(tmp, root)
+    try:
+        with proxy(tmp, "/n=http://127.0.0.1:%d" % nport) as px:
+            st, h, body = get(px.port, "/n/a.txt")
+            assert (st, body) == (200, b"abc\n"), (st, body)
+            etag = h["etag"]
+            st, h2, body = get(px.port, "/n/a.txt", headers={"If-None-Match": etag})
+            assert (st, body) == (304, b""), (st, body)
+            st, h3, body = get(px.port, "/n/a.txt", method="HEAD")
+            assert (st, body) == (200, b""), (st, body)
+            st, h4, body = get(px.port, "/n/missing")
+            assert st == 404, st
+    finally:
+        stop_nginx(ng)
+
+
+# ---- failing origins ----
+
+@test("failures")
+def t_dead_origin(tmp):
+    """Connection refused: 502 at once, every time, and the pool counts the
+    failures; the proxy's own routes still answer."""
+    dead = free_port()
+    with proxy(tmp, "/dead=http://127.0.0.1:%d" % dead) as px:
+        for _ in range(3):
+            st, _, body = get(px.port, "/dead/x")
+            assert st == 502, st
+        st, _, _ = get(px.port, "/demo/plaintext")
+        assert st == 200, st
+        p = pools(px)["http://127.0.0.1:%d" % dead]
+        assert p["failures"] >= 1 and p["open"] == 0, p
+
+
+@test("failures")
+def t_slow_origin(tmp):
+    """An origin that takes 5 s to answer, a proxy timeout of 300 ms: 504;
+    the connection is not reused (a late answer would desync it)."""
+    o = Origin()
+    try:
+        with proxy(tmp, "/o=" + o.url(), extra=("--proxy-timeout-ms", "300")) as px:
+            st, _, _ = get(px.port, "/o/slow")
+            assert st == 504, st
+            st, _, body = get(px.port, "/o/fine")
+            assert st == 200 and body.endswith(b"/o/fine"), (st, body)
+            assert not body.startswith(b"conn 1 "), body
+    finally:
+        o.close()
+
+
+@test("failures")
+def t_origin_restarted(tmp):
+    """A second cshttpd stopped and started again on the same port while 4
+    clients send requests: each answer is the origin's 200 or a 502 (never
+    a hang, a broken response or another status), and once the origin is
+    back every request succeeds."""
+    port = free_port()
+    origin = T.Server("--port", str(port))
+    try:
+        with proxy(tmp, "/demo=http://127.0.0.1:%d" % port) as px:
+            stop = threading.Event()
+            seen = {}
+            bad = []
+
+            def client():
+                while not stop.is_set():
+                    try:
+                        st, _, body = get(px.port, "/demo/plaintext")
+                        seen[st] = seen.get(st, 0) + 1
+                        if st not in (200, 502) or (st == 200 and body != b"Hello, World!"):
+                            bad.append((st, body[:80]))
+                    except Exception as e:  # noqa: BLE001
+                        bad.append(repr(e))
+            ts = [threading.Thread(target=client) for _ in range(4)]
+            for t in ts:
+                t.start()
+            time.sleep(1)
+            origin.stop()
+            time.sleep(0.5)
+            origin = T.Server("--port", str(port))
+            time.sleep(1)
+            stop.set()
+            for t in ts:
+                t.join(30)
+            assert not bad, bad
+            assert seen.get(200, 0) > 0, seen
+            for _ in range(20):
+                st, _, _ = get(px.port, "/demo/plaintext")
+                assert st == 200, (st, seen)
+    finally:
+        origin.stop()
+
+
+# ---- framing and smuggling ----
+
+@test("framing")
+def t_chunked_and_close(tmp):
+    """A chunked response and a close-delimited one, passed on whole; the
+    close-delimited connection is not reused; hop-by-hop response fields
+    (Connection and what it names, Keep-Alive) are dropped, Set-Cookie
+    lines kept."""
+    o = Origin()
+    try:
+        with proxy(tmp, "/o=" + o.url()) as px:
+            st, h, body = get(px.port, "/o/chunked")
+            assert (st, body, h.get("x-origin")) == (200, b"hello, world", "yes"), (st, body, h)
+            st, h, body = get(px.port, "/o/close")
+            assert (st, body) == (200, b"piece 0 piece 1 piece 2 piece 3 "), (st, body)
+            n = o.connections
+            st, h, body = get(px.port, "/o/plain")
+            assert st == 200, st
+            assert o.connections == n + 1, (o.connections, n)
+            assert "x-private" not in h and "keep-alive" not in h, h
+            raw = ask(px.port, b"GET /o/plain HTTP/1.1\r\nHost: a\r\n\r\n")[3]
+            assert raw.count(b"Set-Cookie:") == 2, raw
+    finally:
+        o.close()
+
+
+@test("framing")
+def t_malformed_origin(tmp):
+    """A response with two Content-Lengths: 502, that connection dropped,
+    the next request answered on a new one."""
+    o = Origin()
+    try:
+        with proxy(tmp, "/o=" + o.url()) as px:
+            st, _, _ = get(px.port, "/o/malformed")
+            assert st == 502, st
+            n = o.connections
+            st, _, body = get(px.port, "/o/next")
+            assert st == 200 and body == b"conn %d /o/next" % (n + 1), (st, body, n)
+    finally:
+        o.close()
+
+
+@test("framing")
+def t_origin_answers_twice(tmp):
+    """An origin that answers twice to one request, at once or a moment
+    later: the extra answer is never given to another request; the
+    connection is dropped."""
+    o = Origin()
+    try:
+        with proxy(tmp, "/o=" + o.url()) as px:
+            st, _, body = get(px.port, "/o/twice")
+            assert st in (200, 502) and body != b"second", (st, body)
+            for _ in range(3):
+                st, _, body = get(px.port, "/o/after")
+                assert st == 200 and body.endswith(b"/o/after"), (st, body)
+            st, _, body = get(px.port, "/o/twice-late")
+            assert (st, body) == (200, b"first"), (st, body)
+            time.sleep(0.6)  # the second answer is in the pooled connection
+            c = o.connections
+            for _ in range(3):
+                st, _, body = get(px.port, "/o/after2")
+                assert st == 200 and body.endswith(b"/o/after2"), (st, body)
+            assert o.connections > c, (o.connections, c)
+    finally:
+        o.close()
+
+
+@test("framing")
+def t_cl_te_refused(tmp):
+    """A client sending Content-Length and Transfer-Encoding (a smuggling
+    attempt): 400 from the proxy, nothing reaches the origin, and the
+    pooled connection still serves the next request in order."""
+    o = Origin()
+    try:
+        with proxy(tmp, "/o=" + o.url()) as px:
+            st, _, _ = get(px.port, "/o/first")
+            assert st == 200
+            n = len(o.requests)
+            st, _, _, _ = ask(px.port, b"POST /o/x HTTP/1.1\r\nHost: a\r\nContent-Length: 35\r\n"
+                              b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
+                              b"GET /o/smuggled HTTP/1.1\r\nHost: a\r\n\r\n")
+            assert st == 400, st
+            st, _, body = get(px.port, "/o/second")
+            assert st == 200 and body == b"conn 1 /o/second", (st, body)
+            assert [r["target"] for r in o.requests[n:]] == ["/o/second"], o.requests[n:]
+    finally:
+        o.close()
+
+
+# ---- HTTPS origins ----
+
+@test("tls")
+def t_https_origin(tmp):
+    """A cshttpd origin on HTTPS with a self-signed certificate: refused
+    (502) by default, served with --proxy-ca-file naming it, and with
+    --proxy-insecure."""
+    cert, key = T.make_cert(tmp, "origin")
+    with T.Server("--tls-cert", cert, "--tls-key", key, "--tls-port", "0") as origin:
+        tport = T.tls_port(origin)
+        url = "/demo=https://127.0.0.1:%d" % tport
+        with proxy(tmp, url) as px:
+            st, _, _ = get(px.port, "/demo/plaintext")
+            assert st == 502, st
+            err = open(os.path.join(tmp, "proxy.err")).read()
+            assert "certificate" in err, err
+        with proxy(tmp, url, extra=("--proxy-ca-file", cert)) as px:
+            st, _, body = get(px.port, "/demo/plaintext")
+            assert (st, body) == (200, b"Hello, World!"), (st, body)
+            st, _, body = get(px.port, "/demo/echo", method="POST", body=b"x" * 100000)
+            assert st == 200 and json.loads(body)["body_length"] == 100000, st
+        with proxy(tmp, url, extra=("--proxy-insecure",)) as px:
+            st, _, body = get(px.port, "/demo/plaintext")
+            assert (st, body) == (200, b"Hello, World!"), (st, body)
+
+
+# ---- configuration ----
+
+def run_bin(*args, timeout=20):
+    return subprocess.run([ARGS.bin] + list(args), capture_output=True, text=True,
+                          timeout=timeout)
+
+
+@test("config")
+def t_config(tmp):
+    """--check-config names a bad prefix or URL; starting with one exits 2;
+    the config file takes proxy lines (repeatable) and the pool options;
+    --help lists them."""
+    root = ["--root", ARGS.root]
+    for spec, words in [("api=http://a", "must start with '/'"),
+                        ("/api=ftp://a", "is not http:// or https://"),
+                        ("/api=http://a/b", "has a path"),
+                        ("/api=http://a:0", "port"),
+                        ("/api=http://u@a", "user info"),
+                        ("/api", "not PREFIX=URL"),
+                        ("/a?b=http://a", "prefix")]:
+        r = run_bin("--check-config", "--proxy", spec, *root)
+        assert r.returncode == 1 and words in r.stderr and spec.split("=")[0] in r.stderr, \
+            (spec, r.returncode, r.stderr)
+        r = run_bin("--port", "0", "--proxy", spec, *root)
+        assert r.returncode == 2 and words in r.stderr, (spec, r.returncode, r.stderr)
+    r = run_bin("--check-config", "--proxy", "/a=http://x", "--proxy", "/a=http://y", *root)
+    assert r.returncode == 1 and "twice" in r.stderr, r.stderr
+    r = run_bin("--check-config", "--proxy-timeout-ms", "soon", *root)
+    assert r.returncode == 1 and "proxy_timeout_ms" in r.stderr, r.stderr
+    r = run_bin("--check-config", "--proxy-ca-file", os.path.join(tmp, "none.pem"), *root)
+    assert r.returncode == 1 and "proxy_ca_file" in r.stderr, r.stderr
+    cfg = os.path.join(tmp, "c.conf")
+    with open(cfg, "w") as f:
+        f.write("root = %s\nproxy = /a=http://127.0.0.1:1\nproxy = /b/=https://[::1]:8443/\n"
+                "proxy_timeout_ms = 1000\nproxy_pool_size = 4\nproxy_insecure = yes\n"
+                % ARGS.root)
+    r = run_bin("--check-config", "--config", cfg)
+    assert r.returncode == 0, r.stderr
+    assert "proxy /a -> http://127.0.0.1:1" in r.stdout, r.stdout
+    assert "proxy /b/ -> https://[::1]:8443" in r.stdout, r.stdout
+    r = run_bin("--help")
+    for opt in ("--proxy PREFIX=URL", "--proxy-timeout-ms", "--proxy-pool-size",
+                "--proxy-ca-file", "--proxy-insecure"):
+        assert opt in r.stdout, opt
+
+
+@test("config")
+def t_status_pools(tmp):
+    """/status.json lists each origin's pool with its counters; the HTML
+    page has the table; without --proxy there is no "proxy" key."""
+    o = Origin()
+    try:
+        with proxy(tmp, "/o=" + o.url()) as px:
+            get(px.port, "/o/a")
+            p = pools(px)[o.url()]
+            for k in ("open", "idle", "waiters", "opens", "failures", "retries",
+                      "acquire_wait_p50_us", "acquire_wait_p99_us"):
+                assert k in p, (k, p)
+            assert p["opens"] == 1 and p["requests"] == 1, p
+            st, _, page = get(px.port, "/status")
+            assert b"Proxy pools" in page, page[:200]
+        with T.Server() as plain:
+            st, _, body = get(plain.port, "/status.json")
+            assert "proxy" not in json.loads(body)
+    finally:
+        o.close()
+
+
+def main():
+    global ARGS
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bin", required=True)
+    ap.add_argument("--curl", default=shutil.which("curl") or "curl")
+    ap.add_argument("--nginx", default=shutil.which("nginx") or
+                    (os.path.exists("/usr/sbin/nginx") and "/usr/sbin/nginx") or None)
+    ap.add_argument("--group", default=None)
+    ARGS = ap.parse_args()
+    ARGS.tmp = tempfile.mkdtemp(prefix="cshttp-proxy-")
+    ARGS.root = os.path.join(ARGS.tmp, "www")
+    os.mkdir(ARGS.root)
+    with open(os.path.join(ARGS.root, "big.bin"), "wb") as f:
+        f.write(os.urandom(1 << 20))
+    T.ARGS = ARGS
+    try:
+        failed = T.run_groups(TESTS, ARGS.group, ARGS.tmp)
+    finally:
+        shutil.rmtree(ARGS.tmp, ignore_errors=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
