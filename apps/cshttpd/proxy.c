@@ -178,7 +178,11 @@ const proxy_route *proxy_match(const proxy *p, const char *target, size_t len)
 
 int proxy_streaming(void *arg, const char *head, const csh_message *msg)
 {
-    return proxy_match(arg, csh_span_ptr(head, msg->target), msg->target.len) != NULL;
+    /* a request without a body has nothing to stream: it runs as any
+     * handler does (one that blocks on its origin is the engine's to
+     * move aside) */
+    return msg->body != CSH_BODY_NONE &&
+           proxy_match(arg, csh_span_ptr(head, msg->target), msg->target.len) != NULL;
 }
 
 void proxy_tick(void *arg)

@@ -53,8 +53,9 @@ int proxy_add(proxy *p, const char *spec, char *err, size_t errlen);
 const proxy_route *proxy_match(const proxy *p, const char *target, size_t len);
 
 /* The streaming predicate for cshs_server_set_streaming (arg: the proxy):
- * 1 for a request that goes to an origin, so that its body is read as it
- * arrives and sent on in pieces. */
+ * 1 for a request with a body that goes to an origin, so that its body is
+ * read as it arrives and sent on in pieces (and Expect: 100-continue is
+ * answered only once the origin has the request's head). */
 int proxy_streaming(void *arg, const char *head, const csh_message *msg);
 
 /* Serves a request that matched `r`: the origin's answer, or 502 / 504

@@ -95,6 +95,7 @@ class Origin:
         self.ls.listen(128)
         self.port = self.ls.getsockname()[1]
         self.requests = []
+        self.heads = []  # targets, as soon as a request's head is in
         self.connections = 0
         self.lock = threading.Lock()
         self.stopping = False
@@ -132,8 +133,7 @@ class Origin:
                     pass
                 c.close()
 
-    @staticmethod
-    def read_request(c, buf):
+    def read_request(self, c, buf):
         while b"\r\n\r\n" not in buf:
             d = c.recv(65536)
             if not d:
@@ -147,6 +147,8 @@ class Origin:
             k, _, v = l.partition(":")
             headers.append((k.strip(), v.strip()))
         h = {k.lower(): v for k, v in headers}
+        with self.lock:
+            self.heads.append(target)
         body = b""
         if "content-length" in h:
             n = int(h["content-length"])
@@ -294,6 +296,30 @@ def t_upload_1mib(tmp):
             assert r.status == 200 and body == data, (r.status, len(body))
             assert o.requests[-1]["h"].get("transfer-encoding") == "chunked", o.requests[-1]
             assert o.connections == 1, o.connections
+    finally:
+        o.close()
+
+
+@test("cshttpd")
+def t_streamed_upload(tmp):
+    """The request body is streamed: the origin has the request while the
+    client still holds back half of its body; then the whole body arrives
+    byte for byte."""
+    o = Origin()
+    try:
+        with proxy(tmp, "/up=" + o.url()) as px:
+            data = os.urandom(200000)
+            s = socket.create_connection(("127.0.0.1", px.port), timeout=20)
+            s.sendall(b"POST /up/echo HTTP/1.1\r\nHost: a\r\nContent-Length: %d\r\n\r\n"
+                      % len(data) + data[:100000])
+            deadline = time.time() + 10
+            while "/up/echo" not in o.heads and time.time() < deadline:
+                time.sleep(0.02)
+            assert "/up/echo" in o.heads, "the origin did not get the head before the body ended"
+            s.sendall(data[100000:])
+            st, _, body, _ = T.read_response(T.Sock(s))
+            s.close()
+            assert st == 200 and body == data, (st, len(body))
     finally:
         o.close()
 
@@ -561,6 +587,7 @@ def t_chunked_and_close(tmp):
             assert "x-private" not in h and "keep-alive" not in h, h
             raw = ask(px.port, b"GET /o/plain HTTP/1.1\r\nHost: a\r\n\r\n")[3]
             assert raw.count(b"Set-Cookie:") == 2, raw
+            assert raw.count(b"Date:") == 1, raw
     finally:
         o.close()
 
