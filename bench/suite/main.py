@@ -12,9 +12,9 @@ import sys
 import tempfile
 import time
 
-from . import clients, proc, report, servers, tls
+from . import clients, proc, report, servers, tls, w6
 
-WORKLOADS = ["W1", "W2", "W3", "W4", "W5", "MEM", "SWEEP", "TLS"]
+WORKLOADS = ["W1", "W2", "W3", "W4", "W5", "W6", "MEM", "SWEEP", "TLS"]
 CEILING_W2 = 128 / 0.015
 SWEEP_LEVELS = [1, 2, 4, 8, 16, 32, 64, 128, 256]
 W1_WRK = ("cshttpd", "cshttpd-base", "nginx-1")       # servers that also get a wrk run in W1
@@ -206,6 +206,10 @@ class Suite:
             variant = "1KiB" if size == 1024 else "1MiB"
             for s in self.live:
                 self.load("W5", variant, s, rnd, "/files/" + name, ["-c", "32"], 32)
+
+    def w6(self, rnd):
+        """cshttpd and nginx as reverse proxies (bench/suite/w6.py)."""
+        w6.run(self, rnd)
 
     def sweep(self, rnd):
         for s in self.live:
@@ -472,7 +476,7 @@ class Suite:
                                                       "; ".join(self.checks[s.name]) or "checks passed"))
             self.live.append(s)
         phases = {"W1": self.w1, "W2": self.w2, "W3": self.w3, "W4": self.w4, "W5": self.w5,
-                  "SWEEP": self.sweep, "MEM": self.memory, "TLS": self.https}
+                  "W6": self.w6, "SWEEP": self.sweep, "MEM": self.memory, "TLS": self.https}
         # The memory runs restart every server: they come last.
         order = [w for w in a.workloads if w != "MEM"] + (["MEM"] if "MEM" in a.workloads else [])
         for i, w in enumerate(order):

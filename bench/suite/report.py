@@ -8,7 +8,7 @@ import shutil
 import statistics
 import subprocess
 
-from . import tls
+from . import tls, w6
 
 CSV_FIELDS = ["workload", "variant", "server", "round", "tool", "status", "connections", "rps",
               "requests", "p50_ms", "p99_ms", "mbps", "cpu_us", "errors", "failed", "non_2xx",
@@ -419,6 +419,8 @@ def markdown(suite, t, chart_files, chart_fails):
             figure_table("W5", variant, "cshttp-load", "nginx-1", "/nginx-1", extra=(
                 ("MB/s", lambda n, v=variant: _num(t.median("W5", v, n, "cshttp-load", "mbps"))),))
         chart("w5", "W5 MB/s")
+    if "W6" in a.workloads:
+        w6.markdown(t, add)
     if "MEM" in a.workloads:
         lo, hi = a.mem_counts
         add("## Memory: idle keep-alive connections")

@@ -1,0 +1,284 @@
+"""W6: cshttpd as a reverse proxy (--proxy) against nginx as a reverse proxy
+(proxy_pass to an upstream with keepalive 32), side by side, in front of
+the same origin: an nginx (one worker) that answers /demo/plaintext itself
+(`return 200`) and serves /files/ with sendfile, and closes a keep-alive
+connection idle for 1 s. The proxies and the origin are W6's own servers,
+started for each round and stopped after it; the CPU time per request is
+the proxy's alone (its process and children), never the origin's.
+
+Variants:
+- plaintext: `cshttp-load -c 32` on /demo/plaintext through each proxy;
+- 1MiB: `cshttp-load -c 8` on /files/1m.bin through each proxy;
+- idle-gaps: 4 bursts of `cshttp-load -c 16 -d 1`, each after a pause of
+  2.5 s in which the origin has closed every pooled connection (its
+  keep-alive timeout is 1 s): every request must succeed;
+- pool8: the pool as the bottleneck: cshttpd with --proxy-pool-size 8 and
+  `cshttp-load -c 64`; the acquire wait p50 and p99 from the proxy's
+  /status.json (since the pool was made: the warm-up's requests are in
+  it), beside nginx-proxy at 64 connections for reference (nginx opens
+  connections beyond its keepalive 32 as it needs: it has no such
+  bottleneck)."""
+
+import json
+import os
+import time
+import urllib.request
+
+from . import clients, servers
+
+CONNECTIONS = 32
+GAPS = 4
+GAP_S = 2.5
+BURST_S = 1.0
+
+
+class Origin(servers.Server):
+    name = "w6-origin"
+    binary = "/usr/sbin/nginx"
+
+    def available(self):
+        return None if os.access(self.binary, os.X_OK) else "%s is missing" % self.binary
+
+    def command(self, port):
+        prefix = os.path.join(self.tmp, "w6-origin-%d" % port)
+        os.makedirs(os.path.join(prefix, "logs"), exist_ok=True)
+        conf = os.path.join(prefix, "nginx.conf")
+        with open(conf, "w") as f:
+            f.write("""worker_processes 1;
+worker_rlimit_nofile %(nofile)d;
+daemon off;
+pid %(p)s/nginx.pid;
+error_log %(p)s/logs/error.log;
+events { worker_connections 20000; }
+http {
+  access_log off;
+  client_body_temp_path %(p)s/body; proxy_temp_path %(p)s/proxy;
+  fastcgi_temp_path %(p)s/fcgi; uwsgi_temp_path %(p)s/uwsgi; scgi_temp_path %(p)s/scgi;
+  sendfile on;
+  keepalive_requests 1000000;
+  keepalive_timeout 1s;
+  types { application/octet-stream bin; }
+  server {
+    listen 127.0.0.1:%(port)d backlog=4096;
+    root %(root)s;
+    location = /demo/plaintext { default_type text/plain; return 200 "Hello, World!"; }
+  }
+}
+""" % {"p": prefix, "port": port, "root": self.root, "nofile": self.nofile})
+        return [self.binary, "-p", prefix, "-c", conf]
+
+
+class NginxProxy(servers.Server):
+    name = "nginx-proxy"
+    binary = "/usr/sbin/nginx"
+
+    def __init__(self, origin, *a):
+        super().__init__(*a)
+        self.origin = origin
+
+    def available(self):
+        return None if os.access(self.binary, os.X_OK) else "%s is missing" % self.binary
+
+    def command(self, port):
+        prefix = os.path.join(self.tmp, "w6-nginx-proxy-%d" % port)
+        os.makedirs(os.path.join(prefix, "logs"), exist_ok=True)
+        conf = os.path.join(prefix, "nginx.conf")
+        with open(conf, "w") as f:
+            f.write("""worker_processes 1;
+worker_rlimit_nofile %(nofile)d;
+daemon off;
+pid %(p)s/nginx.pid;
+error_log %(p)s/logs/error.log;
+events { worker_connections 20000; }
+http {
+  access_log off;
+  client_body_temp_path %(p)s/body; proxy_temp_path %(p)s/proxy;
+  fastcgi_temp_path %(p)s/fcgi; uwsgi_temp_path %(p)s/uwsgi; scgi_temp_path %(p)s/scgi;
+  keepalive_requests 1000000;
+  keepalive_timeout 300s;
+  upstream origin {
+    server 127.0.0.1:%(up)d;
+    keepalive 32;
+    keepalive_requests 1000000;
+  }
+  server {
+    listen 127.0.0.1:%(port)d backlog=4096;
+    location / {
+      proxy_pass http://origin;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+    }
+  }
+}
+""" % {"p": prefix, "port": port, "up": self.origin.port, "nofile": self.nofile})
+        return [self.binary, "-p", prefix, "-c", conf]
+
+
+class CshttpdProxy(servers.Server):
+    name = "cshttpd-proxy"
+
+    def __init__(self, origin, pool_size, *a):
+        super().__init__(*a)
+        self.origin = origin
+        self.pool_size = pool_size
+
+    def available(self):
+        p = self.paths["cshttpd"]
+        return None if os.access(p, os.X_OK) else "%s is not built" % p
+
+    def command(self, port):
+        up = "http://127.0.0.1:%d" % self.origin.port
+        return [self.paths["cshttpd"], "--root", self.root, "--port", str(port),
+                "--proxy", "/demo=" + up, "--proxy", "/files=" + up,
+                "--proxy-pool-size", str(self.pool_size), "--status", "/status",
+                "--max-connections", "20000", "--keepalive-timeout-ms", "300000",
+                "--backlog", "4096"]
+
+    def pool(self):
+        """The origin's pool from /status.json, or {}."""
+        try:
+            with urllib.request.urlopen("http://127.0.0.1:%d/status.json" % self.port,
+                                        timeout=10) as r:
+                doc = json.load(r)
+            for p in doc.get("proxy", []):
+                return p
+        except (OSError, ValueError):
+            pass
+        return {}
+
+
+def _start(suite, s):
+    why = s.start(suite.port())
+    if why:
+        suite.notes.append("W6: %s did not start: %s" % (s.name, why))
+    return why
+
+
+def run(suite, rnd):
+    a = (suite.paths, suite.tmp, servers.make_root(suite.tmp), suite.fd_limit)
+    origin = Origin(*a)
+    started = []
+    try:
+        why = origin.available() or _start(suite, origin)
+        if why:
+            suite.notes.append("W6: no origin: %s" % why)
+            return
+        started.append(origin)
+        proxies = [CshttpdProxy(origin, CONNECTIONS, *a), NginxProxy(origin, *a)]
+        live = []
+        for p in proxies:
+            why = p.available() or _start(suite, p)
+            if why:
+                suite.down("W6", "plaintext", p, rnd, "cshttp-load", why)
+                continue
+            started.append(p)
+            problems = p.check()
+            if problems:
+                suite.notes.append("W6: %s: %s" % (p.name, "; ".join(problems)))
+            live.append(p)
+        for p in live:
+            suite.load("W6", "plaintext", p, rnd, "/demo/plaintext", ["-c", str(CONNECTIONS)],
+                       CONNECTIONS)
+        for p in live:
+            suite.load("W6", "1MiB", p, rnd, "/files/1m.bin", ["-c", "8"], 8)
+        for p in live:
+            idle_gaps(suite, p, rnd)
+        # the pool as the bottleneck: 64 clients, 8 connections
+        for p in live:
+            if isinstance(p, CshttpdProxy):
+                p.stop()
+                p.pool_size = 8
+                if _start(suite, p):
+                    continue
+                suite.load("W6", "pool8", p, rnd, "/demo/plaintext", ["-c", "64"], 64)
+                row = suite.results[-1]
+                pool = p.pool()
+                row["acquire_p50_us"] = pool.get("acquire_wait_p50_us")
+                row["acquire_p99_us"] = pool.get("acquire_wait_p99_us")
+                row["pool_opens"] = pool.get("opens")
+                suite.say("  W6    pool8     cshttpd-proxy acquire wait p50 %s us, p99 %s us, "
+                          "%s opens" % (row["acquire_p50_us"], row["acquire_p99_us"],
+                                        row["pool_opens"]))
+            else:
+                suite.load("W6", "pool8", p, rnd, "/demo/plaintext", ["-c", "64"], 64)
+    finally:
+        for s in started:
+            s.stop()
+
+
+def idle_gaps(suite, p, rnd):
+    """GAPS bursts, each after GAP_S s of silence (the origin closes its
+    side of every pooled connection after 1 s): requests and errors
+    summed, the rate and CPU per request over the bursts."""
+    total = {"status": "ok", "note": "", "requests": 0, "errors": 0, "cpu_s": 0.0,
+             "wall": 0.0}
+    p99 = []
+    for i in range(GAPS):
+        time.sleep(GAP_S)
+        if not p.alive():
+            total.update(status="crashed", note=p.log_tail())
+            break
+        tag = "W6-gaps-%s-%d-%d" % (p.name, rnd, i)
+        res = clients.run_load(suite.paths, p, suite.url(p, "/demo/plaintext"),
+                               ["-c", "16", "-d", "%g" % BURST_S], tag, suite.tmp, 60)
+        total["cmd"] = res.get("cmd")
+        if res["status"] not in ("ok", "errors"):
+            total.update(status=res["status"], note=res.get("note", ""))
+            break
+        total["requests"] += res.get("requests") or 0
+        total["errors"] += res.get("errors") or 0
+        total["wall"] += BURST_S
+        if res.get("cpu_us") is not None and res.get("requests"):
+            total["cpu_s"] += res["cpu_us"] * res["requests"] / 1e6
+        if res.get("p99_ms") is not None:
+            p99.append(res["p99_ms"])
+    if total["requests"]:
+        total["rps"] = total["requests"] / total["wall"]
+        total["cpu_us"] = total["cpu_s"] * 1e6 / total["requests"]
+    if p99:
+        total["p99_ms"] = max(p99)
+    if total["status"] == "ok" and total["errors"]:
+        total["status"] = "errors"
+    del total["cpu_s"], total["wall"]
+    suite.record("W6", "idle-gaps", p, rnd, "cshttp-load", total)
+
+
+def markdown(t, add):
+    """W6's section of the report."""
+    add("## W6: cshttpd and nginx as reverse proxies, the same origin")
+    add("")
+    add("The origin: nginx, one worker, `return 200` for /demo/plaintext and sendfile for "
+        "/files/, keep-alive timeout 1 s. cshttpd-proxy: `--proxy /demo=ORIGIN --proxy "
+        "/files=ORIGIN --proxy-pool-size 32` (8 in pool8); nginx-proxy: one worker, "
+        "`proxy_pass` to an upstream with `keepalive 32`, HTTP/1.1, `Connection \"\"`. CPU/req "
+        "is the proxy's own. idle-gaps: %d bursts of 1 s at 16 connections, each after %.1f s "
+        "of silence in which the origin closed every pooled connection. pool8: 64 "
+        "connections, cshttpd's pool of 8; acquire wait from its /status.json (since the "
+        "pool was made, warm-up included)." % (GAPS, GAP_S))
+    add("")
+    add("| variant | proxy | req/s (median) | /nginx-proxy | CPU/req µs | p99 ms | errors "
+        "(all rounds) | acquire wait p50 / p99 µs | req/s each round | state |")
+    add("|---|---|--:|--:|--:|--:|--:|--:|---|---|")
+    for v in ("plaintext", "1MiB", "idle-gaps", "pool8"):
+        ref = t.median("W6", v, "nginx-proxy", "cshttp-load", "rps")
+        for n in ("cshttpd-proxy", "nginx-proxy"):
+            runs = t.runs("W6", v, n, "cshttp-load")
+            if not runs:
+                continue
+            rps = t.median("W6", v, n, "cshttp-load", "rps")
+            ratio = "%.2f" % (rps / ref) if rps and ref else "-"
+            cpu = t.median("W6", v, n, "cshttp-load", "cpu_us")
+            p99 = t.median("W6", v, n, "cshttp-load", "p99_ms")
+            errs = sum(int(r.get("errors") or 0) for r in runs)
+            acq = "-"
+            if v == "pool8" and n == "cshttpd-proxy":
+                a50 = t.median("W6", v, n, "cshttp-load", "acquire_p50_us")
+                a99 = t.median("W6", v, n, "cshttp-load", "acquire_p99_us")
+                acq = "%s / %s" % ("%.0f" % a50 if a50 is not None else "-",
+                                   "%.0f" % a99 if a99 is not None else "-")
+            add("| %s | %s | %s | %s | %s | %s | %d | %s | %s | %s |" % (
+                v, n, "{:,.0f}".format(rps) if rps else "-", ratio,
+                "%.1f" % cpu if cpu is not None else "-", "%.2f" % p99 if p99 is not None else "-",
+                errs, acq, t.rounds("W6", v, n, "cshttp-load", "rps"),
+                t.state("W6", v, n, "cshttp-load") or "ok"))
+    add("")
