@@ -491,6 +491,38 @@ static void check_proxy(settings *s, proxy *px, cshs_client_options *co)
     if (cshs_client_options_check(co, &why) < 0) problem(s, "proxy: %s", why);
 }
 
+/* Whether an engine option was given on the command line or in a config
+ * file (its defaults cannot tell: a value may equal the default). */
+static int option_given(int argc, char **argv, const char *name)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *cfg = NULL;
+        if (!strcmp(argv[i], "--config") && i + 1 < argc) cfg = argv[i + 1];
+        if (!strncmp(argv[i], "--config=", 9)) cfg = argv[i] + 9;
+        if (cfg) {
+            FILE *f = fopen(cfg, "r");
+            char line[1024];
+            while (f && fgets(line, sizeof line, f)) {
+                char *p = line + strspn(line, " \t");
+                size_t n = strcspn(p, " \t=");
+                p[n] = '\0';
+                if (name_is(p, name)) {
+                    fclose(f);
+                    return 1;
+                }
+            }
+            if (f) fclose(f);
+            continue;
+        }
+        if (strncmp(argv[i], "--", 2) != 0) continue;
+        char opt[128];
+        snprintf(opt, sizeof opt, "%s", argv[i] + 2);
+        opt[strcspn(opt, "=")] = '\0';
+        if (name_is(opt, name)) return 1;
+    }
+    return 0;
+}
+
 /* ---- running ---- */
 
 /* The handler when there are proxy routes: a target under a prefix goes to
@@ -700,6 +732,13 @@ int main(int argc, char **argv)
      * sooner (each request waits out the backoffs of refused connects) */
     co.acquire_timeout_ms = 2000;
     check_proxy(&conf, &px, &co);
+    /* A proxied request waits for its origin in the kernel: under the
+     * engine's offload mode every one of them would go to another thread
+     * (2-3 context switches a request more); handed over only when one
+     * blocks its loop past grow_after_us, a proxy spends about a third of
+     * the CPU per request (bench/README.md, W6). Given explicitly, the
+     * option stands. */
+    if (px.n && !option_given(argc, argv, "offload_ms")) o.offload_ms = 0;
 
     if (m.install || m.uninstall) {
         int r = install(&conf, &o, &m);

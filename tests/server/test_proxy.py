@@ -217,6 +217,9 @@ class Origin:
             c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nfirst")
             time.sleep(0.3)
             c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nsecond")
+        elif path.endswith("/slowish"):
+            time.sleep(0.02)
+            c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
         elif path.endswith("/slow"):
             time.sleep(5)
             c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nlate")
@@ -745,6 +748,36 @@ def t_status_pools(tmp):
         with T.Server() as plain:
             st, _, body = get(plain.port, "/status.json")
             assert "proxy" not in json.loads(body)
+    finally:
+        o.close()
+
+
+@test("config")
+def t_offload_default(tmp):
+    """With --proxy the engine's offload mode is off unless asked for: a
+    client whose origin takes 20 ms (longer than grow_after_us) is served
+    on the loop's thread, request after request (offloaded stays 0);
+    offload_ms given explicitly, on the command line or in the config
+    file, stands (after the first slow handler the next ones run on other
+    threads)."""
+    o = Origin()
+    cfg = os.path.join(tmp, "offload.conf")
+    with open(cfg, "w") as f:
+        f.write("offload_ms = 60000\n")
+    try:
+        for extra, want_offloaded in (((), False), (("--offload-ms", "60000"), True),
+                                      (("--config", cfg), True)):
+            with proxy(tmp, "/o=" + o.url(), extra=extra) as px:
+                c = http.client.HTTPConnection("127.0.0.1", px.port, timeout=20)
+                for _ in range(5):
+                    c.request("GET", "/o/slowish")
+                    r = c.getresponse()
+                    assert (r.status, r.read()) == (200, b"ok"), r.status
+                c.close()
+                st, _, body = get(px.port, "/status.json")
+                doc = json.loads(body)
+                assert (doc["offloaded"] > 0) == want_offloaded, (extra, doc["offloaded"],
+                                                                  doc["handovers"])
     finally:
         o.close()
 
