@@ -30,9 +30,9 @@ struct proxy;
 
 typedef struct cshttpd_app {
     cshs_server *server;
-    cshw_router *router;        /* what is not proxied */
-    struct proxy *proxy;        /* NULL without --proxy */
-    cshs_client *proxy_client;  /* its client: the pools on the status page */
+    cshw_router *router;       /* what is not proxied */
+    struct proxy *proxy;       /* NULL without --proxy */
+    cshs_client *proxy_client; /* its client: the pools on the status page */
     stats *stats;
     acl status_allow;
     unsigned workers_min, workers_max;

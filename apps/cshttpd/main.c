@@ -470,8 +470,8 @@ static void check_proxy(settings *s, proxy *px, cshs_client_options *co)
         char *end;
         errno = 0;
         unsigned long v = strtoul(nums[i].value, &end, 10);
-        if (errno || *end || nums[i].value[0] < '0' || nums[i].value[0] > '9' ||
-            v < nums[i].min || v > nums[i].max)
+        if (errno || *end || nums[i].value[0] < '0' || nums[i].value[0] > '9' || v < nums[i].min ||
+            v > nums[i].max)
             problem(s, "%s: '%s' is not a number from %lu to %lu", nums[i].name, nums[i].value,
                     nums[i].min, nums[i].max);
         else

@@ -211,8 +211,8 @@ static int listed(const char *list, const char *name)
 
 static int hop_by_hop(const char *name, const char *const *conn, size_t nconn)
 {
-    static const char *const fixed[] = {"connection", "keep-alive", "te", "transfer-encoding",
-                                        "upgrade", "trailer"};
+    static const char *const fixed[] = {"connection",        "keep-alive", "te",
+                                        "transfer-encoding", "upgrade",    "trailer"};
     for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
         if (!strcasecmp(name, fixed[i])) return 1;
     if (!strncasecmp(name, "proxy-", 6)) return 1;

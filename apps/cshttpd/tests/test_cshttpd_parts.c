@@ -1,6 +1,6 @@
 /* cshttpd's parts without a server: the access log's escaping and lines,
- * the status page's ACL, the latency percentiles and the bounded path
- * table. */
+ * the status page's ACL, the latency percentiles, the bounded path
+ * table, and the proxy's routes (PREFIX=URL and which target goes where). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,6 +12,7 @@
 
 #include "app.h"
 #include "log.h"
+#include "proxy.h"
 #include "stats.h"
 
 static void test_escape_nginx(void **state)
@@ -166,12 +167,92 @@ static void test_paths_bounded(void **state)
     stats_free(st);
 }
 
+static void test_proxy_parse(void **state)
+{
+    (void)state;
+    proxy_route r;
+    char err[600];
+    assert_int_equal(proxy_parse("/api=http://127.0.0.1:9000", &r, err, sizeof err), 0);
+    assert_string_equal(r.prefix, "/api");
+    assert_string_equal(r.origin, "http://127.0.0.1:9000");
+    assert_int_equal(proxy_parse("/=HTTPS://Origin.Example/", &r, err, sizeof err), 0);
+    assert_string_equal(r.origin, "https://origin.example:443");
+    assert_int_equal(proxy_parse("/v6/=http://[::1]", &r, err, sizeof err), 0);
+    assert_string_equal(r.origin, "http://[::1]:80");
+    static const struct {
+        const char *spec, *words;
+    } bad[] = {
+        {"/api", "not PREFIX=URL"},
+        {"api=http://a", "must start with '/'"},
+        {"=http://a", "must start with '/'"},
+        {"/a b=http://a", "visible characters"},
+        {"/a%2F=http://a", "visible characters"},
+        {"/api=ftp://a", "not http:// or https://"},
+        {"/api=http://a/x", "has a path"},
+        {"/api=http://a?x", "has a path"},
+        {"/api=http://", "no host"},
+        {"/api=http://u:p@a", "user info"},
+        {"/api=http://a:0", "1-65535"},
+        {"/api=http://a:65536", "1-65535"},
+        {"/api=http://a:8x", "1-65535"},
+        {"/api=http://a:", "1-65535"},
+        {"/api=http://[::1", "closing ']'"},
+        {"/api=http://[zz]", "not an IPv6"},
+        {"/api=http://a b", "letters, digits"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        err[0] = '\0';
+        assert_int_equal(proxy_parse(bad[i].spec, &r, err, sizeof err), -1);
+        if (!strstr(err, bad[i].words) || !strstr(err, bad[i].spec))
+            fail_msg("%s: %s", bad[i].spec, err);
+    }
+}
+
+static void test_proxy_match(void **state)
+{
+    (void)state;
+    static proxy p;
+    char err[600];
+    memset(&p, 0, sizeof p);
+    assert_int_equal(proxy_add(&p, "/api=http://a:1", err, sizeof err), 0);
+    assert_int_equal(proxy_add(&p, "/api/v2=http://b:2", err, sizeof err), 0);
+    assert_int_equal(proxy_add(&p, "/files/=http://c:3", err, sizeof err), 0);
+    assert_int_equal(proxy_add(&p, "/api=http://d:4", err, sizeof err), -1);
+    assert_non_null(strstr(err, "twice"));
+#define M(t) proxy_match(&p, t, strlen(t))
+    assert_string_equal(M("/api")->origin, "http://a:1");
+    assert_string_equal(M("/api/x")->origin, "http://a:1");
+    assert_string_equal(M("/api?q=1")->origin, "http://a:1");
+    assert_null(M("/apix"));
+    assert_null(M("/ap"));
+    assert_string_equal(M("/api/v2")->origin, "http://b:2"); /* the longest */
+    assert_string_equal(M("/api/v2/x")->origin, "http://b:2");
+    assert_string_equal(M("/api/v20")->origin, "http://a:1"); /* not under /api/v2 */
+    assert_string_equal(M("/files/a.txt")->origin, "http://c:3");
+    assert_string_equal(M("/files/")->origin, "http://c:3");
+    assert_null(M("/files")); /* a prefix ending in '/' */
+    assert_null(M("*"));
+    assert_null(M("http://a/api"));
+    assert_int_equal(proxy_add(&p, "/=http://e:5", err, sizeof err), 0);
+    assert_string_equal(M("/anything")->origin, "http://e:5");
+    assert_string_equal(M("/apix")->origin, "http://e:5");
+#undef M
+    p.n = 0;
+    for (int i = 0; i < PROXY_ROUTES_MAX; i++) {
+        char spec[64];
+        snprintf(spec, sizeof spec, "/p%d=http://a", i);
+        assert_int_equal(proxy_add(&p, spec, err, sizeof err), 0);
+    }
+    assert_int_equal(proxy_add(&p, "/more=http://a", err, sizeof err), -1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_escape_nginx), cmocka_unit_test(test_escape_json),
         cmocka_unit_test(test_access_line),  cmocka_unit_test(test_acl),
         cmocka_unit_test(test_percentile),   cmocka_unit_test(test_paths_bounded),
+        cmocka_unit_test(test_proxy_parse),  cmocka_unit_test(test_proxy_match),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
