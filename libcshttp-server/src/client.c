@@ -227,6 +227,7 @@ struct pool {
     unsigned users; /* requests and calls that use this pool */
     waiter *wq, *wq_tail;
     int64_t backoff_until_ms;
+    uint32_t last_backoff_ms; /* its length (stats) */
     int64_t last_fail_us;
     int last_error;
     uint64_t requests, opens, failures, retries, acquire_timeouts;
@@ -855,8 +856,8 @@ static void open_failed(cshs_client *c, pool *p, int err)
     p->last_error = err;
     p->last_fail_us = now_us();
     c->seed = c->seed * 1103515245u + 12345u;
-    p->backoff_until_ms =
-        now_ms() + BACKOFF_MIN_MS + (int64_t)((c->seed >> 16) % BACKOFF_JITTER_MS);
+    p->last_backoff_ms = BACKOFF_MIN_MS + (uint32_t)((c->seed >> 16) % BACKOFF_JITTER_MS);
+    p->backoff_until_ms = now_ms() + (int64_t)p->last_backoff_ms;
 }
 
 /* Takes a connection for a request: the most recently used idle one, or
@@ -2079,6 +2080,7 @@ size_t cshs_client_stats(cshs_client *c, cshs_client_pool_stats *out, size_t cap
         s->backoff_ms = p->backoff_until_ms > now ? (uint32_t)(p->backoff_until_ms - now) : 0;
         s->acquire_wait_p50_us = hist_quantile(p, 0.50);
         s->acquire_wait_p99_us = hist_quantile(p, 0.99);
+        s->last_backoff_ms = p->last_backoff_ms;
     }
     pthread_mutex_unlock(&c->mu);
     return n;

@@ -412,6 +412,7 @@ typedef struct cshs_client_pool_stats {
      * buckets that are at most 1/16 wide (the bucket's upper bound) */
     uint64_t acquire_wait_p50_us;
     uint64_t acquire_wait_p99_us;
+    uint32_t last_backoff_ms; /* the length of the last backoff (200-400, jittered; 0: none) */
 } cshs_client_pool_stats;
 
 /* Fills out[0 .. cap) with the pools in no particular order; returns the
