@@ -282,7 +282,7 @@ def markdown(suite, t, chart_files, chart_fails):
     add("|---|---|---|---|")
     conf = {
         "cshttpd": "`--max-connections 20000 --keepalive-timeout-ms 300000 --backlog 4096`, "
-                   "2 workers + supervisor (default)",
+                   "one event loop per CPU (%s), handlers that block on other threads (default)" % m["cores"],
         "nginx-1": "worker_processes 1; `return 200` for the plaintext; sendfile, tcp_nopush",
         "nginx-auto": "worker_processes auto (%s); otherwise as nginx-1" % m["cores"],
         "h2o": "num-threads 1; mruby.handler for the plaintext, file.dir for the files",
