@@ -112,6 +112,8 @@ cshw_exchange *cshw_exchange_new(const cshw_exchange_config *config)
         return NULL;
     }
     csh_parser_init(&x->p, CSH_REQUEST, x->fields, nf, &x->limits, 0);
+    /* one body reader for the connection, reset for each body */
+    csh_body_init(&x->body, NULL, &x->limits, 0, NULL, 0);
     x->body_fd = -1;
     return x;
 }
@@ -344,7 +346,7 @@ static int take_body(cshw_exchange *x, const cshw_transport *t)
         /* called on no bytes too: a body that has ended says so then */
         size_t used = 0;
         csh_span span;
-        int r = csh_body_read(&x->body, x->buf + x->raw, x->len - x->raw, &used, &span);
+        int r = csh_body_next(&x->body, x->buf + x->raw, x->len - x->raw, &used, &span);
         size_t at = x->raw;
         x->raw += used;
         x->raw_in += used;
@@ -355,6 +357,14 @@ static int take_body(cshw_exchange *x, const cshw_transport *t)
                 return answer(x, t, 413, CSHW_E_BODY_LIMIT, cshw_error_message(CSHW_E_BODY_LIMIT));
             int e = store(x, at + span.off, span.len);
             if (e < 0) return answer(x, t, 500, e, "the request body could not be stored");
+            /* a Content-Length body's end is known with its last bytes;
+             * otherwise, every byte used, only new bytes can say more
+             * (body.h) */
+            if (csh_body_done(&x->body)) {
+                compact(x);
+                return 1;
+            }
+            if (x->raw == x->len) break;
             continue;
         }
         if (r == CSH_OK) {
@@ -400,7 +410,7 @@ static int head_done(cshw_exchange *x, const cshw_transport *t)
         x->phase = CSHW_PHASE_READY;
         return CSHW_EXCHANGE_READY;
     }
-    csh_body_init(&x->body, m, &x->limits, 0, NULL, 0);
+    csh_body_reset(&x->body, m); /* prepared once, with the limits, in cshw_exchange_new */
     /* RFC 9110 §10.1.1: the client waits for 100 before it sends the body;
      * it is read here, before the handler, so it is invited here. Sent even
      * when body bytes came with the head (the RFC lets a server omit it

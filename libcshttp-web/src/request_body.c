@@ -61,7 +61,7 @@ static ssize_t read_pending(cshw_request *req)
             i++;
             size_t used;
             csh_span span;
-            r = csh_body_read(&req->body, pend->data, pend->len, &used, &span);
+            r = csh_body_next(&req->body, pend->data, pend->len, &used, &span);
             if (r == CSH_INCOMPLETE) {
                 if (used) {
                     memmove(pend->data, pend->data + used, pend->len - used);
@@ -95,12 +95,11 @@ ssize_t cshw__body_read(cshw_request *req, void *buf, size_t cap)
     for (;;) {
         if (req->ctx->pend.len) return read_pending(req);
         const char *data;
-        size_t len, used0;
-        csh_span none;
+        size_t len;
         /* A body that has ended (the last byte of a Content-Length body was
-         * returned) says so on zero bytes: no peek, which on a socket would
+         * returned) says so without a call: no peek, which on a socket would
          * wait for the next request. */
-        if (csh_body_read(&req->body, NULL, 0, &used0, &none) == CSH_OK) {
+        if (csh_body_done(&req->body)) {
             req->body_done = 1;
             return 0;
         }
@@ -119,10 +118,11 @@ ssize_t cshw__body_read(cshw_request *req, void *buf, size_t cap)
         size_t n = len < cap ? len : cap;
         size_t used;
         csh_span span;
-        r = csh_body_read(&req->body, data, n, &used, &span);
+        r = csh_body_next(&req->body, data, n, &used, &span);
         if (r == CSH_DATA) {
             memcpy(buf, data + span.off, span.len);
             t->ops->consume(t->io, used);
+            req->body_done = csh_body_done(&req->body);
             return (ssize_t)span.len;
         }
         if (r == CSH_OK) {
