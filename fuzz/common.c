@@ -410,6 +410,16 @@ void fz_run(const fz_config *cfg, const uint8_t *data, size_t size, fz_result *r
     memset(fields, 0xa5, sizeof fields);
     memset(trailers, 0xa5, sizeof trailers);
     csh_parser_init(&p, cfg->type, fields, FZ_MAX_FIELDS, cfg->limits, cfg->flags);
+    /* The body API is chosen call by call, apart from the piece sizes:
+     * csh_body_next and csh_body_read must be interchangeable at any point
+     * of a body, and a reader prepared once and reset for each message must
+     * read as one prepared for it (the transcripts of split and whole runs,
+     * and of the runs with other seeds, are compared). */
+    fz_rng api;
+    fz_rng_seed(&api, cfg->seed ^ 0x9e3779b9u);
+    csh_body b;
+    csh_body_init(&b, NULL, cfg->limits, cfg->flags, trailers, trailers_cap);
+    FZ_CHECK(csh_body_done(&b), "a reader prepared without a message is not done");
 
     for (size_t index = 0;; index++) {
         if (off == size) {
@@ -492,8 +502,10 @@ void fz_run(const fz_config *cfg, const uint8_t *data, size_t size, fz_result *r
 
         /* The body: unconsumed bytes are passed again, first, with what
          * arrived after them. */
-        csh_body b;
-        csh_body_init(&b, &p.msg, cfg->limits, cfg->flags, trailers, trailers_cap);
+        if (fz_rng_next(&api) & 1)
+            csh_body_reset(&b, &p.msg);
+        else
+            csh_body_init(&b, &p.msg, cfg->limits, cfg->flags, trailers, trailers_cap);
         FZ_CHECK(b.kind == p.msg.body, "csh_body kind %d, message says %d", (int)b.kind,
                  (int)p.msg.body);
         size_t pos = off + p.msg.head_length;
@@ -501,6 +513,7 @@ void fz_run(const fz_config *cfg, const uint8_t *data, size_t size, fz_result *r
         const char *buf = NULL;
         int br;
         int deliver = 0;
+        int all_used = 0; /* the last call was a CSH_DATA that used every byte */
         for (;;) {
             if (deliver) {
                 size_t piece = fz_piece(&rng, cfg->split);
@@ -510,9 +523,25 @@ void fz_run(const fz_config *cfg, const uint8_t *data, size_t size, fz_result *r
             buf = fz_window_get(&win, split, in + pos, blen);
             size_t used = (size_t)-1;
             csh_span d = {(size_t)-1, (size_t)-1};
-            br = csh_body_read(&b, buf, blen, &used, &d);
-            fz_check_code(br, cfg->type, "csh_body_read");
-            FZ_CHECK(used <= blen, "csh_body_read consumed %zu of %zu bytes", used, blen);
+            int was_done = csh_body_done(&b);
+            int next = fz_rng_next(&api) & 1;
+            br = next ? csh_body_next(&b, buf, blen, &used, &d)
+                      : csh_body_read(&b, buf, blen, &used, &d);
+            const char *fn = next ? "csh_body_next" : "csh_body_read";
+            fz_check_code(br, cfg->type, fn);
+            FZ_CHECK(used <= blen, "%s consumed %zu of %zu bytes", fn, used, blen);
+            /* body.h: once done, CSH_OK and nothing consumed; after a
+             * CSH_DATA that used every byte, a call without new bytes can
+             * only say CSH_INCOMPLETE (or CSH_OK when done) */
+            if (was_done)
+                FZ_CHECK(br == CSH_OK && used == 0, "%s after the end returned %s, used %zu",
+                         fn, csh_error_name(br), used);
+            if (all_used && blen == 0 && !was_done)
+                FZ_CHECK(br == CSH_INCOMPLETE, "%s without new bytes after all were used: %s", fn,
+                         csh_error_name(br));
+            FZ_CHECK(!csh_body_done(&b) || br == CSH_OK || br == CSH_DATA,
+                     "%s returned %s with the body done", fn, csh_error_name(br));
+            all_used = br == CSH_DATA && used == blen;
             if (br == CSH_DATA) {
                 FZ_CHECK(d.len > 0, "CSH_DATA with an empty span");
                 FZ_CHECK(fz_span_in(d, used), "data span %zu+%zu outside the %zu bytes consumed",

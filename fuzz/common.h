@@ -95,7 +95,7 @@ typedef struct fz_message {
     size_t end;          /* offset after its last byte (valid when complete) */
     int complete;        /* head and body both ended (CSH_OK) */
     int head_result;     /* csh_parser_execute's last result */
-    int body_result;     /* csh_body_read's last result, or csh_body_finish's */
+    int body_result;     /* the body reader's last result, or csh_body_finish's */
     csh_message msg;     /* the head (spans relative to `start`), when head_result == CSH_OK */
     const fz_buf *body;  /* the de-chunked body bytes */
     int framing_bare_lf; /* a chunked body had an LF without CR outside its data */
