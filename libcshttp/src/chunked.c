@@ -72,6 +72,26 @@ static inline int hex_value(unsigned char ch)
     return -1;
 }
 
+/* The value of a hex digit, 16 for any other byte (a row per high nibble). */
+static const unsigned char hex_digit[256] = {
+    16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16,
+    16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16,
+    16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16,
+     0,  1,  2,  3,  4,  5,  6,  7,  8,  9, 16, 16, 16, 16, 16, 16,
+    16, 10, 11, 12, 13, 14, 15, 16, 16, 16, 16, 16, 16, 16, 16, 16,
+    16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16,
+    16, 10, 11, 12, 13, 14, 15, 16, 16, 16, 16, 16, 16, 16, 16, 16,
+    16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16,
+    16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16,
+    16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16,
+    16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16,
+    16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16,
+    16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16,
+    16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16,
+    16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16,
+    16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16,
+};
+
 static inline int is_ws(unsigned char ch)
 {
     return ch == ' ' || ch == '\t';
@@ -162,6 +182,33 @@ int csh_chunked_decode(csh_chunked *c, const char *buf, size_t len, size_t *cons
         unsigned char ch = p[i];
         switch (c->state_) {
         case C_SIZE: {
+            if (c->digits_ == 0) {
+                /* The usual size line, whole in this buffer: 1 to 15 hex
+                 * digits (no overflow possible) and CRLF, read in one go.
+                 * Anything else (an extension, a bare LF, a longer size,
+                 * a line cut by the end of the buffer, a fault) is read
+                 * again from its first byte below, one byte at a time. */
+                size_t k = i;
+                uint64_t v = 0;
+                unsigned d;
+                while (k < len && k - i < 16 && (d = hex_digit[p[k]]) < 16) {
+                    v = (v << 4) | d;
+                    k++;
+                }
+                if (k > i && k - i < 16 && len - k >= 2 && p[k] == '\r' && p[k + 1] == '\n') {
+                    i = k + 2;
+                    c->chunks++;
+                    if (v == 0) {
+                        c->state_ = C_TRAILERS;
+                        memset(&c->ls_, 0, sizeof c->ls_);
+                        if (i == len) goto out; /* the trailer section starts in the next call */
+                        continue;
+                    }
+                    c->remaining_ = v;
+                    c->state_ = C_DATA;
+                    continue;
+                }
+            }
             int d = hex_value(ch);
             if (d >= 0) {
                 /* RFC 9112 §7.1: chunk-size = 1*HEXDIG; at most 16 digits and
@@ -227,6 +274,12 @@ int csh_chunked_decode(csh_chunked *c, const char *buf, size_t len, size_t *cons
             return CSH_DATA;
         }
         case C_DATA_CR:
+            if (ch == '\r' && len - i >= 2 && p[i + 1] == '\n') {
+                /* the usual CRLF, whole: on to the next size line */
+                c->state_ = C_SIZE;
+                i += 2;
+                continue;
+            }
             if (ch == '\r') {
                 c->state_ = C_DATA_LF;
             } else if (ch == '\n') {
@@ -363,6 +416,7 @@ int csh_chunked_decode(csh_chunked *c, const char *buf, size_t len, size_t *cons
             c->state_ = C_DATA;
         }
     }
+out:
     *consumed = i;
     return CSH_INCOMPLETE;
 

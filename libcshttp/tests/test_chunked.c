@@ -632,6 +632,50 @@ static void test_chunk_size_63_bits(void **state)
     decoded_free(&d);
 }
 
+/* Size lines of every form the one-pass reading of a whole size line takes
+ * (1 to 15 digits, either case, CRLF) and the forms it leaves to the byte at
+ * a time reading (16 digits, an extension, BWS, bare LF when lenient), each
+ * read whole and split at every step, with the data they frame; a 15-digit
+ * size past the data that came is still data to come. */
+static void test_size_line_forms(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *in;
+        unsigned flags;
+        const char *data;
+    } t[] = {
+        {"a\r\n0123456789\r\n0\r\n\r\n", 0, "0123456789"},
+        {"A\r\n0123456789\r\n0\r\n\r\n", 0, "0123456789"},
+        {"00000000000000a\r\n0123456789\r\n0\r\n\r\n", 0, "0123456789"},
+        {"000000000000000a\r\n0123456789\r\n0\r\n\r\n", 0, "0123456789"},
+        {"1\r\nx\r\n2\r\nyz\r\n000\r\n\r\n", 0, "xyz"},
+        {"3;a=b\r\nxyz\r\n0;c\r\n\r\n", 0, "xyz"},
+        {"3 ;a\r\nxyz\r\n0\r\n\r\n", 0, "xyz"},
+        {"3\nxyz\n0\n\n", CSH_PARSE_LENIENT_BARE_LF, "xyz"},
+        {"3\r\nxyz\n3\r\nabc\r\n0\r\n\r\n", CSH_PARSE_LENIENT_BARE_LF, "xyzabc"},
+        {"1\r\nx\r\n0\r\nT: v\r\n\r\n", 0, "x"},
+    };
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        decoded d;
+        decode_all_ways(NULL, t[i].flags, t[i].in, strlen(t[i].in), &d);
+        if (d.result != CSH_OK)
+            fail_msg("\"%s\": expected CSH_OK, got %s", t[i].in, csh_error_name(d.result));
+        assert_int_equal(d.consumed, strlen(t[i].in));
+        assert_int_equal(d.ndata, strlen(t[i].data));
+        assert_memory_equal(d.data, t[i].data, d.ndata);
+        decoded_free(&d);
+    }
+    decoded d;
+    csh_chunked c;
+    csh_chunked_init(&c, NULL, 0, NULL, 0);
+    decode(&c, S("fffffffffffffff\r\nabc"), 0, &d);
+    assert_result(d.result, CSH_INCOMPLETE);
+    assert_int_equal(d.ndata, 3);
+    assert_true(c.remaining_ == UINT64_C(0xfffffffffffffff) - 3);
+    decoded_free(&d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -654,6 +698,7 @@ int main(void)
         cmocka_unit_test_teardown(test_bare_lf_flag, free_live),
         cmocka_unit_test_teardown(test_chunk_size_errors, free_live),
         cmocka_unit_test_teardown(test_chunk_size_63_bits, free_live),
+        cmocka_unit_test_teardown(test_size_line_forms, free_live),
         cmocka_unit_test_teardown(test_reset_keeps_setup, free_live),
     };
     return cmocka_run_group_tests_name("chunked", tests, NULL, NULL);
