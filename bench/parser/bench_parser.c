@@ -10,6 +10,8 @@
  *
  * Options:
  *   --verify-only        check MANIFEST and the resumption heads, time nothing
+ *   --simd               time only the AVX2 copy against the portable one (and the
+ *                        portable one against itself, the noise), with quartiles
  *   --rounds N           interleaved rounds per file (default 15, at least 7 advised)
  *   --round-ms MS        length of one configuration's turn in a round (default 50)
  *   --csv FILE           also write every figure as CSV
@@ -87,6 +89,19 @@ static double median(const double *v, int n)
     memcpy(tmp, v, (size_t)n * sizeof *v);
     qsort(tmp, (size_t)n, sizeof *tmp, cmp_double);
     return n % 2 ? tmp[n / 2] : (tmp[n / 2 - 1] + tmp[n / 2]) / 2;
+}
+
+/* The q-quantile (0..1) of v, interpolated between the two nearest ranks. */
+static double quantile(const double *v, int n, double q)
+{
+    double tmp[256];
+    if (n <= 0 || n > 256) return 0;
+    memcpy(tmp, v, (size_t)n * sizeof *v);
+    qsort(tmp, (size_t)n, sizeof *tmp, cmp_double);
+    double x = q * (n - 1);
+    int i = (int)x;
+    if (i >= n - 1) return tmp[n - 1];
+    return tmp[i] + (x - i) * (tmp[i + 1] - tmp[i]);
 }
 
 static double vmin(const double *v, int n)
@@ -660,6 +675,98 @@ static void bench_file(const corpus_file *f, file_result *res)
                     iters[c], g_rounds);
 }
 
+/* ---------------------------------------- the SIMD verdict: --simd */
+
+/* The AVX2 copy against the portable one, in time, and the portable one
+ * against itself (an A/A control: what the machine's noise alone does to the
+ * same ratio). Each round times the six configurations (SIMD, no-SIMD,
+ * no-SIMD again; whole and 64-byte) in turn, the order rotating. */
+enum { S_SIMD, S_NOSIMD, S_NOSIMD2, S_COUNT };
+#define S_CONFIGS (FEEDS * S_COUNT)
+
+typedef struct simd_result {
+    double ns_req[S_CONFIGS]; /* median ns per request */
+    double ratio[FEEDS][5];   /* no-SIMD / SIMD per round: min, q1, median, q3, max */
+    double control[FEEDS][5]; /* no-SIMD / no-SIMD again, the same */
+} simd_result;
+
+static void five(const double *v, int n, double out[5])
+{
+    out[0] = vmin(v, n);
+    out[1] = quantile(v, n, 0.25);
+    out[2] = median(v, n);
+    out[3] = quantile(v, n, 0.75);
+    out[4] = vmax(v, n);
+}
+
+static void bench_simd(const corpus_file *f, simd_result *res)
+{
+    size_t piece[FEEDS] = {f->len, DEFAULT_PIECE};
+    static const int parser_of[S_COUNT] = {P_CSHTTP, P_CSHTTP_NOSIMD, P_CSHTTP_NOSIMD};
+    uint64_t iters[S_CONFIGS];
+    static double ns[S_CONFIGS][MAX_ROUNDS];
+    double ratio[MAX_ROUNDS];
+
+    for (int c = 0; c < S_CONFIGS; c++)
+        iters[c] = calibrate(parser_of[c % S_COUNT], f, piece[c / S_COUNT]);
+    /* both no-SIMD turns make the same passes, so that the control compares
+     * like with like */
+    for (int fd = 0; fd < FEEDS; fd++)
+        iters[fd * S_COUNT + S_NOSIMD2] = iters[fd * S_COUNT + S_NOSIMD];
+    for (int r = 0; r < g_rounds; r++)
+        for (int k = 0; k < S_CONFIGS; k++) {
+            int c = (k + r) % S_CONFIGS;
+            ns[c][r] =
+                (double)time_passes(parser_of[c % S_COUNT], f, piece[c / S_COUNT], iters[c]) /
+                (double)iters[c];
+        }
+    for (int c = 0; c < S_CONFIGS; c++)
+        res->ns_req[c] = median(ns[c], g_rounds) / (double)f->want.requests;
+    for (int fd = 0; fd < FEEDS; fd++) {
+        int b = fd * S_COUNT;
+        for (int r = 0; r < g_rounds; r++) ratio[r] = ns[b + S_NOSIMD][r] / ns[b + S_SIMD][r];
+        five(ratio, g_rounds, res->ratio[fd]);
+        for (int r = 0; r < g_rounds; r++) ratio[r] = ns[b + S_NOSIMD2][r] / ns[b + S_NOSIMD][r];
+        five(ratio, g_rounds, res->control[fd]);
+    }
+    if (g_csv)
+        for (int fd = 0; fd < FEEDS; fd++)
+            fprintf(
+                g_csv,
+                "simd,%s,%zu,%s,%.1f,%.1f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%d\n",
+                f->name, f->len, fd ? "64" : "whole", res->ns_req[fd * S_COUNT + S_SIMD],
+                res->ns_req[fd * S_COUNT + S_NOSIMD], res->ratio[fd][0], res->ratio[fd][1],
+                res->ratio[fd][2], res->ratio[fd][3], res->ratio[fd][4], res->control[fd][0],
+                res->control[fd][1], res->control[fd][2], res->control[fd][3], res->control[fd][4],
+                g_rounds);
+}
+
+static void print_simd(const simd_result *sr)
+{
+    printf("\n### SIMD against portable, in time (%d interleaved rounds, rotated order)\n\n",
+           g_rounds);
+    printf("no-SIMD/SIMD: the portable copy's time over the AVX2 copy's, per round (above 1, "
+           "the AVX2 copy is faster): median, [quartiles] and (min - max) of the rounds. A/A: the "
+           "portable copy over itself in the same rounds, the noise alone. \"slower\" only where "
+           "the upper quartile of no-SIMD/SIMD is below 1, \"within noise\" where the median is "
+           "below 1 but not that.\n\n");
+    printf("| file | feed | SIMD ns/req | no-SIMD ns/req | no-SIMD/SIMD | quartiles | range | A/A "
+           "| A/A quartiles | verdict |\n");
+    printf("|---|---|--:|--:|--:|--:|--:|--:|--:|---|\n");
+    for (int i = 0; i < g_nfiles; i++) {
+        if (!g_timed[i]) continue;
+        for (int fd = 0; fd < FEEDS; fd++) {
+            const double *q = sr[i].ratio[fd], *a = sr[i].control[fd];
+            const char *v = q[3] < 1 ? "**slower**" : q[2] < 1 ? "within noise" : "not slower";
+            printf("| %s | %s | %.0f | %.0f | %.3fx | [%.3f, %.3f] | (%.3f - %.3f) | %.3fx "
+                   "| [%.3f, %.3f] | %s |\n",
+                   g_files[i].name, fd ? "64 B" : "whole", sr[i].ns_req[fd * S_COUNT + S_SIMD],
+                   sr[i].ns_req[fd * S_COUNT + S_NOSIMD], q[2], q[1], q[3], q[0], q[4], a[2], a[1],
+                   a[3], v);
+        }
+    }
+}
+
 /* ------------------------------------------ resumption: O(n) or O(n^2) */
 
 /* A request head of exactly `size` bytes made of many short fields. */
@@ -922,12 +1029,13 @@ static void print_report(const file_result *fr, const resume_result *rr, int nre
 
 static void usage(void)
 {
-    fprintf(stderr,
-            "usage: bench_parser [--verify-only] [--rounds N] [--round-ms MS] [--csv FILE]\n"
-            "                    [--file NAME]... [CORPUS_DIR]\n"
-            "       bench_parser --callgrind cshttp|cshttp-nosimd|http_parser --file NAME\n"
-            "                    [--piece N] [--iters N] [CORPUS_DIR]\n"
-            "CORPUS_DIR defaults to $CSHTTP_PARSER_CORPUS.\n");
+    fprintf(
+        stderr,
+        "usage: bench_parser [--verify-only | --simd] [--rounds N] [--round-ms MS] [--csv FILE]\n"
+        "                    [--file NAME]... [CORPUS_DIR]\n"
+        "       bench_parser --callgrind cshttp|cshttp-nosimd|http_parser --file NAME\n"
+        "                    [--piece N] [--iters N] [CORPUS_DIR]\n"
+        "CORPUS_DIR defaults to $CSHTTP_PARSER_CORPUS.\n");
     exit(2);
 }
 
@@ -945,7 +1053,7 @@ int main(int argc, char **argv)
     const char *dir = NULL, *csv = NULL, *cg_parser = NULL, *cg_file = NULL;
     const char *only[MAX_FILES];
     int nonly = 0;
-    int verify_only = 0;
+    int verify_only = 0, simd_only = 0;
     uint64_t cg_iters = 1000, cg_piece = 0;
 
     for (int i = 1; i < argc; i++) {
@@ -953,6 +1061,8 @@ int main(int argc, char **argv)
 #define NEXT() (i + 1 < argc ? argv[++i] : (usage(), ""))
         if (strcmp(a, "--verify-only") == 0)
             verify_only = 1;
+        else if (strcmp(a, "--simd") == 0)
+            simd_only = 1;
         else if (strcmp(a, "--rounds") == 0)
             g_rounds = (int)parse_u64(a, NEXT());
         else if (strcmp(a, "--round-ms") == 0)
@@ -1019,13 +1129,32 @@ int main(int argc, char **argv)
     if (csv) {
         g_csv = fopen(csv, "w");
         if (!g_csv) die("cannot write %s: %s", csv, strerror(errno));
-        fprintf(g_csv, "section,file,bytes,requests,feed,parser,ns_per_request_median,"
-                       "ns_per_request_min,ns_per_request_max,mb_per_s,iters_per_round,rounds\n");
+        if (simd_only)
+            fprintf(g_csv, "section,file,bytes,feed,simd_ns_per_request,nosimd_ns_per_request,"
+                           "ratio_min,ratio_q1,ratio_median,ratio_q3,ratio_max,aa_min,aa_q1,"
+                           "aa_median,aa_q3,aa_max,rounds\n");
+        else
+            fprintf(g_csv, "section,file,bytes,requests,feed,parser,ns_per_request_median,"
+                           "ns_per_request_min,ns_per_request_max,mb_per_s,iters_per_round,"
+                           "rounds\n");
     }
     printf("cshttp %s, http_parser %d.%d.%d; %d rounds, ~%.0f ms per configuration and round.\n",
            csh_version_string(), HTTP_PARSER_VERSION_MAJOR, HTTP_PARSER_VERSION_MINOR,
            HTTP_PARSER_VERSION_PATCH, g_rounds, g_round_ms);
     fflush(stdout);
+
+    if (simd_only) {
+        static simd_result sr[MAX_FILES];
+        for (int i = 0; i < g_nfiles; i++) {
+            if (!g_timed[i]) continue;
+            fprintf(stderr, "timing %s (SIMD against portable) ...\n", g_files[i].name);
+            bench_simd(&g_files[i], &sr[i]);
+        }
+        print_simd(sr);
+        if (g_csv) fclose(g_csv);
+        for (int i = 0; i < g_nfiles; i++) free(g_files[i].data);
+        return g_sink == 0xffffffffffffffffu;
+    }
 
     static file_result fr[MAX_FILES];
     resume_result rr[2];

@@ -9,9 +9,11 @@
 # Environment: BENCH_ARGS (extra bench_parser options, e.g. "--rounds 11"),
 # CALLGRIND_ITERS (passes per file under callgrind, default 1000),
 # NO_CALLGRIND=1 to skip the instruction counts, NO_TIMING=1 to skip the timed
-# runs (the instruction counts alone, about 40 s).
+# runs (the instruction counts alone, about 40 s), NO_SIMD_VERDICT=1 to skip
+# the timed SIMD-against-portable runs (bench_parser --simd, about 40 s).
 # Output: the report on stdout and in bench/results/parser-<date>.md, every
-# timing as CSV in bench/results/parser-<date>.csv, the instruction counts in
+# timing as CSV in bench/results/parser-<date>.csv, the SIMD verdict's in
+# bench/results/parser-<date>-simd.csv, the instruction counts in
 # bench/results/parser-<date>-instructions.csv.
 set -euo pipefail
 
@@ -35,6 +37,7 @@ stamp=$(date +%Y-%m-%d-%H%M%S)
 report=$results/parser-$stamp.md
 csv=$results/parser-$stamp.csv
 cgcsv=$results/parser-$stamp-instructions.csv
+simdcsv=$results/parser-$stamp-simd.csv
 
 cpu_model=$(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -n1)
 cpus=$(nproc)
@@ -65,6 +68,14 @@ else
   "$bin" --csv "$csv" ${BENCH_ARGS:-} "$corpus" | tee -a "$report"
   echo "
 Load average after the timed runs: $(load)" | tee -a "$report"
+  if [ "${NO_SIMD_VERDICT:-0}" != 1 ]; then
+    # The AVX2 copy against the portable one, with an A/A control and the
+    # rounds' quartiles: the SIMD verdict (bench/README.md).
+    # shellcheck disable=SC2086
+    "$bin" --simd --csv "$simdcsv" ${BENCH_ARGS:-} "$corpus" | grep -v '^MANIFEST verified' | tee -a "$report"
+    echo "
+Load average after the SIMD runs: $(load)" | tee -a "$report"
+  fi
 fi
 
 if [ "${NO_CALLGRIND:-0}" = 1 ]; then

@@ -73,6 +73,7 @@ static inline int hex_value(unsigned char ch)
 }
 
 /* The value of a hex digit, 16 for any other byte (a row per high nibble). */
+/* clang-format off */
 static const unsigned char hex_digit[256] = {
     16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16,
     16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16,
@@ -91,6 +92,7 @@ static const unsigned char hex_digit[256] = {
     16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16,
     16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16,
 };
+/* clang-format on */
 
 static inline int is_ws(unsigned char ch)
 {
