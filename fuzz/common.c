@@ -534,8 +534,8 @@ void fz_run(const fz_config *cfg, const uint8_t *data, size_t size, fz_result *r
              * CSH_DATA that used every byte, a call without new bytes can
              * only say CSH_INCOMPLETE (or CSH_OK when done) */
             if (was_done)
-                FZ_CHECK(br == CSH_OK && used == 0, "%s after the end returned %s, used %zu",
-                         fn, csh_error_name(br), used);
+                FZ_CHECK(br == CSH_OK && used == 0, "%s after the end returned %s, used %zu", fn,
+                         csh_error_name(br), used);
             if (all_used && blen == 0 && !was_done)
                 FZ_CHECK(br == CSH_INCOMPLETE, "%s without new bytes after all were used: %s", fn,
                          csh_error_name(br));
