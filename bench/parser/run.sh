@@ -162,5 +162,33 @@ awk -F, '
     for (f in w) if (w[f] > nw[f] || p[f] > np[f]) slower = slower " " f
     printf "- AVX2 copy with more instructions than the portable one on:%s\n", (slower == "" ? " none" : slower)
   }' "$cgcsv" | tee -a "$report"
+
+# What the read loop's calls cost (bench/parser/api_costs.c): one callgrind
+# run, each cost_* function's inclusive count less the bare loop's, per call.
+costs_bin=$build/bench/parser/api_costs
+if [ -x "$costs_bin" ]; then
+  valgrind --tool=callgrind --callgrind-out-file="$tmp/costs.out" "$costs_bin" >"$tmp/costs.log" 2>&1 \
+    || { cat "$tmp/costs.log" >&2; exit 1; }
+  calls=$(sed -n 's/^api_costs: \([0-9]*\) calls.*/\1/p' "$tmp/costs.log")
+  {
+    echo
+    echo "### What a call costs (instructions per call, callgrind; the loop around it subtracted)"
+    echo
+    echo "| call | instructions |"
+    echo "|---|--:|"
+    callgrind_annotate --inclusive=yes --threshold=100 "$tmp/costs.out" 2>/dev/null \
+      | sed -n 's/^ *\([0-9,]*\) ([^)]*) *[^ ]*:cost_\([a-z_]*\) .*/\2 \1/p' | tr -d , \
+      | awk -v n="$calls" '
+          { c[$1] = $2; order[++k] = $1 }
+          END {
+            for (i = 1; i <= k; i++)
+              if (order[i] != "loop") {
+                v = (c[order[i]] - c["loop"]) / n
+                printf "| %s | %.0f |\n", order[i], v < 0 ? 0 : v
+              }
+          }' | sort
+  } | tee -a "$report"
+fi
+
 echo | tee -a "$report"
 echo "report: $report" >&2
