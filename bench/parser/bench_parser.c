@@ -15,7 +15,8 @@
  *   --rounds N           interleaved rounds per file (default 15, at least 7 advised)
  *   --round-ms MS        length of one configuration's turn in a round (default 50)
  *   --csv FILE           also write every figure as CSV
- *   --file NAME          time this corpus file only (repeatable; all are still verified)
+ *   --file NAME          time this corpus file only (repeatable; all are still verified);
+ *                        lines:L names the synthetic request of --simd with L-byte lines
  *   --callgrind PARSER   parse one file --iters times with one parser only, for
  *                        valgrind --tool=callgrind --toggle-collect=bench_callgrind_region;
  *                        PARSER is cshttp, cshttp-nosimd or http_parser
@@ -767,6 +768,63 @@ static void print_simd(const simd_result *sr)
     }
 }
 
+/* The same, on synthetic requests whose field lines all have one length:
+ * where (if anywhere) the AVX2 copy stops paying for itself. A request line,
+ * Host, then SIMD_LINES_FIELDS lines of exactly `line` bytes before the CRLF
+ * ("X-F01: " and value bytes). */
+#define SIMD_LINES_FIELDS 20
+static const size_t simd_line_lengths[] = {8, 12, 16, 24, 32, 48, 64, 96, 128};
+#define SIMD_LINE_COUNT (sizeof simd_line_lengths / sizeof simd_line_lengths[0])
+
+static void synth_lines(corpus_file *f, size_t line)
+{
+    size_t cap = 64 + SIMD_LINES_FIELDS * (line + 2) + 2;
+    char *p = xmalloc(cap);
+    size_t n = (size_t)sprintf(p, "GET /s HTTP/1.1\r\nHost: b\r\n");
+    for (int k = 1; k <= SIMD_LINES_FIELDS; k++) {
+        n += (size_t)sprintf(p + n, "X-F%02d: ", k);
+        for (size_t i = 7; i < line; i++) p[n++] = (char)('a' + i % 26);
+        p[n++] = '\r';
+        p[n++] = '\n';
+    }
+    p[n++] = '\r';
+    p[n++] = '\n';
+    snprintf(f->name, sizeof f->name, "%zu-byte lines", line);
+    f->data = p;
+    f->len = n;
+    /* http_parser's reading is the reference both cshttp copies must match */
+    char *rx = calloc(n + 1, 1);
+    if (!rx) die("out of memory");
+    tally_init(&f->want);
+    if (run_parser(P_HTTP_PARSER, p, n, n, rx, &f->want, 1) != 0 || f->want.requests != 1 ||
+        f->want.headers != SIMD_LINES_FIELDS + 1)
+        die("http_parser did not read the synthetic %s as expected", f->name);
+    free(rx);
+    verify_one(P_CSHTTP, f, f->len);
+    verify_one(P_CSHTTP, f, DEFAULT_PIECE);
+    verify_one(P_CSHTTP_NOSIMD, f, f->len);
+    verify_one(P_CSHTTP_NOSIMD, f, DEFAULT_PIECE);
+}
+
+static void print_simd_lines(const simd_result *sr)
+{
+    printf("\n### SIMD against portable by line length (synthetic requests: %d field lines of "
+           "one length, %d interleaved rounds)\n\n",
+           SIMD_LINES_FIELDS, g_rounds);
+    printf("| line bytes | feed | SIMD ns/req | no-SIMD ns/req | no-SIMD/SIMD | quartiles | A/A "
+           "| A/A quartiles | verdict |\n");
+    printf("|--:|---|--:|--:|--:|--:|--:|--:|---|\n");
+    for (size_t i = 0; i < SIMD_LINE_COUNT; i++)
+        for (int fd = 0; fd < FEEDS; fd++) {
+            const double *q = sr[i].ratio[fd], *a = sr[i].control[fd];
+            const char *v = q[3] < 1 ? "**slower**" : q[2] < 1 ? "within noise" : "not slower";
+            printf(
+                "| %zu | %s | %.0f | %.0f | %.3fx | [%.3f, %.3f] | %.3fx | [%.3f, %.3f] | %s |\n",
+                simd_line_lengths[i], fd ? "64 B" : "whole", sr[i].ns_req[fd * S_COUNT + S_SIMD],
+                sr[i].ns_req[fd * S_COUNT + S_NOSIMD], q[2], q[1], q[3], a[2], a[1], a[3], v);
+        }
+}
+
 /* ------------------------------------------ resumption: O(n) or O(n^2) */
 
 /* A request head of exactly `size` bytes made of many short fields. */
@@ -1100,6 +1158,17 @@ int main(int argc, char **argv)
     hp_settings_setup();
     load_corpus(dir);
 
+    /* "--file lines:L": the synthetic request of the SIMD verdict whose field
+     * lines are all L bytes, as a corpus file (for --callgrind) */
+    for (int k = 0; k < nonly; k++)
+        if (strncmp(only[k], "lines:", 6) == 0) {
+            if (g_nfiles == MAX_FILES) die("--file: too many");
+            uint64_t l = parse_u64("--file lines:", only[k] + 6);
+            if (l < 8 || l > 4096) die("--file lines:L: L from 8 to 4096");
+            corpus_file *f = &g_files[g_nfiles++];
+            synth_lines(f, (size_t)l);
+            snprintf(f->name, sizeof f->name, "%s", only[k]);
+        }
     for (int k = 0; k < nonly; k++) {
         int found = 0;
         for (int i = 0; i < g_nfiles; i++)
@@ -1151,6 +1220,15 @@ int main(int argc, char **argv)
             bench_simd(&g_files[i], &sr[i]);
         }
         print_simd(sr);
+        static simd_result lr[SIMD_LINE_COUNT];
+        for (size_t i = 0; i < SIMD_LINE_COUNT; i++) {
+            corpus_file f;
+            synth_lines(&f, simd_line_lengths[i]);
+            fprintf(stderr, "timing %s (SIMD against portable) ...\n", f.name);
+            bench_simd(&f, &lr[i]);
+            free(f.data);
+        }
+        print_simd_lines(lr);
         if (g_csv) fclose(g_csv);
         for (int i = 0; i < g_nfiles; i++) free(g_files[i].data);
         return g_sink == 0xffffffffffffffffu;

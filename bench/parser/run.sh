@@ -163,6 +163,25 @@ awk -F, '
     printf "- AVX2 copy with more instructions than the portable one on:%s\n", (slower == "" ? " none" : slower)
   }' "$cgcsv" | tee -a "$report"
 
+# The SIMD verdict by line length, in instructions: the synthetic requests of
+# bench_parser --simd (20 field lines of one length), both copies.
+{
+  echo
+  echo "### SIMD against portable by line length, in instructions per request"
+  echo
+  echo "| line bytes | SIMD whole | no-SIMD whole | no-SIMD/SIMD | SIMD 64 B | no-SIMD 64 B | no-SIMD/SIMD |"
+  echo "|--:|--:|--:|--:|--:|--:|--:|"
+} | tee -a "$report"
+for len in 8 12 16 24 32 48 64 96 128; do
+  sw=$(count cshttp "lines:$len" 0)
+  nw=$(count cshttp-nosimd "lines:$len" 0)
+  sp=$(count cshttp "lines:$len" 64)
+  np=$(count cshttp-nosimd "lines:$len" 64)
+  awk -v l="$len" -v sw="$sw" -v nw="$nw" -v sp="$sp" -v np="$np" \
+    'BEGIN { printf "| %d | %d | %d | %.2fx | %d | %d | %.2fx |\n", l, sw, nw, nw / sw, sp, np, np / sp }' \
+    | tee -a "$report"
+done
+
 # What the read loop's calls cost (bench/parser/api_costs.c): one callgrind
 # run, each cost_* function's inclusive count less the bare loop's, per call.
 costs_bin=$build/bench/parser/api_costs
