@@ -1,8 +1,9 @@
 /* The chunked decoder (RFC 9112 §7.1).
  *
  * Chunk-size lines are read a byte at a time through a small state machine
- * (they are short, and every byte is checked exactly once, so nothing is kept
- * unconsumed); chunk data is handed back as spans; the trailer section is kept
+ * (they are short, and it keeps its place, so nothing is kept unconsumed),
+ * except the usual line, whole in the buffer (digits and CRLF), which is read
+ * in one go; chunk data is handed back as spans; the trailer section is kept
  * unconsumed until it is complete so that its fields can be returned as spans
  * of the last call's buffer. */
 #include "cshttp/chunked.h"

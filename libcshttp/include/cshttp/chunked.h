@@ -11,8 +11,10 @@
  *     CSH_OK:         the body ended after `used` bytes (last chunk + trailers)
  *     < 0:            an error, at buf + used
  *
- * Chunk-size lines (size, extensions, CRLF) are validated and consumed a
- * byte at a time, so a size line split across calls costs nothing extra.
+ * Chunk-size lines (size, extensions, CRLF) are validated and consumed as
+ * they come: a line whole in the buffer with no extension in one go, any
+ * other a byte at a time, so a size line split across calls costs nothing
+ * extra.
  * Only an unfinished trailer section is left unconsumed: bytes not consumed
  * (buf[used .. len)) must be passed again, first, in the next call, and the
  * decoder remembers how far it has already parsed them, so no byte is
