@@ -433,6 +433,38 @@ static void test_pieces_same_output(void **state)
     tw_free(&whole);
 }
 
+/* The exchange keeps one body reader for the connection and resets it for
+ * each body: bodies of either framing, in any order, each read as if the
+ * reader were new, whole and in pieces. */
+static void test_bodies_one_reader(void **state)
+{
+    (void)state;
+    static const char in[] = "POST /u HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n"
+                             "3\r\nabc\r\n2;x=y\r\nde\r\n0\r\nT: v\r\n\r\n"
+                             "POST /u HTTP/1.1\r\nHost: h\r\nContent-Length: 7\r\n\r\nfghijkl"
+                             "GET /a HTTP/1.1\r\nHost: h\r\n\r\n"
+                             "POST /u HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n"
+                             "1\r\nm\r\n0\r\n\r\n"
+                             "POST /u HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\n\r\nno"
+                             "POST /u HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n"
+                             "4\r\npqrs\r\n0\r\n\r\n";
+    static const char *const want[] = {"5", "7", "0", "1", "2", "4"};
+    for (size_t piece = 0; piece < 24; piece++) {
+        tw_run run;
+        serve(&run, in, sizeof in - 1, piece, NULL, read_all, NULL);
+        assert_int_equal(run.n, 6);
+        for (size_t i = 0; i < 6; i++) {
+            assert_int_equal(run.r[i].status, 200);
+            assert_int_equal(run.r[i].body_len, strlen(want[i]));
+            assert_memory_equal(run.r[i].body, want[i], run.r[i].body_len);
+        }
+        /* the last body read is the last POST's */
+        assert_int_equal(body_seen_len, 4);
+        assert_memory_equal(body_seen, "pqrs", 4);
+        tw_free(&run);
+    }
+}
+
 /* ---- deadlines and refusals ---- */
 
 static void test_expire_and_refuse(void **state)
@@ -498,6 +530,7 @@ int main(void)
         cmocka_unit_test(test_request_checks),
         cmocka_unit_test(test_streaming),
         cmocka_unit_test(test_pieces_same_output),
+        cmocka_unit_test(test_bodies_one_reader),
         cmocka_unit_test(test_expire_and_refuse),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
