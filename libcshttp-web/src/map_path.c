@@ -8,7 +8,7 @@
  * not at all). The second is symbolic links: a link inside the root may
  * point anywhere, so unless follow_symlinks the target is checked.
  *
- * cshw_map_path checks by resolving the path (realpath) and comparing it
+ * cshw_static_map_path checks by resolving the path (realpath) and comparing it
  * with the resolved root. That answers a question about a name at one
  * moment; a file served must not depend on such a moment (a link swapped
  * between the check and the open, TOCTOU), so cshw__static_open opens the
@@ -157,8 +157,8 @@ static int resolves_inside(const char *root_real, char *full, size_t base_len)
     }
 }
 
-int cshw_map_path(cshw_arena *arena, const cshw_static_options *o, const char *virtual_path,
-                  const char **out)
+int cshw_static_map_path(cshw_arena *arena, const cshw_static_options *o, const char *virtual_path,
+                         const char **out)
 {
     if (out) *out = NULL;
     if (!arena || !o || !virtual_path || !out) return -EINVAL;

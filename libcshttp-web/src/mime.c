@@ -131,7 +131,7 @@ static int file_ext(const char *filename, char ext[MIME_EXT_MAX])
     return 1;
 }
 
-const char *cshw_mime_type(const char *filename)
+const char *cshw_static_mime_type(const char *filename)
 {
     char ext[MIME_EXT_MAX];
     if (!file_ext(filename, ext)) return octet;
@@ -414,7 +414,7 @@ int cshw_mime_types_set_pair(cshw_mime_types *m, const char *ext_eq_type)
 
 const char *cshw_mime_types_lookup(const cshw_mime_types *m, const char *filename)
 {
-    if (!m) return cshw_mime_type(filename);
+    if (!m) return cshw_static_mime_type(filename);
     char ext[MIME_EXT_MAX];
     if (!file_ext(filename, ext)) return octet;
     const own_row *row = bsearch(ext, m->rows, m->n, sizeof *m->rows, own_cmp);

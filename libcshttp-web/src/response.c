@@ -324,7 +324,7 @@ static int build_head(cshw_response *res, int64_t content_length, int vary)
     int r = cshw_buf_append(b, "HTTP/1.1 ", 9);
     r |= append_decimal(b, (uint64_t)res->status);
     r |= cshw_buf_append(b, " ", 1);
-    r |= cshw_buf_append_str(b, cshw_status_reason(res->status));
+    r |= cshw_buf_append_str(b, cshw_response_status_reason(res->status));
     r |= cshw_buf_append(b, "\r\n", 2);
     if (!cshw_response_header(res, "date")) {
         char date[30];
@@ -651,7 +651,7 @@ int cshw_response_redirect(cshw_response *res, int status, const char *location)
     cshw_buf page;
     cshw_buf_init(&page, res->ctx->arena);
     char title[64];
-    snprintf(title, sizeof title, "%d %s", status, cshw_status_reason(status));
+    snprintf(title, sizeof title, "%d %s", status, cshw_response_status_reason(status));
     r = cshw_buf_append_str(&page, "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>");
     r |= cshw_buf_append_str(&page, title);
     r |= cshw_buf_append_str(&page, "</title></head>\n<body><h1>");

@@ -69,7 +69,7 @@ static const reason reasons[] = {
     {505, "HTTP Version Not Supported"},
 };
 
-const char *cshw_status_reason(int status)
+const char *cshw_response_status_reason(int status)
 {
     size_t lo = 0, hi = sizeof reasons / sizeof reasons[0];
     while (lo < hi) {
@@ -120,7 +120,7 @@ void cshw__http_date(char out[30])
 int cshw__error_page(cshw_buf *b, int status, const char *detail)
 {
     char title[64];
-    snprintf(title, sizeof title, "%d %s", status, cshw_status_reason(status));
+    snprintf(title, sizeof title, "%d %s", status, cshw_response_status_reason(status));
     int r = cshw_buf_append_str(b, "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>");
     r |= cshw_html_encode_buf(b, title, strlen(title));
     r |= cshw_buf_append_str(b, "</title></head>\n<body><h1>");
@@ -150,7 +150,7 @@ int cshw__write_raw_error(const cshw_transport *t, const cshw_options *o, int st
     cshw__http_date(date);
     int r = cshw__error_page(&page, status, detail);
     int n = snprintf(line, sizeof line, "HTTP/1.1 %d %s\r\nDate: %s\r\n", status,
-                     cshw_status_reason(status), date);
+                     cshw_response_status_reason(status), date);
     r |= cshw_buf_append(&b, line, (size_t)n);
     if (o && o->server_header) {
         r |= cshw_buf_append_str(&b, "Server: ");

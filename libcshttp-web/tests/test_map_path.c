@@ -83,7 +83,7 @@ static void check_map(const cshw_static_options *o, const char *vp, int rc, cons
 {
     cshw_arena *a = cshw_arena_new(0);
     const char *out = (const char *)1;
-    int r = cshw_map_path(a, o, vp, &out);
+    int r = cshw_static_map_path(a, o, vp, &out);
     if (r != rc) fail_msg("%s: %s, want %s", vp, cshw_error_name(r), cshw_error_name(rc));
     if (rc == 0) {
         char exp[700];
@@ -117,7 +117,7 @@ static void test_map_lexical(void **state)
     cshw_static_options o2 = opts(r2, 0);
     cshw_arena *a = cshw_arena_new(0);
     const char *out;
-    assert_int_equal(cshw_map_path(a, &o2, "/hello.txt", &out), 0);
+    assert_int_equal(cshw_static_map_path(a, &o2, "/hello.txt", &out), 0);
     char want[400];
     snprintf(want, sizeof want, "%s/hello.txt", fx.root);
     assert_string_equal(out, want);
@@ -177,9 +177,9 @@ static void test_map_root_forms(void **state)
     o = opts("/", 0);
     cshw_arena *a = cshw_arena_new(0);
     const char *out;
-    assert_int_equal(cshw_map_path(a, &o, "/tmp/x", &out), 0);
+    assert_int_equal(cshw_static_map_path(a, &o, "/tmp/x", &out), 0);
     assert_string_equal(out, "/tmp/x");
-    assert_int_equal(cshw_map_path(a, &o, "/", &out), 0);
+    assert_int_equal(cshw_static_map_path(a, &o, "/", &out), 0);
     assert_string_equal(out, "/");
     cshw_arena_free(a);
 }
@@ -190,17 +190,17 @@ static void test_map_arguments(void **state)
     cshw_arena *a = cshw_arena_new(0);
     cshw_static_options o = opts(NULL, 0);
     const char *out = "x";
-    assert_int_equal(cshw_map_path(a, &o, "/a", &out), CSHW_E_STATIC_NO_ROOT);
+    assert_int_equal(cshw_static_map_path(a, &o, "/a", &out), CSHW_E_STATIC_NO_ROOT);
     assert_null(out);
     o.root = "";
-    assert_int_equal(cshw_map_path(a, &o, "/a", &out), CSHW_E_STATIC_NO_ROOT);
+    assert_int_equal(cshw_static_map_path(a, &o, "/a", &out), CSHW_E_STATIC_NO_ROOT);
     o.root = "/nonexistent/cshw/root";
-    assert_int_equal(cshw_map_path(a, &o, "/a", &out), CSHW_E_STATIC_NO_ROOT);
+    assert_int_equal(cshw_static_map_path(a, &o, "/a", &out), CSHW_E_STATIC_NO_ROOT);
     o.root = fx.root;
-    assert_int_equal(cshw_map_path(NULL, &o, "/a", &out), -EINVAL);
-    assert_int_equal(cshw_map_path(a, NULL, "/a", &out), -EINVAL);
-    assert_int_equal(cshw_map_path(a, &o, NULL, &out), -EINVAL);
-    assert_int_equal(cshw_map_path(a, &o, "/a", NULL), -EINVAL);
+    assert_int_equal(cshw_static_map_path(NULL, &o, "/a", &out), -EINVAL);
+    assert_int_equal(cshw_static_map_path(a, NULL, "/a", &out), -EINVAL);
+    assert_int_equal(cshw_static_map_path(a, &o, NULL, &out), -EINVAL);
+    assert_int_equal(cshw_static_map_path(a, &o, "/a", NULL), -EINVAL);
     cshw_arena_free(a);
 }
 
@@ -385,7 +385,7 @@ static int open_denied(void *arg)
         cshw_static_options o = opts(fx.root, 0);
         cshw_arena *a = cshw_arena_new(0);
         const char *out;
-        int r = cshw_map_path(a, &o, "/noread.txt", &out);
+        int r = cshw_static_map_path(a, &o, "/noread.txt", &out);
         cshw_arena_free(a);
         if (r != 0) return 15;
     }

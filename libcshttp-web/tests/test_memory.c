@@ -151,7 +151,7 @@ static void test_parse_errors(void **state)
             assert_non_null(tw_field(&run.r[1], "date"));
             char title[64];
             snprintf(title, sizeof title, "<h1>%d %s</h1>", cases[i].status,
-                     cshw_status_reason(cases[i].status));
+                     cshw_response_status_reason(cases[i].status));
             assert_non_null(strstr(run.r[1].body, title));
             tw_free(&run);
         }

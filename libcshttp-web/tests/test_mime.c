@@ -1,4 +1,4 @@
-/* cshw_mime_type: the table's order and rows, lookups, names without an
+/* cshw_static_mime_type: the table's order and rows, lookups, names without an
  * extension. cshw_mime_types: a table grown from a mime.types file and
  * overrides, with its precedence. */
 #include <errno.h>
@@ -34,7 +34,7 @@ static void test_table_sorted_lowercase_unique(void **state)
         /* every row is found through the public lookup */
         char name[40];
         snprintf(name, sizeof name, "f.%s", ext);
-        assert_string_equal(cshw_mime_type(name), type);
+        assert_string_equal(cshw_static_mime_type(name), type);
         /* text types say their charset */
         if (strncmp(type, "text/", 5) == 0) assert_non_null(strstr(type, "; charset=utf-8"));
         prev = ext;
@@ -79,32 +79,32 @@ static void test_common_types(void **state)
         {"app.js.map", "application/json"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-        assert_string_equal(cshw_mime_type(cases[i][0]), cases[i][1]);
+        assert_string_equal(cshw_static_mime_type(cases[i][0]), cases[i][1]);
 }
 
 static void test_case_insensitive_and_paths(void **state)
 {
     (void)state;
-    assert_string_equal(cshw_mime_type("PHOTO.JPG"), "image/jpeg");
-    assert_string_equal(cshw_mime_type("Index.HtMl"), "text/html; charset=utf-8");
-    assert_string_equal(cshw_mime_type("/var/www/a/b.css"), "text/css; charset=utf-8");
+    assert_string_equal(cshw_static_mime_type("PHOTO.JPG"), "image/jpeg");
+    assert_string_equal(cshw_static_mime_type("Index.HtMl"), "text/html; charset=utf-8");
+    assert_string_equal(cshw_static_mime_type("/var/www/a/b.css"), "text/css; charset=utf-8");
     /* a dot in a folder name is not an extension of the file */
-    assert_string_equal(cshw_mime_type("/v1.html/README"), OCTET);
+    assert_string_equal(cshw_static_mime_type("/v1.html/README"), OCTET);
 }
 
 static void test_no_extension(void **state)
 {
     (void)state;
-    assert_string_equal(cshw_mime_type("Makefile"), OCTET);
-    assert_string_equal(cshw_mime_type(".html"), OCTET); /* a dotfile named "html" */
-    assert_string_equal(cshw_mime_type("dir/.css"), OCTET);
-    assert_string_equal(cshw_mime_type("a."), OCTET);
-    assert_string_equal(cshw_mime_type(""), OCTET);
-    assert_string_equal(cshw_mime_type("x.unknown"), OCTET);
-    assert_string_equal(cshw_mime_type("x.averyveryverylongextension"), OCTET);
-    assert_string_equal(cshw_mime_type("x.htmlx"), OCTET);
-    assert_string_equal(cshw_mime_type("x.ht"), OCTET);
-    assert_string_equal(cshw_mime_type(NULL), OCTET);
+    assert_string_equal(cshw_static_mime_type("Makefile"), OCTET);
+    assert_string_equal(cshw_static_mime_type(".html"), OCTET); /* a dotfile named "html" */
+    assert_string_equal(cshw_static_mime_type("dir/.css"), OCTET);
+    assert_string_equal(cshw_static_mime_type("a."), OCTET);
+    assert_string_equal(cshw_static_mime_type(""), OCTET);
+    assert_string_equal(cshw_static_mime_type("x.unknown"), OCTET);
+    assert_string_equal(cshw_static_mime_type("x.averyveryverylongextension"), OCTET);
+    assert_string_equal(cshw_static_mime_type("x.htmlx"), OCTET);
+    assert_string_equal(cshw_static_mime_type("x.ht"), OCTET);
+    assert_string_equal(cshw_static_mime_type(NULL), OCTET);
 }
 
 static char *write_file(const char *text)

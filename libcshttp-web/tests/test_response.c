@@ -139,11 +139,11 @@ static void test_status_reasons(void **state)
         {429, "Too Many Requests"},
     };
     for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++)
-        assert_string_equal(cshw_status_reason(codes[i].code), codes[i].reason);
-    assert_string_equal(cshw_status_reason(306), ""); /* (Unused) */
-    assert_string_equal(cshw_status_reason(299), "");
-    assert_string_equal(cshw_status_reason(0), "");
-    assert_string_equal(cshw_status_reason(-1), "");
+        assert_string_equal(cshw_response_status_reason(codes[i].code), codes[i].reason);
+    assert_string_equal(cshw_response_status_reason(306), ""); /* (Unused) */
+    assert_string_equal(cshw_response_status_reason(299), "");
+    assert_string_equal(cshw_response_status_reason(0), "");
+    assert_string_equal(cshw_response_status_reason(-1), "");
 }
 
 static void status_handler(cshw_context *ctx)

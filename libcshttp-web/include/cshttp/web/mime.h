@@ -1,4 +1,4 @@
-/* MIME types by file extension: the built-in table (cshw_mime_type), or a
+/* MIME types by file extension: the built-in table (cshw_static_mime_type), or a
  * table the application owns, built from it, a mime.types file and its own
  * overrides.
  *
@@ -61,7 +61,7 @@ CSHW_EXPORT int cshw_mime_types_set(cshw_mime_types *m, const char *ext, const c
 CSHW_EXPORT int cshw_mime_types_set_pair(cshw_mime_types *m, const char *ext_eq_type);
 
 /* The type for a file name by its extension, case-insensitive, as
- * cshw_mime_type answers it; m NULL: cshw_mime_type itself. A binary
+ * cshw_static_mime_type answers it; m NULL: cshw_static_mime_type itself. A binary
  * search, no allocation. */
 CSHW_EXPORT const char *cshw_mime_types_lookup(const cshw_mime_types *m, const char *filename);
 

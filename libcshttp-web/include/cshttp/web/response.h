@@ -72,7 +72,7 @@ CSHW_EXPORT int cshw_response_set_status(cshw_response *res, int status);
 CSHW_EXPORT int cshw_response_status(const cshw_response *res);
 
 /* The standard reason phrase of a status ("Not Found"), "" when unknown. */
-CSHW_EXPORT const char *cshw_status_reason(int status);
+CSHW_EXPORT const char *cshw_response_status_reason(int status);
 
 /* Replaces every field `name` with one (case-insensitive names). */
 CSHW_EXPORT int cshw_response_set_header(cshw_response *res, const char *name, const char *value);

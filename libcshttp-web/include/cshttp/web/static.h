@@ -1,6 +1,6 @@
 /* Static files and MapPath.
  *
- * cshw_map_path turns a virtual path into a physical one under a root and
+ * cshw_static_map_path turns a virtual path into a physical one under a root and
  * can never leave it. cshw_static_serve answers a GET or HEAD for a file
  * under the root: MIME type, ETag and Last-Modified, conditional requests
  * (304, RFC 9110 §13.2.2), byte ranges (206, multipart/byteranges, 416,
@@ -93,7 +93,7 @@ typedef struct cshw_static_options {
     int etag;                  /* send ETag and honour If-None-Match (default 1) */
     int hidden_files;          /* serve names starting with '.' (default 0: 404) */
     /* Content-Type by extension from this table (mime.h; the caller's, it
-     * must outlive the options' use); NULL (default): cshw_mime_type. */
+     * must outlive the options' use); NULL (default): cshw_static_mime_type. */
     const struct cshw_mime_types *mime_types;
 } cshw_static_options;
 
@@ -115,8 +115,8 @@ CSHW_EXPORT void cshw_static_options_init(cshw_static_options *o);
  * what it names safely, do as cshw_static_serve does (it opens the file
  * itself with openat2(RESOLVE_BENEATH) or an equivalent check, and serves
  * that descriptor). */
-CSHW_EXPORT int cshw_map_path(cshw_arena *arena, const cshw_static_options *o,
-                              const char *virtual_path, const char **out);
+CSHW_EXPORT int cshw_static_map_path(cshw_arena *arena, const cshw_static_options *o,
+                                     const char *virtual_path, const char **out);
 
 /* Serves the request's path (cshw_request_path) from the root.
  * Returns 0 when it answered: 200, 206, 301, 304, 405, 412 or 416.
@@ -134,7 +134,7 @@ CSHW_EXPORT int cshw_static_serve(cshw_context *ctx, const cshw_static_options *
  * ("text/html; charset=utf-8": text types carry the charset),
  * "application/octet-stream" when unknown or without an extension
  * (".profile" has none). Static. */
-CSHW_EXPORT const char *cshw_mime_type(const char *filename);
+CSHW_EXPORT const char *cshw_static_mime_type(const char *filename);
 
 #ifdef __cplusplus
 }
