@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "fields.h"
+#include "limits.h"
 #include "scan.h"
 
 enum {
@@ -37,16 +38,13 @@ void csh_chunked_init(csh_chunked *c, const csh_limits *limits, unsigned flags,
                       csh_header *trailers, size_t trailers_cap)
 {
     memset(c, 0, sizeof *c);
-    if (limits)
-        c->limits_ = *limits;
-    else
-        csh_limits_init(&c->limits_);
-    c->flags_ = flags;
+    int bad = csh__limits_keep(&c->limits_, limits) < 0;
+    c->flags_ = (flags & ~CSH__FLAG_BAD_LIMITS) | (bad ? CSH__FLAG_BAD_LIMITS : 0u);
     c->trailers = trailers;
     c->trailer_cap_ = trailers ? trailers_cap : 0;
     c->simd_ = (flags & CSH_PARSE_NO_SIMD) ? 0 : csh__simd_available();
     c->state_ = C_SIZE;
-    c->result_ = CSH_INCOMPLETE;
+    c->result_ = bad ? CSH_E_INVALID_ARGUMENT : CSH_INCOMPLETE;
 }
 
 void csh_chunked_reset(csh_chunked *c)
@@ -62,7 +60,8 @@ void csh_chunked_reset(csh_chunked *c)
     c->fields_seen_ = 0;
     c->digits_ = 0;
     c->state_ = C_SIZE;
-    c->result_ = CSH_INCOMPLETE;
+    /* limits of a bad size (limits.h): every call fails, after a reset too */
+    c->result_ = (c->flags_ & CSH__FLAG_BAD_LIMITS) ? CSH_E_INVALID_ARGUMENT : CSH_INCOMPLETE;
 }
 
 static inline int hex_value(unsigned char ch)

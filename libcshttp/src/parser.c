@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "fields.h"
+#include "limits.h"
 #include "scan.h"
 
 enum { ST_START_LINE = 0, ST_FIELDS, ST_DONE };
@@ -38,35 +39,17 @@ enum {
     SEEN_UPGRADE = 1u << 8,
 };
 
-void csh_limits_init(csh_limits *l)
-{
-    l->max_start_line = 8192;
-    l->max_field_line = 8192;
-    l->max_head = 32768;
-    l->max_fields = 100;
-    l->max_chunk_ext = 1024;
-    l->max_trailer = 8192;
-    l->max_method = 32;
-}
-
 void csh_parser_init(csh_parser *p, csh_parser_type type, csh_header *fields, size_t fields_cap,
                      const csh_limits *limits, unsigned flags)
 {
     /* every field is set here or by csh_parser_reset below: no memset of
      * the whole struct, which reset would half clear again */
     p->te_off_ = 0;
-    if (limits)
-        p->limits_ = *limits;
-    else
-        csh_limits_init(&p->limits_);
-    /* clamp the limits so that window arithmetic cannot overflow */
-    if (p->limits_.max_head > SIZE_MAX / 4) p->limits_.max_head = SIZE_MAX / 4;
-    if (p->limits_.max_start_line > SIZE_MAX / 4) p->limits_.max_start_line = SIZE_MAX / 4;
-    if (p->limits_.max_field_line > SIZE_MAX / 4) p->limits_.max_field_line = SIZE_MAX / 4;
+    int bad = csh__limits_keep(&p->limits_, limits) < 0;
     p->fields_ = fields;
     p->fields_cap_ = fields ? fields_cap : 0;
     if (p->fields_cap_ > p->limits_.max_fields) p->fields_cap_ = p->limits_.max_fields;
-    p->flags_ = flags;
+    p->flags_ = (flags & ~CSH__FLAG_BAD_LIMITS) | (bad ? CSH__FLAG_BAD_LIMITS : 0u);
     p->type_ = (unsigned char)type;
     p->simd_ = (unsigned char)((flags & CSH_PARSE_NO_SIMD) ? 0 : csh__simd_available());
     csh_parser_reset(p);
@@ -80,7 +63,8 @@ void csh_parser_reset(csh_parser *p)
     p->len_ = 0;
     p->error_offset_ = 0;
     p->seen_ = 0;
-    p->result_ = CSH_INCOMPLETE;
+    /* limits of a bad size (limits.h): every call fails, after a reset too */
+    p->result_ = (p->flags_ & CSH__FLAG_BAD_LIMITS) ? CSH_E_INVALID_ARGUMENT : CSH_INCOMPLETE;
     p->state_ = ST_START_LINE;
     p->request_method_ = CSH_METHOD_OTHER;
 }

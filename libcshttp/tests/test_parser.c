@@ -50,6 +50,78 @@ static void test_limits_defaults(void **state)
     assert_int_equal(l.max_chunk_ext, 1024);
     assert_int_equal(l.max_trailer, 8192);
     assert_int_equal(l.max_method, 32);
+    assert_int_equal(l.size, sizeof l);
+}
+
+/* parser.h: a size below the first version's (a struct filled without
+ * csh_limits_init) is an error of every call, after a reset too, for the
+ * parser, the chunked decoder and the body reader alike. */
+static void test_limits_bad_size(void **state)
+{
+    (void)state;
+    static const char req[] = "GET / HTTP/1.1\r\nHost: a\r\n\r\n";
+    csh_header f[8];
+    csh_parser p;
+    csh_limits l;
+    csh_limits_init(&l);
+    l.size = 0;
+    csh_parser_init(&p, CSH_REQUEST, f, 8, &l, 0);
+    assert_int_equal(csh_parser_execute(&p, S(req)), CSH_E_INVALID_ARGUMENT);
+    csh_parser_reset(&p);
+    assert_int_equal(csh_parser_execute(&p, S(req)), CSH_E_INVALID_ARGUMENT);
+    l.size = CSH_LIMITS_SIZE_0_2 - 1;
+    csh_parser_init(&p, CSH_REQUEST, f, 8, &l, 0);
+    assert_int_equal(csh_parser_execute(&p, S(req)), CSH_E_INVALID_ARGUMENT);
+    /* the same parser given good limits again works */
+    l.size = sizeof l;
+    csh_parser_init(&p, CSH_REQUEST, f, 8, &l, 0);
+    assert_int_equal(csh_parser_execute(&p, S(req)), CSH_OK);
+
+    static const char body[] = "1\r\na\r\n0\r\n\r\n";
+    csh_chunked c;
+    size_t used;
+    csh_span data;
+    l.size = 0;
+    csh_chunked_init(&c, &l, 0, NULL, 0);
+    assert_int_equal(csh_chunked_decode(&c, S(body), &used, &data), CSH_E_INVALID_ARGUMENT);
+    csh_chunked_reset(&c);
+    assert_int_equal(csh_chunked_decode(&c, S(body), &used, &data), CSH_E_INVALID_ARGUMENT);
+    l.size = sizeof l;
+    csh_chunked_init(&c, &l, 0, NULL, 0);
+    assert_int_equal(csh_chunked_decode(&c, S(body), &used, &data), CSH_DATA);
+}
+
+/* parser.h: the library reads only the fields within limits->size. A caller
+ * built against the first headers with `size` hands a struct of
+ * CSH_LIMITS_SIZE_0_2 bytes: here in an allocation of exactly that size, so
+ * that a read past it is an ASan report; its limits are obeyed. */
+static void test_limits_read_within_size(void **state)
+{
+    (void)state;
+    static const char req[] = "GET / HTTP/1.1\r\nHost: a\r\nA: 1\r\nB: 2\r\n\r\n";
+    csh_limits full;
+    csh_limits_init(&full);
+    full.size = CSH_LIMITS_SIZE_0_2;
+    full.max_fields = 2;
+    csh_limits *old = malloc(CSH_LIMITS_SIZE_0_2);
+    assert_non_null(old);
+    memcpy(old, &full, CSH_LIMITS_SIZE_0_2);
+    csh_header f[8];
+    csh_parser p;
+    csh_parser_init(&p, CSH_REQUEST, f, 8, old, 0);
+    assert_int_equal(csh_parser_execute(&p, S(req)), CSH_E_TOO_MANY_FIELDS);
+    csh_chunked c; /* the decoder reads the struct at init, the same way */
+    csh_chunked_init(&c, old, 0, NULL, 0);
+    free(old);
+
+    /* a caller built against newer headers: the fields past this library's
+     * are ignored, the ones it knows obeyed */
+    size_t big[sizeof(csh_limits) / sizeof(size_t) + 4];
+    memset(big, 0xff, sizeof big);
+    full.size = sizeof big;
+    memcpy(big, &full, sizeof full);
+    csh_parser_init(&p, CSH_REQUEST, f, 8, (const csh_limits *)(const void *)big, 0);
+    assert_int_equal(csh_parser_execute(&p, S(req)), CSH_E_TOO_MANY_FIELDS);
 }
 
 /* parser.h: limits == NULL means the defaults; the struct is copied. */
@@ -819,6 +891,8 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_limits_defaults),
         cmocka_unit_test(test_limits_null_and_copied),
+        cmocka_unit_test(test_limits_bad_size),
+        cmocka_unit_test(test_limits_read_within_size),
         cmocka_unit_test(test_pipelining_loop),
         cmocka_unit_test(test_reset_keeps_configuration),
         cmocka_unit_test(test_reset_clears_message),

@@ -46,7 +46,7 @@ typedef struct csh_chunked {
     csh_header *trailers; /* array given to csh_chunked_init (may be NULL) */
     size_t num_trailers;  /* trailer fields stored (valid on CSH_OK) */
 
-    csh_limits limits_;
+    csh_limits_kept_ limits_;
     uint64_t remaining_; /* data bytes left in the current chunk: nonzero only
                             while in chunk data (csh_body_next reads it) */
     uint64_t size_;      /* chunk size being read */
@@ -62,7 +62,9 @@ typedef struct csh_chunked {
 } csh_chunked;
 
 /* Prepares `c` to decode one chunked body. `limits` may be NULL for the
- * defaults (max_chunk_ext, max_trailer, max_field_line and max_fields apply).
+ * defaults (max_chunk_ext, max_trailer, max_field_line and max_fields apply)
+ * and is read as csh_parser_init reads it (a bad size: every decode returns
+ * CSH_E_INVALID_ARGUMENT).
  * `trailers` (capacity `trailers_cap`, may be NULL/0) receives trailer fields;
  * more trailer fields than the capacity are validated but not stored, more
  * than max_fields is CSH_E_TOO_MANY_FIELDS. `flags`: CSH_PARSE_LENIENT_BARE_LF. */

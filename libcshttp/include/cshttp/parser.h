@@ -36,8 +36,25 @@ extern "C" {
 
 /* Limits. Each is enforced before the bytes beyond it are examined, so a peer
  * cannot make the parser work past it. csh_limits_init gives the defaults
- * below, agreed on by the hardened peers (nginx, h2o, Node). */
+ * below, agreed on by the hardened peers (nginx, h2o, Node).
+ *
+ * Use:
+ *   csh_limits l;
+ *   csh_limits_init(&l);     // the defaults, and l.size
+ *   l.max_head = 16384;      // then change the fields you want
+ *   csh_parser_init(&p, CSH_REQUEST, fields, 64, &l, 0);
+ *
+ * The struct can grow without breaking callers: `size` is sizeof(csh_limits)
+ * as the caller was compiled, set by csh_limits_init, and the library reads
+ * only the fields that fit in it (a limit added after the caller was built
+ * takes its default). So always fill the struct with csh_limits_init, never
+ * with an initializer or memset alone: a size smaller than this first
+ * version's (CSH_LIMITS_SIZE_0_2) makes the parser and the decoders fail with
+ * CSH_E_INVALID_ARGUMENT. The rule for adding a limit: a new field goes at
+ * the end, with its default in csh_limits_init; nothing is removed, reordered
+ * or retyped (that is a new major version, see README.md). */
 typedef struct csh_limits {
+    size_t size;           /* sizeof(csh_limits) as the caller knew it: leave csh_limits_init's */
     size_t max_start_line; /* request or status line, without CRLF: 8192 (→ 414) */
     size_t max_field_line; /* one header or trailer field line, without CRLF: 8192 (→ 431) */
     size_t max_head;       /* whole head with every CRLF and leading empty lines: 32768 (→ 431) */
@@ -48,8 +65,27 @@ typedef struct csh_limits {
                               method a server implements) */
 } csh_limits;
 
-/* Fills `limits` with the defaults. */
+/* The size of csh_limits in libcshttp 0.2, the first version with `size`:
+ * the smallest size the library accepts. */
+#define CSH_LIMITS_SIZE_0_2 (offsetof(csh_limits, max_method) + sizeof(size_t))
+
+/* Fills `limits` with the defaults and sets limits->size. */
 CSH_EXPORT void csh_limits_init(csh_limits *limits);
+
+/* Private: the limits a parser or a decoder keeps, csh_limits' fields with
+ * room to spare, so that a new limit does not change the size of csh_parser
+ * or csh_chunked (structs the caller allocates). A limit that does not fit
+ * in spare_ is a new major version. */
+typedef struct csh_limits_kept_ {
+    size_t max_start_line;
+    size_t max_field_line;
+    size_t max_head;
+    size_t max_fields;
+    size_t max_chunk_ext;
+    size_t max_trailer;
+    size_t max_method;
+    size_t spare_[4];
+} csh_limits_kept_;
 
 typedef enum csh_parser_type {
     CSH_REQUEST = 0,
@@ -150,7 +186,7 @@ typedef struct csh_line_state_ {
 typedef struct csh_parser {
     csh_message msg; /* the result; valid once csh_parser_execute returned CSH_OK */
 
-    csh_limits limits_;
+    csh_limits_kept_ limits_;
     csh_header *fields_;
     size_t fields_cap_;  /* min(array capacity, limits.max_fields) */
     size_t len_;         /* len of the previous call */
@@ -169,7 +205,9 @@ typedef struct csh_parser {
 /* Prepares `p` to parse one message of `type`. `fields` (capacity
  * `fields_cap`) receives the header fields; the effective field limit is the
  * smaller of fields_cap and limits->max_fields. `limits` may be NULL for the
- * defaults and is copied. `flags` is a mask of CSH_PARSE_*. */
+ * defaults and is copied (the fields within limits->size; a size below
+ * CSH_LIMITS_SIZE_0_2 makes every csh_parser_execute return
+ * CSH_E_INVALID_ARGUMENT). `flags` is a mask of CSH_PARSE_*. */
 CSH_EXPORT void csh_parser_init(csh_parser *p, csh_parser_type type, csh_header *fields,
                                 size_t fields_cap, const csh_limits *limits, unsigned flags);
 
