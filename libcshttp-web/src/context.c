@@ -7,17 +7,14 @@
 
 #include "context_impl.h"
 #include "cshttp/web/error.h"
+#include "options_impl.h"
 
 static _Thread_local cshw_context *current;
 
 cshw_context *cshw_context_new(const cshw_options *options)
 {
     cshw_options o;
-    if (options)
-        o = *options;
-    else
-        cshw_options_init(&o);
-    if (cshw_options_check(&o, NULL) < 0) return NULL;
+    if (cshw__options_copy(&o, options) < 0 || cshw_options_check(&o, NULL) < 0) return NULL;
 
     cshw_context *ctx = calloc(1, sizeof *ctx);
     if (!ctx) return NULL;

@@ -31,6 +31,7 @@
 
 #include "context_impl.h"
 #include "cshttp/web/error.h"
+#include "options_impl.h"
 #include "validate.h"
 
 #define READ_ROOM 4096u    /* the least room a read is given */
@@ -40,7 +41,6 @@
 struct cshw_exchange {
     const cshw_exchange_config *cfg;
     cshw_options web;
-    csh_limits limits;
     csh_parser p;
     csh_header *fields;
     char *buf;
@@ -93,16 +93,20 @@ cshw_exchange *cshw_exchange_new(const cshw_exchange_config *config)
     cshw_exchange *x = calloc(1, sizeof *x);
     if (!x) return NULL;
     x->cfg = config;
-    if (config->web)
-        x->web = *config->web;
-    else
-        cshw_options_init(&x->web);
-    if (config->limits)
-        x->limits = *config->limits;
-    else
-        csh_limits_init(&x->limits);
-    size_t nf = x->limits.max_fields ? x->limits.max_fields : 1;
-    if (nf > SIZE_MAX / sizeof(csh_header)) {
+    /* The limits stay the caller's (they outlive the exchange, as the
+     * config does): libcshttp reads them by their size, so a limit newer
+     * than this library reaches the parser too. */
+    csh_limits defaults;
+    csh_limits_init(&defaults);
+    size_t nf = defaults.max_fields;
+    if (config->limits) {
+        if (config->limits->size < CSH_LIMITS_SIZE_0_2) {
+            free(x);
+            return NULL;
+        }
+        nf = config->limits->max_fields ? config->limits->max_fields : 1;
+    }
+    if (cshw__options_copy(&x->web, config->web) < 0 || nf > SIZE_MAX / sizeof(csh_header)) {
         free(x);
         return NULL;
     }
@@ -111,9 +115,9 @@ cshw_exchange *cshw_exchange_new(const cshw_exchange_config *config)
         free(x);
         return NULL;
     }
-    csh_parser_init(&x->p, CSH_REQUEST, x->fields, nf, &x->limits, 0);
+    csh_parser_init(&x->p, CSH_REQUEST, x->fields, nf, config->limits, 0);
     /* one body reader for the connection, reset for each body */
-    csh_body_init(&x->body, NULL, &x->limits, 0, NULL, 0);
+    csh_body_init(&x->body, NULL, config->limits, 0, NULL, 0);
     x->body_fd = -1;
     return x;
 }
@@ -496,7 +500,9 @@ int cshw_exchange_refuse(const cshw_exchange_config *config, const cshw_transpor
                          const char *detail)
 {
     uint64_t written = 0;
-    int r = cshw__write_raw_error(t, config ? config->web : NULL, status, detail, 0, &written);
+    cshw_options web; /* the caller's, read by its size */
+    if (cshw__options_copy(&web, config ? config->web : NULL) < 0) return CSHW_E_INVALID_OPTION;
+    int r = cshw__write_raw_error(t, &web, status, detail, 0, &written);
     if (config && config->report) {
         cshw_exchange_outcome o;
         memset(&o, 0, sizeof o);

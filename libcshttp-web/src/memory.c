@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cshttp/web/error.h"
+#include "options_impl.h"
 #include "cshttp/web/exchange.h"
 
 struct cshw_memory {
@@ -144,11 +145,8 @@ void cshw_memory_fail_writes_after(cshw_memory *m, size_t after)
 int cshw_memory_serve(cshw_memory *m, const cshw_options *options, cshw_handler handler)
 {
     cshw_options o;
-    if (options)
-        o = *options;
-    else
-        cshw_options_init(&o);
-    int r = cshw_options_check(&o, NULL);
+    int r = cshw__options_copy(&o, options);
+    if (r == 0) r = cshw_options_check(&o, NULL);
     if (r < 0) return r;
     if (!m || !handler) return -EINVAL;
 

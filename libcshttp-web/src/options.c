@@ -2,11 +2,14 @@
 #include "cshttp/web/options.h"
 
 #include <stddef.h>
+#include <string.h>
 
 #include "cshttp/web/error.h"
+#include "options_impl.h"
 
 void cshw_options_init(cshw_options *o)
 {
+    o->size = sizeof *o;
     o->response_buffer = 16384;
     o->gzip = 1;
     o->gzip_min_bytes = 1024;
@@ -39,9 +42,24 @@ static int fail(const char **why, const char *message)
     return CSHW_E_INVALID_OPTION;
 }
 
-int cshw_options_check(const cshw_options *o, const char **why)
+int cshw__options_copy(cshw_options *dst, const cshw_options *src)
+{
+    cshw_options_init(dst);
+    if (!src) return 0;
+    if (src->size < CSHW_OPTIONS_SIZE_0_2) return CSHW_E_INVALID_OPTION;
+    /* the fields the caller knew; later ones keep their defaults */
+    memcpy(dst, src, src->size < sizeof *dst ? src->size : sizeof *dst);
+    dst->size = sizeof *dst;
+    return 0;
+}
+
+int cshw_options_check(const cshw_options *options, const char **why)
 {
     if (why) *why = NULL;
+    cshw_options copy;
+    if (!options || cshw__options_copy(&copy, options) < 0)
+        return fail(why, "size must be set by cshw_options_init");
+    const cshw_options *o = &copy;
     if (o->response_buffer < 256 || o->response_buffer > (64u << 20))
         return fail(why, "response_buffer must be from 256 to 67108864 bytes");
     if (o->gzip != 0 && o->gzip != 1) return fail(why, "gzip must be 0 or 1");

@@ -28,6 +28,7 @@ static void test_defaults(void **state)
     assert_int_equal(o.max_form_parts, 1000);
     assert_int_equal(o.max_part_header, 16384);
     assert_null(o.server_header);
+    assert_int_equal(o.size, sizeof o);
     const char *why = "unchanged";
     assert_int_equal(cshw_options_check(&o, &why), 0);
     assert_null(why);
@@ -101,6 +102,17 @@ static void server_spaces(cshw_options *o)
     o->server_header = " x ";
 }
 
+/* a struct filled without cshw_options_init */
+static void size_zero(cshw_options *o)
+{
+    o->size = 0;
+}
+
+static void size_short(cshw_options *o)
+{
+    o->size = CSHW_OPTIONS_SIZE_0_2 - 1;
+}
+
 static void test_check_names_the_field(void **state)
 {
     (void)state;
@@ -124,6 +136,8 @@ static void test_check_names_the_field(void **state)
         {server_crlf, "server_header"},
         {server_control, "server_header"},
         {server_spaces, "server_header"},
+        {size_zero, "size must be set by cshw_options_init"},
+        {size_short, "size must be set by cshw_options_init"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         cshw_options o;
@@ -144,6 +158,43 @@ static void test_check_names_the_field(void **state)
         assert_int_equal(n, 0);
         cshw_memory_free(m);
     }
+}
+
+/* options.h: the toolkit reads only the fields within o->size. A caller
+ * built against the first headers with `size` hands a struct of
+ * CSHW_OPTIONS_SIZE_0_2 bytes: here in an allocation of exactly that size,
+ * so that a read past it is an ASan report. One built against newer headers
+ * hands a bigger one: the fields this library does not know are ignored. */
+static void test_options_read_within_size(void **state)
+{
+    (void)state;
+    cshw_options full;
+    cshw_options_init(&full);
+    full.gzip_level = 3;
+    full.size = CSHW_OPTIONS_SIZE_0_2;
+    cshw_options *old = malloc(CSHW_OPTIONS_SIZE_0_2);
+    assert_non_null(old);
+    memcpy(old, &full, CSHW_OPTIONS_SIZE_0_2);
+    assert_int_equal(cshw_options_check(old, NULL), 0);
+    cshw_context *ctx = cshw_context_new(old);
+    assert_non_null(ctx);
+    assert_int_equal(cshw_context_options(ctx)->gzip_level, 3);
+    /* the context's copy is this library's whole struct */
+    assert_int_equal(cshw_context_options(ctx)->size, sizeof(cshw_options));
+    cshw_context_free(ctx);
+    free(old);
+
+    size_t big[sizeof(cshw_options) / sizeof(size_t) + 4];
+    memset(big, 0xff, sizeof big);
+    full.size = sizeof big;
+    memcpy(big, &full, sizeof full);
+    const cshw_options *newer = (const cshw_options *)(const void *)big;
+    assert_int_equal(cshw_options_check(newer, NULL), 0);
+    ctx = cshw_context_new(newer);
+    assert_non_null(ctx);
+    assert_int_equal(cshw_context_options(ctx)->gzip_level, 3);
+    assert_int_equal(cshw_context_options(ctx)->size, sizeof(cshw_options));
+    cshw_context_free(ctx);
 }
 
 static void test_check_accepts_edges(void **state)
@@ -217,6 +268,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_defaults),
         cmocka_unit_test(test_check_names_the_field),
+        cmocka_unit_test(test_options_read_within_size),
         cmocka_unit_test(test_check_accepts_edges),
         cmocka_unit_test(test_error_rows),
     };

@@ -108,7 +108,12 @@ typedef struct cshw_exchange_outcome {
 } cshw_exchange_outcome;
 
 typedef struct cshw_exchange_config {
-    const cshw_options *web; /* body_buffer, max_request_body, temp_dir, server_header */
+    /* NULL for the defaults, or filled by cshw_options_init and
+     * csh_limits_init and read by their size fields (options.h, parser.h;
+     * a bad size: cshw_exchange_new returns NULL). `web` (body_buffer,
+     * max_request_body, temp_dir, server_header) is copied; `limits` is
+     * the parser's and must outlive the exchange, like the config. */
+    const cshw_options *web;
     const csh_limits *limits;
     /* The application: a handler, or (handler NULL) a router. */
     cshw_handler handler;

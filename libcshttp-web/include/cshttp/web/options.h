@@ -1,8 +1,25 @@
 /* cshw_options: every setting of the toolkit, with its default.
  *
- * Fill with cshw_options_init, change fields, validate with
- * cshw_options_check. The toolkit copies the struct; strings must outlive
- * the contexts that use them. */
+ *   cshw_options o;
+ *   cshw_options_init(&o);           // the defaults below, and o.size
+ *   o.gzip = 0;                      // then change the fields you want
+ *   const char *why;
+ *   if (cshw_options_check(&o, &why) < 0) die(why);
+ *   cshw_context *ctx = cshw_context_new(&o);
+ *
+ * The toolkit copies the struct; strings must outlive the contexts that use
+ * them.
+ *
+ * The struct can grow without breaking callers: `size` is
+ * sizeof(cshw_options) as the caller was compiled, set by cshw_options_init,
+ * and the toolkit reads only the fields that fit in it (an option added after
+ * the caller was built takes its default). So always fill the struct with
+ * cshw_options_init, never with an initializer or memset alone: a size below
+ * CSHW_OPTIONS_SIZE_0_2 fails cshw_options_check ("size must be set by
+ * cshw_options_init") and every function that takes the options. The rule
+ * for adding an option: a new field goes at the end, with its default in
+ * cshw_options_init and its check in cshw_options_check; nothing is removed,
+ * reordered or retyped (that is a new major version, see README.md). */
 #ifndef CSHTTP_WEB_OPTIONS_H
 #define CSHTTP_WEB_OPTIONS_H
 
@@ -16,6 +33,8 @@ extern "C" {
 #endif
 
 typedef struct cshw_options {
+    /* sizeof(cshw_options) as the caller knew it: leave cshw_options_init's. */
+    size_t size;
     /* Response output buffered before it is sent: a response that ends
      * within it goes out with Content-Length. Default 16384. */
     size_t response_buffer;
@@ -51,12 +70,17 @@ typedef struct cshw_options {
     const char *server_header;
 } cshw_options;
 
-/* Fills `o` with the defaults above. */
+/* The size of cshw_options in libcshttp-web 0.2, the first version with
+ * `size`: the smallest size the toolkit accepts. */
+#define CSHW_OPTIONS_SIZE_0_2 (offsetof(cshw_options, server_header) + sizeof(const char *))
+
+/* Fills `o` with the defaults above and sets o->size. */
 CSHW_EXPORT void cshw_options_init(cshw_options *o);
 
 /* 0 when `o` is usable; otherwise CSHW_E_INVALID_OPTION and *why (when not
  * NULL) set to a static message naming the field ("gzip_level must be
- * 1..9"). Threads: pure, any thread. */
+ * 1..9"). Reads the fields within o->size, the defaults of the others.
+ * Threads: pure, any thread. */
 CSHW_EXPORT int cshw_options_check(const cshw_options *o, const char **why);
 
 #ifdef __cplusplus
