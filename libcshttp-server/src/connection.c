@@ -625,7 +625,7 @@ static void park_output(cshs_conn *c)
 uint64_t cshs__conn_idle_held(const cshs_conn *c)
 {
     uint64_t n = c->out_bytes;
-    if (c->x) n += c->srv->o.read_buffer + c->srv->o.limits.max_fields * sizeof(csh_header);
+    if (c->x) n += c->srv->o.read_buffer + c->srv->o.limits->max_fields * sizeof(csh_header);
     return n;
 }
 

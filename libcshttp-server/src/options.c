@@ -12,9 +12,12 @@
 #include <cshttp/server/options.h>
 #include <cshttp/web/error.h>
 
+#include "options_impl.h"
+
 void cshs_options_init(cshs_options *o)
 {
     memset(o, 0, sizeof *o);
+    o->size = sizeof *o;
     o->address = "127.0.0.1";
     o->address6 = NULL;
     o->port = 8080;
@@ -44,23 +47,116 @@ void cshs_options_init(cshs_options *o)
     o->linger_ms = 2000;
     o->linger_bytes = 1u << 20;
     o->read_buffer = 8192;
-    csh_limits_init(&o->limits);
-    cshw_options_init(&o->web);
+    o->limits = NULL;
+    o->web = NULL;
 }
 
 void cshs_options_release(cshs_options *o)
 {
-    for (size_t i = 0; i < o->nstrings_; i++) free(o->strings_[i]);
+    for (size_t i = 0; i < o->nstrings_; i++) {
+        if ((void *)o->limits == o->strings_[i]) o->limits = NULL;
+        if ((void *)o->web == o->strings_[i]) o->web = NULL;
+        free(o->strings_[i]);
+    }
     free(o->strings_);
     o->strings_ = NULL;
     o->nstrings_ = 0;
 }
 
-int cshs_options_check(const cshs_options *o, const char **why)
+/* Keeps `block` (malloc'd) until cshs_options_release; frees it on failure. */
+static int keep_block(cshs_options *o, void *block)
+{
+    char **n = realloc(o->strings_, (o->nstrings_ + 1) * sizeof *n);
+    if (!n) {
+        free(block);
+        return -ENOMEM;
+    }
+    o->strings_ = n;
+    o->strings_[o->nstrings_++] = block;
+    return 0;
+}
+
+/* A copy of a struct that starts with its size, owned by `o`: the defaults
+ * of this build (`init`, `known` bytes), then every byte of `src` (when not
+ * NULL), the fields newer than this build included, so that the library
+ * that defines the struct still finds them. */
+static int dup_sized(cshs_options *o, const void *src, size_t known, void (*init)(void *),
+                     void **out)
+{
+    *out = NULL;
+    size_t size = 0;
+    if (src) memcpy(&size, src, sizeof size);
+    size_t n = size > known ? size : known;
+    void *d = malloc(n);
+    if (!d) return -ENOMEM;
+    memset(d, 0, n);
+    init(d);
+    if (src) memcpy(d, src, size);
+    memcpy(d, &n, sizeof n);
+    if (keep_block(o, d) < 0) return -ENOMEM;
+    *out = d;
+    return 0;
+}
+
+static void init_limits(void *p)
+{
+    csh_limits_init(p);
+}
+
+static void init_web(void *p)
+{
+    cshw_options_init(p);
+}
+
+int cshs__options_copy(cshs_options *dst, const cshs_options *src)
+{
+    cshs_options defaults;
+    cshs_options_init(&defaults);
+    cshs_options_init(dst);
+    if (!src) src = &defaults;
+    if (src->size < CSHS_OPTIONS_SIZE_0_2) return -EINVAL;
+    /* the fields the caller knew; later ones keep their defaults */
+    memcpy(dst, src, src->size < sizeof *dst ? src->size : sizeof *dst);
+    dst->size = sizeof *dst;
+    dst->strings_ = NULL; /* the caller's */
+    dst->nstrings_ = 0;
+    dst->limits = NULL;
+    dst->web = NULL;
+    if ((src->limits && src->limits->size < CSH_LIMITS_SIZE_0_2) ||
+        (src->web && src->web->size < CSHW_OPTIONS_SIZE_0_2))
+        return -EINVAL;
+    void *l, *w;
+    int r = dup_sized(dst, src->limits, sizeof(csh_limits), init_limits, &l);
+    if (r == 0) r = dup_sized(dst, src->web, sizeof(cshw_options), init_web, &w);
+    if (r < 0) {
+        cshs_options_release(dst);
+        return r;
+    }
+    dst->limits = l;
+    dst->web = w;
+    return 0;
+}
+
+int cshs_options_check(const cshs_options *options, const char **why)
 {
     const char *w = NULL;
-    if (!o)
+    cshs_options copy;
+    cshs_options_init(&copy);
+    const cshs_options *o = &copy;
+    csh_limits limits;
+    csh_limits_init(&limits);
+    int r = options ? cshs__options_copy(&copy, options) : 0;
+    if (r == 0 && o->limits)
+        limits = *o->limits; /* this build's fields: the copy holds at least those */
+    if (!options)
         w = "options must not be NULL";
+    else if (r == -ENOMEM)
+        w = "out of memory";
+    else if (r < 0)
+        w = options->size < CSHS_OPTIONS_SIZE_0_2 ? "size must be set by cshs_options_init"
+            : options->limits && options->limits->size < CSH_LIMITS_SIZE_0_2
+                ? "limits: size must be set by csh_limits_init"
+                : "web: size must be set by cshw_options_init";
     else if (o->port > 65535)
         w = "port must be 0..65535";
     else if ((!o->address || !*o->address) && (!o->address6 || !*o->address6) &&
@@ -91,13 +187,14 @@ int cshs_options_check(const cshs_options *o, const char **why)
         w = "sweep_interval_ms must be 1..60000";
     else if (o->read_buffer < 1024 || o->read_buffer > (1u << 24))
         w = "read_buffer must be 1024..16777216";
-    else if (o->limits.max_head < 64 || o->limits.max_fields < 1 || o->limits.max_fields > 65536)
+    else if (limits.max_head < 64 || limits.max_fields < 1 || limits.max_fields > 65536)
         w = "max_head must be >= 64 and max_fields 1..65536";
     else if (o->write_high_water < 4096)
         w = "write_high_water must be >= 4096";
     else if (o->linger_ms > 60000)
         w = "linger_ms must be 0..60000";
-    if (!w && cshw_options_check(&o->web, &w) < 0 && !w) w = "web options are not valid";
+    if (!w && o->web && cshw_options_check(o->web, &w) < 0 && !w) w = "web options are not valid";
+    cshs_options_release(&copy);
     if (why) *why = w;
     return w ? -EINVAL : 0;
 }
@@ -106,14 +203,20 @@ int cshs_options_check(const cshs_options *o, const char **why)
 
 typedef enum { T_UINT, T_INT, T_BOOL, T_SIZE, T_U64, T_STR } opt_type;
 
+/* Which struct an option lives in: cshs_options itself, *o->limits or *o->web. */
+typedef enum { IN_SERVER, IN_LIMITS, IN_WEB } opt_in;
+
 typedef struct opt_def {
     const char *name;
     opt_type type;
+    opt_in in;
     size_t off;
     const char *help;
 } opt_def;
 
-#define O(f) offsetof(cshs_options, f)
+#define O(f) IN_SERVER, offsetof(cshs_options, f)
+#define L(f) IN_LIMITS, offsetof(csh_limits, f)
+#define W(f) IN_WEB, offsetof(cshw_options, f)
 static const opt_def defs[] = {
     {"address", T_STR, O(address), "IPv4 or IPv6 address to listen on (\"\": none)"},
     {"address6", T_STR, O(address6), "a second address, normally IPv6 (\"::1\", \"::\")"},
@@ -150,20 +253,22 @@ static const opt_def defs[] = {
     {"linger_ms", T_UINT, O(linger_ms), "lingering close, at most (0: off)"},
     {"linger_bytes", T_U64, O(linger_bytes), "lingering close, bytes read at most"},
     {"read_buffer", T_SIZE, O(read_buffer), "read buffer of a busy connection, bytes"},
-    {"max_start_line", T_SIZE, O(limits.max_start_line), "request line limit (414)"},
-    {"max_field_line", T_SIZE, O(limits.max_field_line), "header line limit (431)"},
-    {"max_head", T_SIZE, O(limits.max_head), "whole head limit (431)"},
-    {"max_fields", T_SIZE, O(limits.max_fields), "header fields limit (431)"},
-    {"response_buffer", T_SIZE, O(web.response_buffer), "response bytes buffered"},
-    {"gzip", T_BOOL, O(web.gzip), "gzip responses when accepted"},
-    {"max_form_bytes", T_U64, O(web.max_form_bytes), "form body limit (413)"},
-    {"max_drain_bytes", T_U64, O(web.max_drain_bytes), "unread body drained to keep alive"},
-    {"temp_dir", T_STR, O(web.temp_dir), "folder of large uploads and request bodies"},
-    {"body_buffer", T_SIZE, O(web.body_buffer), "request body bytes kept in memory"},
-    {"max_request_body", T_U64, O(web.max_request_body), "request body limit (413; 0: none)"},
-    {"server_header", T_STR, O(web.server_header), "Server field value (empty: none)"},
+    {"max_start_line", T_SIZE, L(max_start_line), "request line limit (414)"},
+    {"max_field_line", T_SIZE, L(max_field_line), "header line limit (431)"},
+    {"max_head", T_SIZE, L(max_head), "whole head limit (431)"},
+    {"max_fields", T_SIZE, L(max_fields), "header fields limit (431)"},
+    {"response_buffer", T_SIZE, W(response_buffer), "response bytes buffered"},
+    {"gzip", T_BOOL, W(gzip), "gzip responses when accepted"},
+    {"max_form_bytes", T_U64, W(max_form_bytes), "form body limit (413)"},
+    {"max_drain_bytes", T_U64, W(max_drain_bytes), "unread body drained to keep alive"},
+    {"temp_dir", T_STR, W(temp_dir), "folder of large uploads and request bodies"},
+    {"body_buffer", T_SIZE, W(body_buffer), "request body bytes kept in memory"},
+    {"max_request_body", T_U64, W(max_request_body), "request body limit (413; 0: none)"},
+    {"server_header", T_STR, W(server_header), "Server field value (empty: none)"},
 };
 #undef O
+#undef L
+#undef W
 
 static int same_name(const char *a, const char *b, size_t blen)
 {
@@ -184,26 +289,88 @@ static const opt_def *find_def(const char *name, size_t len)
 
 static int keep_string(cshs_options *o, const char *v, const char **out)
 {
-    char **n = realloc(o->strings_, (o->nstrings_ + 1) * sizeof *n);
-    if (!n) return -ENOMEM;
-    o->strings_ = n;
     char *c = strdup(v);
-    if (!c) return -ENOMEM;
-    o->strings_[o->nstrings_++] = c;
+    if (!c || keep_block(o, c) < 0) return -ENOMEM;
     *out = c;
     return 0;
 }
 
+static size_t type_size(opt_type t)
+{
+    switch (t) {
+    case T_UINT:
+        return sizeof(unsigned);
+    case T_INT:
+    case T_BOOL:
+        return sizeof(int);
+    case T_SIZE:
+        return sizeof(size_t);
+    case T_U64:
+        return sizeof(uint64_t);
+    case T_STR:
+        return sizeof(const char *);
+    }
+    return 0;
+}
+
+/* Where option `d` lives in `o`, given an o->limits or o->web of the
+ * loaders' own when there is none; NULL with a message when the struct, as
+ * its owner was compiled, is too old to hold the option, or -ENOMEM. */
+static char *def_place(cshs_options *o, const opt_def *d, int *r, char *err, size_t errlen)
+{
+    *r = 0;
+    char *base;
+    size_t size;
+    if (d->in == IN_LIMITS) {
+        if (!o->limits) {
+            csh_limits *l = malloc(sizeof *l);
+            if (!l || keep_block(o, l) < 0) goto nomem;
+            csh_limits_init(l);
+            o->limits = l;
+        }
+        base = (char *)o->limits;
+        size = o->limits->size;
+    } else if (d->in == IN_WEB) {
+        if (!o->web) {
+            cshw_options *w = malloc(sizeof *w);
+            if (!w || keep_block(o, w) < 0) goto nomem;
+            cshw_options_init(w);
+            o->web = w;
+        }
+        base = (char *)o->web;
+        size = o->web->size;
+    } else {
+        base = (char *)o;
+        size = o->size;
+    }
+    if (d->off + type_size(d->type) > size) {
+        snprintf(err, errlen, "%s is newer than this program's %s", d->name,
+                 d->in == IN_LIMITS ? "csh_limits"
+                 : d->in == IN_WEB  ? "cshw_options"
+                                    : "cshs_options");
+        *r = -EINVAL;
+        return NULL;
+    }
+    return base + d->off;
+nomem:
+    snprintf(err, errlen, "%s: out of memory", d->name);
+    *r = -ENOMEM;
+    return NULL;
+}
+
 static int set_def(cshs_options *o, const opt_def *d, const char *value, char *err, size_t errlen)
 {
-    char *p = (char *)o + d->off;
+    int r;
+    char *p = def_place(o, d, &r, err, errlen);
+    if (!p) return r;
     if (d->type == T_STR) {
         const char *s;
         if (keep_string(o, value, &s) < 0) {
             snprintf(err, errlen, "%s: out of memory", d->name);
             return -ENOMEM;
         }
-        if (*s == '\0' && d->off == offsetof(cshs_options, web.server_header)) s = NULL;
+        if (*s == '\0' && d->in == IN_WEB && d->off == offsetof(cshw_options, server_header))
+            s = NULL;
         memcpy(p, &s, sizeof s);
         return 0;
     }
@@ -358,10 +525,17 @@ int cshs_options_parse_args(cshs_options *o, int *argc, char **argv, char *err, 
 void cshs_options_help(FILE *out)
 {
     cshs_options o;
+    csh_limits l;
+    cshw_options w;
     cshs_options_init(&o);
+    csh_limits_init(&l);
+    cshw_options_init(&w);
     for (size_t i = 0; i < sizeof defs / sizeof defs[0]; i++) {
         const opt_def *d = &defs[i];
-        const char *p = (const char *)&o + d->off;
+        const char *base = d->in == IN_LIMITS ? (const char *)&l
+                           : d->in == IN_WEB  ? (const char *)&w
+                                              : (const char *)&o;
+        const char *p = base + d->off;
         char name[64], def[64];
         size_t k = 0;
         for (; d->name[k] && k < sizeof name - 1; k++)

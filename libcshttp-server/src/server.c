@@ -34,6 +34,7 @@
 
 #include <cshttp/server/version.h>
 
+#include "options_impl.h"
 #include "server_impl.h"
 
 /* Deadlines are milliseconds apart and checked by a sweep: the coarse
@@ -68,20 +69,17 @@ cshs_server *cshs_server_new(const cshs_options *options, cshw_handler handler, 
     if ((handler == NULL) == (router == NULL)) return NULL;
     cshs_server *s = calloc(1, sizeof *s);
     if (!s) return NULL;
-    if (options)
-        s->o = *options;
-    else
-        cshs_options_init(&s->o);
-    s->o.strings_ = NULL; /* the caller's */
-    s->o.nstrings_ = 0;
-    if (cshs_options_check(&s->o, NULL) < 0) {
+    /* s->o owns copies of the limits and the toolkit's options, so that
+     * both are there (never NULL) for the connections to read */
+    if (cshs__options_copy(&s->o, options) < 0 || cshs_options_check(&s->o, NULL) < 0) {
+        cshs_options_release(&s->o);
         free(s);
         return NULL;
     }
     s->handler = handler;
     s->router = router;
-    s->xcfg.web = &s->o.web;
-    s->xcfg.limits = &s->o.limits;
+    s->xcfg.web = s->o.web;
+    s->xcfg.limits = s->o.limits;
     s->xcfg.handler = handler;
     s->xcfg.router = router;
     s->xcfg.report = cshs__report;
@@ -95,6 +93,7 @@ cshs_server *cshs_server_new(const cshs_options *options, cshw_handler handler, 
     if (!s->workers || !s->loops) {
         free(s->workers);
         free(s->loops);
+        cshs_options_release(&s->o);
         free(s);
         return NULL;
     }
@@ -687,7 +686,7 @@ static cshs_worker *spawn_worker(cshs_server *s, cshs_loop *loop, cshs_conn *job
     w->srv = s;
     w->loop = loop;
     w->job = job;
-    w->ctx = cshw_context_new(&s->o.web);
+    w->ctx = cshw_context_new(s->o.web);
     if (!w->ctx) {
         free(w);
         return NULL;
@@ -936,6 +935,7 @@ static void release_server(cshs_server *s)
     pthread_cond_destroy(&s->stopped_cv);
     free(s->workers);
     free(s->loops);
+    cshs_options_release(&s->o);
     free(s);
 }
 

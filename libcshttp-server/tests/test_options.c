@@ -68,8 +68,10 @@ static void test_defaults(void **state)
     assert_int_equal(o.header_timeout_ms, 10000);
     assert_int_equal(o.min_body_rate, 240);
     assert_int_equal(o.body_grace_ms, 5000);
-    assert_int_equal(o.web.body_buffer, 65536);
-    assert_int_equal(o.web.max_request_body, 16u << 20);
+    /* the parser's limits and the toolkit's options: their own defaults */
+    assert_null(o.limits);
+    assert_null(o.web);
+    assert_int_equal(o.size, sizeof o);
     assert_int_equal(o.write_high_water, 262144);
     assert_int_equal(o.linger_ms, 2000);
     assert_int_equal(o.linger_bytes, 1u << 20);
@@ -87,6 +89,8 @@ static void expect_refused(const char *field)
 static void test_check_names_the_field(void **state)
 {
     (void)state;
+    csh_limits limits;
+    cshw_options web;
     o.max_threads = 1;
     expect_refused("max_threads");
     cshs_options_init(&o);
@@ -102,12 +106,16 @@ static void test_check_names_the_field(void **state)
     o.address = NULL;
     expect_refused("address");
     cshs_options_init(&o);
-    o.web.gzip_level = 42;
+    cshw_options_init(&web);
+    web.gzip_level = 42;
+    o.web = &web;
     expect_refused("gzip_level");
     /* a header array the size of a config file's whim would overflow the
      * parser's allocation: bounded */
     cshs_options_init(&o);
-    o.limits.max_fields = 100000;
+    csh_limits_init(&limits);
+    limits.max_fields = 100000;
+    o.limits = &limits;
     expect_refused("max_fields");
     cshs_options_init(&o);
     o.write_high_water = 10;
@@ -116,8 +124,146 @@ static void test_check_names_the_field(void **state)
     o.linger_ms = 600000;
     expect_refused("linger_ms");
     cshs_options_init(&o);
-    o.web.body_buffer = 10;
+    cshw_options_init(&web);
+    web.body_buffer = 10;
+    o.web = &web;
     expect_refused("body_buffer");
+}
+
+static int dummy_handler_ran;
+static void dummy_handler(cshw_context *ctx)
+{
+    (void)ctx;
+    dummy_handler_ran++;
+}
+
+/* options.h: a struct filled without its _init (size 0 or too small) is
+ * refused by name, the engine's own and the two it points at, and builds
+ * no server. */
+static void test_bad_sizes(void **state)
+{
+    (void)state;
+    csh_limits limits;
+    cshw_options web;
+    o.size = 0;
+    expect_refused("size must be set by cshs_options_init");
+    assert_null(cshs_server_new(&o, dummy_handler, NULL));
+    o.size = CSHS_OPTIONS_SIZE_0_2 - 1;
+    expect_refused("size must be set by cshs_options_init");
+    cshs_options_init(&o);
+    csh_limits_init(&limits);
+    limits.size = 0;
+    o.limits = &limits;
+    expect_refused("limits: size must be set by csh_limits_init");
+    assert_null(cshs_server_new(&o, dummy_handler, NULL));
+    cshs_options_init(&o);
+    cshw_options_init(&web);
+    web.size = 0;
+    o.web = &web;
+    expect_refused("web: size must be set by cshw_options_init");
+    assert_null(cshs_server_new(&o, dummy_handler, NULL));
+}
+
+/* options.h: the engine reads only the fields within each struct's size.
+ * Structs of the first versions' sizes, each alone in its allocation (ASan
+ * sees a read past one), and structs from callers built against newer
+ * headers (bigger, with bytes this build does not know) are all taken. */
+static void test_sizes_read_within(void **state)
+{
+    (void)state;
+    cshs_options *old = malloc(CSHS_OPTIONS_SIZE_0_2);
+    csh_limits *old_limits = malloc(CSH_LIMITS_SIZE_0_2);
+    cshw_options *old_web = malloc(CSHW_OPTIONS_SIZE_0_2);
+    assert_non_null(old);
+    assert_non_null(old_limits);
+    assert_non_null(old_web);
+    o.port = 0;
+    o.size = CSHS_OPTIONS_SIZE_0_2;
+    o.limits = old_limits;
+    o.web = old_web;
+    memcpy(old, &o, CSHS_OPTIONS_SIZE_0_2);
+    csh_limits l;
+    csh_limits_init(&l);
+    l.size = CSH_LIMITS_SIZE_0_2;
+    l.max_head = 10; /* below what cshs_options_check allows: it was read */
+    memcpy(old_limits, &l, CSH_LIMITS_SIZE_0_2);
+    cshw_options w;
+    cshw_options_init(&w);
+    w.size = CSHW_OPTIONS_SIZE_0_2;
+    memcpy(old_web, &w, CSHW_OPTIONS_SIZE_0_2);
+    const char *why = NULL;
+    assert_int_equal(cshs_options_check(old, &why), -EINVAL);
+    assert_non_null(strstr(why, "max_head"));
+    old_limits->max_head = 4096;
+    assert_int_equal(cshs_options_check(old, NULL), 0);
+    cshs_server *s = cshs_server_new(old, dummy_handler, NULL);
+    assert_non_null(s);
+    cshs_server_free(s);
+    free(old);
+    free(old_limits);
+    free(old_web);
+
+    size_t big[sizeof(cshs_options) / sizeof(size_t) + 4];
+    size_t big_limits[sizeof(csh_limits) / sizeof(size_t) + 4];
+    size_t big_web[sizeof(cshw_options) / sizeof(size_t) + 4];
+    memset(big, 0xff, sizeof big);
+    memset(big_limits, 0xff, sizeof big_limits);
+    memset(big_web, 0xff, sizeof big_web);
+    cshs_options_init(&o);
+    o.port = 0;
+    o.size = sizeof big;
+    o.limits = (csh_limits *)(void *)big_limits;
+    o.web = (cshw_options *)(void *)big_web;
+    memcpy(big, &o, sizeof o);
+    l.size = sizeof big_limits;
+    memcpy(big_limits, &l, sizeof l);
+    w.size = sizeof big_web;
+    memcpy(big_web, &w, sizeof w);
+    assert_int_equal(cshs_options_check((cshs_options *)(void *)big, &why), -EINVAL);
+    assert_non_null(strstr(why, "max_head"));
+    o.limits->max_head = 4096;
+    assert_int_equal(cshs_options_check((cshs_options *)(void *)big, NULL), 0);
+    s = cshs_server_new((cshs_options *)(void *)big, dummy_handler, NULL);
+    assert_non_null(s);
+    cshs_server_free(s);
+    assert_int_equal(dummy_handler_ran, 0);
+    cshs_options_init(&o);
+}
+
+/* options.h: the loaders write a limit or a toolkit option into the
+ * caller's struct, or into one of their own when there is none; a struct
+ * too old to hold the option is named, not written past. */
+static void test_loaders_and_the_nested_structs(void **state)
+{
+    (void)state;
+    char err[256];
+    assert_int_equal(cshs_options_set(&o, "max-head", "4096", err, sizeof err), 0);
+    assert_non_null(o.limits);
+    assert_int_equal(o.limits->size, sizeof(csh_limits));
+    assert_int_equal(o.limits->max_head, 4096);
+    assert_int_equal(o.limits->max_fields, 100); /* the others: defaults */
+    assert_null(o.web);
+    cshs_options_release(&o);
+    assert_null(o.limits);
+
+    cshs_options_init(&o);
+    csh_limits mine;
+    csh_limits_init(&mine);
+    o.limits = &mine;
+    assert_int_equal(cshs_options_set(&o, "max_fields", "7", err, sizeof err), 0);
+    assert_ptr_equal(o.limits, &mine);
+    assert_int_equal(mine.max_fields, 7);
+    cshs_options_release(&o);
+    assert_ptr_equal(o.limits, &mine); /* the caller's stays */
+
+    /* a struct as small as one from before max_fields existed */
+    mine.size = offsetof(csh_limits, max_fields);
+    mine.max_fields = 5;
+    assert_int_equal(cshs_options_set(&o, "max_fields", "9", err, sizeof err), -EINVAL);
+    assert_non_null(strstr(err, "max_fields"));
+    assert_non_null(strstr(err, "csh_limits"));
+    assert_int_equal(mine.max_fields, 5);
+    o.limits = NULL;
 }
 
 static void test_parse_args(void **state)
@@ -164,8 +310,12 @@ static void test_config_file(void **state)
     assert_int_equal(cshs_options_load_file(&o, CONF_PATH, err, sizeof err), 0);
     assert_int_equal(o.port, 1234);
     assert_int_equal(o.keepalive_timeout_ms, 77);
-    assert_non_null(o.web.server_header);
-    assert_string_equal(o.web.server_header, "cshttpd");
+    /* a toolkit option: in a cshw_options of the loaders' own */
+    assert_non_null(o.web);
+    assert_int_equal(o.web->size, sizeof(cshw_options));
+    assert_non_null(o.web->server_header);
+    assert_string_equal(o.web->server_header, "cshttpd");
+    assert_int_equal(o.web->gzip_level, 6);
 
     /* a bad line is named by its number */
     write_conf("port = 1\nbogus line\n");
@@ -218,6 +368,9 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_defaults, setup, teardown),
         cmocka_unit_test_setup_teardown(test_check_names_the_field, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bad_sizes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sizes_read_within, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_loaders_and_the_nested_structs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_parse_args, setup, teardown),
         cmocka_unit_test_setup_teardown(test_set_refusals, setup, teardown),
         cmocka_unit_test_setup_teardown(test_config_file, setup, teardown),

@@ -1,8 +1,12 @@
 /* cshs_options: every setting of the engine, with its default.
  *
  *   cshs_options o;
- *   cshs_options_init(&o);            // the defaults below
+ *   cshs_options_init(&o);            // the defaults below, and o.size
  *   o.port = 8080;
+ *   csh_limits limits;                // the parser's limits: NULL for the defaults,
+ *   csh_limits_init(&limits);         // or the caller's own, filled by its _init
+ *   limits.max_head = 16384;
+ *   o.limits = &limits;
  *   const char *why;
  *   if (cshs_options_check(&o, &why) < 0) die(why);  // "port must be 0..65535"
  *
@@ -14,7 +18,23 @@
  *
  * Ownership: the struct is the caller's; strings it points to must outlive
  * the server made with it (the loaders keep their strings in `o->strings_`,
- * freed by cshs_options_release). Threads: pure functions, any thread. */
+ * freed by cshs_options_release). Threads: pure functions, any thread.
+ *
+ * Growing without breaking callers. `size` is sizeof(cshs_options) as the
+ * caller was compiled, set by cshs_options_init, and the engine reads only
+ * the fields that fit in it (an option added after the caller was built
+ * takes its default; a loader asked to set one fails and names it). So
+ * always fill the struct with cshs_options_init, never with an initializer
+ * or memset alone: a size below CSHS_OPTIONS_SIZE_0_2 fails
+ * cshs_options_check ("size must be set by cshs_options_init") and
+ * cshs_server_new. The parser's limits and the toolkit's options are
+ * pointers, not members, so that a field added to csh_limits (libcshttp) or
+ * cshw_options (libcshttp-web) does not move a field of cshs_options: each
+ * library versions its own struct by its own size field. The rule for
+ * adding an engine option: a new field goes at the end (after the private
+ * fields), with its default in cshs_options_init, its check in
+ * cshs_options_check and its row in options.c's table; nothing is removed,
+ * reordered or retyped (that is a new major version, see README.md). */
 #ifndef CSHTTP_SERVER_OPTIONS_H
 #define CSHTTP_SERVER_OPTIONS_H
 
@@ -32,6 +52,9 @@ extern "C" {
 #endif
 
 typedef struct cshs_options {
+    /* sizeof(cshs_options) as the caller knew it: leave cshs_options_init's. */
+    size_t size;
+
     /* Listeners. address: an IPv4 or IPv6 literal for TCP (default
      * "127.0.0.1"; NULL or "" for none); address6: a second TCP listener,
      * normally an IPv6 literal such as "::1" or "::" (default NULL: none);
@@ -120,29 +143,42 @@ typedef struct cshs_options {
      * the head limit plus itself); idle connections hold none. */
     size_t read_buffer;
 
-    /* The parser's limits (csh_limits_init) and the toolkit's options
-     * (cshw_options_init). */
-    csh_limits limits;
-    cshw_options web;
+    /* The parser's limits and the toolkit's options (default NULL: their
+     * defaults), or the caller's, filled by csh_limits_init and
+     * cshw_options_init: the server copies them (the strings in `web` must
+     * outlive it). The loaders write a limit or a toolkit option
+     * ("max_head", "gzip") into the struct pointed at, and when the pointer
+     * is NULL into one of their own, filled with the defaults and freed by
+     * cshs_options_release. */
+    csh_limits *limits;
+    cshw_options *web;
 
-    /* Private: strings owned by the loaders. */
+    /* Private: strings and structs owned by the loaders. */
     char **strings_;
     size_t nstrings_;
 } cshs_options;
 
-/* Fills `o` with the defaults above. */
+/* The size of cshs_options in libcshttp-server 0.2, the first version with
+ * `size`: the smallest size the engine accepts. */
+#define CSHS_OPTIONS_SIZE_0_2 (offsetof(cshs_options, nstrings_) + sizeof(size_t))
+
+/* Fills `o` with the defaults above and sets o->size. */
 CSHS_EXPORT void cshs_options_init(cshs_options *o);
 
-/* Frees the strings the loaders copied (not the struct). */
+/* Frees the strings and structs the loaders allocated (not the struct);
+ * o->limits or o->web pointing at one of them becomes NULL. */
 CSHS_EXPORT void cshs_options_release(cshs_options *o);
 
 /* 0 when `o` is usable, else -EINVAL and *why (when not NULL) set to a
- * static message naming the field ("max_threads must be >= min_threads"). */
+ * static message naming the field ("max_threads must be >= min_threads").
+ * Checks o->limits and o->web too (by their own sizes). */
 CSHS_EXPORT int cshs_options_check(const cshs_options *o, const char **why);
 
 /* Sets one option by name ("port", "keepalive_timeout_ms"; dashes and
  * underscores are the same) from its text value. 0, or -EINVAL with a
- * message in err[0 .. errlen) naming the option. */
+ * message in err[0 .. errlen) naming the option (also when the option is
+ * newer than the struct it belongs in, as the caller was compiled), or
+ * -ENOMEM. */
 CSHS_EXPORT int cshs_options_set(cshs_options *o, const char *name, const char *value, char *err,
                                  size_t errlen);
 
