@@ -14,10 +14,11 @@
 
 #include "options_impl.h"
 
-void cshs_options_init(cshs_options *o)
+void cshs_options_init_sized(cshs_options *options, size_t size)
 {
+    cshs_options d, *o = &d;
     memset(o, 0, sizeof *o);
-    o->size = sizeof *o;
+    o->size = size;
     o->address = "127.0.0.1";
     o->address6 = NULL;
     o->port = 8080;
@@ -49,6 +50,9 @@ void cshs_options_init(cshs_options *o)
     o->read_buffer = 8192;
     o->limits = NULL;
     o->web = NULL;
+    /* the caller's struct is `size` bytes: older (smaller) or newer */
+    memcpy(options, o, size < sizeof *o ? size : sizeof *o);
+    if (size > sizeof *o) memset((char *)options + sizeof *o, 0, size - sizeof *o);
 }
 
 void cshs_options_release(cshs_options *o)

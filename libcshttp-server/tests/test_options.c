@@ -177,20 +177,16 @@ static void test_sizes_read_within(void **state)
     assert_non_null(old);
     assert_non_null(old_limits);
     assert_non_null(old_web);
-    o.port = 0;
-    o.size = CSHS_OPTIONS_SIZE_0_2;
-    o.limits = old_limits;
-    o.web = old_web;
-    memcpy(old, &o, CSHS_OPTIONS_SIZE_0_2);
-    csh_limits l;
-    csh_limits_init(&l);
-    l.size = CSH_LIMITS_SIZE_0_2;
-    l.max_head = 10; /* below what cshs_options_check allows: it was read */
-    memcpy(old_limits, &l, CSH_LIMITS_SIZE_0_2);
-    cshw_options w;
-    cshw_options_init(&w);
-    w.size = CSHW_OPTIONS_SIZE_0_2;
-    memcpy(old_web, &w, CSHW_OPTIONS_SIZE_0_2);
+    /* what the _init functions do in such a caller: they write no more */
+    cshs_options_init_sized(old, CSHS_OPTIONS_SIZE_0_2);
+    csh_limits_init_sized(old_limits, CSH_LIMITS_SIZE_0_2);
+    cshw_options_init_sized(old_web, CSHW_OPTIONS_SIZE_0_2);
+    assert_int_equal(old->size, CSHS_OPTIONS_SIZE_0_2);
+    assert_int_equal(old->port, 8080);
+    old->port = 0;
+    old->limits = old_limits;
+    old->web = old_web;
+    old_limits->max_head = 10; /* below what cshs_options_check allows: it was read */
     const char *why = NULL;
     assert_int_equal(cshs_options_check(old, &why), -EINVAL);
     assert_non_null(strstr(why, "max_head"));
@@ -207,27 +203,28 @@ static void test_sizes_read_within(void **state)
     size_t big_limits[sizeof(csh_limits) / sizeof(size_t) + 4];
     size_t big_web[sizeof(cshw_options) / sizeof(size_t) + 4];
     memset(big, 0xff, sizeof big);
-    memset(big_limits, 0xff, sizeof big_limits);
-    memset(big_web, 0xff, sizeof big_web);
-    cshs_options_init(&o);
-    o.port = 0;
-    o.size = sizeof big;
-    o.limits = (csh_limits *)(void *)big_limits;
-    o.web = (cshw_options *)(void *)big_web;
-    memcpy(big, &o, sizeof o);
-    l.size = sizeof big_limits;
-    memcpy(big_limits, &l, sizeof l);
-    w.size = sizeof big_web;
-    memcpy(big_web, &w, sizeof w);
-    assert_int_equal(cshs_options_check((cshs_options *)(void *)big, &why), -EINVAL);
+    cshs_options *newer = (cshs_options *)(void *)big;
+    cshs_options_init_sized(newer, sizeof big);
+    /* what this library does not know is zeroed, not left as it was */
+    for (size_t i = sizeof(cshs_options) / sizeof(size_t); i < sizeof big / sizeof big[0]; i++)
+        assert_int_equal(big[i], 0);
+    big[sizeof big / sizeof big[0] - 1] = 12345; /* a newer field this library ignores */
+    csh_limits_init_sized((csh_limits *)(void *)big_limits, sizeof big_limits);
+    cshw_options_init_sized((cshw_options *)(void *)big_web, sizeof big_web);
+    big_limits[sizeof big_limits / sizeof big_limits[0] - 1] = 12345;
+    big_web[sizeof big_web / sizeof big_web[0] - 1] = 12345;
+    newer->port = 0;
+    newer->limits = (csh_limits *)(void *)big_limits;
+    newer->web = (cshw_options *)(void *)big_web;
+    newer->limits->max_head = 10;
+    assert_int_equal(cshs_options_check(newer, &why), -EINVAL);
     assert_non_null(strstr(why, "max_head"));
-    o.limits->max_head = 4096;
-    assert_int_equal(cshs_options_check((cshs_options *)(void *)big, NULL), 0);
-    s = cshs_server_new((cshs_options *)(void *)big, dummy_handler, NULL);
+    newer->limits->max_head = 4096;
+    assert_int_equal(cshs_options_check(newer, NULL), 0);
+    s = cshs_server_new(newer, dummy_handler, NULL);
     assert_non_null(s);
     cshs_server_free(s);
     assert_int_equal(dummy_handler_ran, 0);
-    cshs_options_init(&o);
 }
 
 /* options.h: the loaders write a limit or a toolkit option into the

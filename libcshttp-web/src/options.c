@@ -7,9 +7,11 @@
 #include "cshttp/web/error.h"
 #include "options_impl.h"
 
-void cshw_options_init(cshw_options *o)
+void cshw_options_init_sized(cshw_options *options, size_t size)
 {
-    o->size = sizeof *o;
+    cshw_options d, *o = &d;
+    memset(o, 0, sizeof *o);
+    o->size = size;
     o->response_buffer = 16384;
     o->gzip = 1;
     o->gzip_min_bytes = 1024;
@@ -23,6 +25,9 @@ void cshw_options_init(cshw_options *o)
     o->server_header = NULL;
     o->body_buffer = 65536;
     o->max_request_body = 16u << 20;
+    /* the caller's struct is `size` bytes: older (smaller) or newer */
+    memcpy(options, o, size < sizeof *o ? size : sizeof *o);
+    if (size > sizeof *o) memset((char *)options + sizeof *o, 0, size - sizeof *o);
 }
 
 /* A field value (RFC 9110 §5.5): visible characters, obs-text, and spaces

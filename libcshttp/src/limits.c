@@ -4,16 +4,20 @@
 #include <stdint.h>
 #include <string.h>
 
-void csh_limits_init(csh_limits *l)
+void csh_limits_init_sized(csh_limits *limits, size_t size)
 {
-    l->size = sizeof *l;
-    l->max_start_line = 8192;
-    l->max_field_line = 8192;
-    l->max_head = 32768;
-    l->max_fields = 100;
-    l->max_chunk_ext = 1024;
-    l->max_trailer = 8192;
-    l->max_method = 32;
+    csh_limits l;
+    l.size = size;
+    l.max_start_line = 8192;
+    l.max_field_line = 8192;
+    l.max_head = 32768;
+    l.max_fields = 100;
+    l.max_chunk_ext = 1024;
+    l.max_trailer = 8192;
+    l.max_method = 32;
+    /* the caller's struct is `size` bytes: older (smaller) or newer */
+    memcpy(limits, &l, size < sizeof l ? size : sizeof l);
+    if (size > sizeof l) memset((char *)limits + sizeof l, 0, size - sizeof l);
 }
 
 int csh__limits_keep(csh_limits_kept_ *kept, const csh_limits *limits)

@@ -69,8 +69,17 @@ typedef struct csh_limits {
  * the smallest size the library accepts. */
 #define CSH_LIMITS_SIZE_0_2 (offsetof(csh_limits, max_method) + sizeof(size_t))
 
+/* Fills the first `size` bytes of `limits` with the defaults (zeros past
+ * the fields this library knows) and sets limits->size = size. Called
+ * through csh_limits_init, which passes the caller's sizeof: a library
+ * newer than the caller never writes past the caller's struct. */
+CSH_EXPORT void csh_limits_init_sized(csh_limits *limits, size_t size);
+
 /* Fills `limits` with the defaults and sets limits->size. */
-CSH_EXPORT void csh_limits_init(csh_limits *limits);
+static inline void csh_limits_init(csh_limits *limits)
+{
+    csh_limits_init_sized(limits, sizeof *limits);
+}
 
 /* Private: the limits a parser or a decoder keeps, csh_limits' fields with
  * room to spare, so that a new limit does not change the size of csh_parser

@@ -162,8 +162,17 @@ typedef struct cshs_options {
  * `size`: the smallest size the engine accepts. */
 #define CSHS_OPTIONS_SIZE_0_2 (offsetof(cshs_options, nstrings_) + sizeof(size_t))
 
+/* Fills the first `size` bytes of `o` with the defaults (zeros past the
+ * fields this library knows) and sets o->size = size. Called through
+ * cshs_options_init, which passes the caller's sizeof: a library newer
+ * than the caller never writes past the caller's struct. */
+CSHS_EXPORT void cshs_options_init_sized(cshs_options *o, size_t size);
+
 /* Fills `o` with the defaults above and sets o->size. */
-CSHS_EXPORT void cshs_options_init(cshs_options *o);
+static inline void cshs_options_init(cshs_options *o)
+{
+    cshs_options_init_sized(o, sizeof *o);
+}
 
 /* Frees the strings and structs the loaders allocated (not the struct);
  * o->limits or o->web pointing at one of them becomes NULL. */

@@ -74,8 +74,17 @@ typedef struct cshw_options {
  * `size`: the smallest size the toolkit accepts. */
 #define CSHW_OPTIONS_SIZE_0_2 (offsetof(cshw_options, server_header) + sizeof(const char *))
 
+/* Fills the first `size` bytes of `o` with the defaults (zeros past the
+ * fields this library knows) and sets o->size = size. Called through
+ * cshw_options_init, which passes the caller's sizeof: a library newer
+ * than the caller never writes past the caller's struct. */
+CSHW_EXPORT void cshw_options_init_sized(cshw_options *o, size_t size);
+
 /* Fills `o` with the defaults above and sets o->size. */
-CSHW_EXPORT void cshw_options_init(cshw_options *o);
+static inline void cshw_options_init(cshw_options *o)
+{
+    cshw_options_init_sized(o, sizeof *o);
+}
 
 /* 0 when `o` is usable; otherwise CSHW_E_INVALID_OPTION and *why (when not
  * NULL) set to a static message naming the field ("gzip_level must be
