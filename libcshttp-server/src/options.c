@@ -10,7 +10,15 @@
 #include <string.h>
 
 #include <cshttp/server/options.h>
+#include <cshttp/version.h>
 #include <cshttp/web/error.h>
+#include <cshttp/web/version.h>
+
+/* The headers of the tiers below this build sees are at least the versions
+ * the build asks of find_package and pkg-config (CMakeLists.txt). */
+#if CSHW_VERSION_HEX < CSHS_CSHTTP_WEB_MIN_HEX || CSH_VERSION_HEX < CSHS_CSHTTP_MIN_HEX
+#error "libcshttp-web or libcshttp is older than libcshttp-server/CMakeLists.txt asks"
+#endif
 
 #include "options_impl.h"
 

@@ -14,6 +14,9 @@ libcshttp-server).
    and print "body=hello, world"; the server's consumer also asks once
    through the installed client and prints "client=200 hello, world".
 The SONAME of the tier's library is libcshttp-<tier>.so.<major>.<minor>.
+4. the minimum versions of the tiers below: with libcshttp's installed
+   package and .pc file made to say 0.1.0 (an older, incompatible
+   release), both pkg-config and find_package(cshttp-<tier>) refuse.
 """
 import argparse
 import os
@@ -53,6 +56,30 @@ def version(header, prefix):
     text = open(header).read()
     return tuple(int(re.search(r"^#define %s_VERSION_%s (\d+)$" % (prefix, part), text,
                                re.M).group(1)) for part in ("MAJOR", "MINOR", "PATCH"))
+
+
+def refused(cmd, env=None):
+    """The output of a command that must fail."""
+    print("+ (must fail) " + " ".join(cmd), flush=True)
+    p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       text=True, timeout=900)
+    if p.returncode == 0:
+        print(p.stdout)
+        raise Failure("accepted: " + " ".join(cmd))
+    return p.stdout
+
+
+def make_cshttp_older(libdir):
+    """Makes the installed libcshttp's .pc and CMake package say 0.1.0."""
+    pc = os.path.join(libdir, "pkgconfig", "cshttp.pc")
+    text = open(pc).read()
+    open(pc, "w").write(re.sub(r"^Version: .*$", "Version: 0.1.0", text, flags=re.M))
+    cv = os.path.join(libdir, "cmake", "cshttp", "cshttpConfigVersion.cmake")
+    text = open(cv).read()
+    new = re.sub(r'set\(PACKAGE_VERSION "[^"]*"\)', 'set(PACKAGE_VERSION "0.1.0")', text)
+    if new == text:
+        raise Failure("no PACKAGE_VERSION in " + cv)
+    open(cv, "w").write(new)
 
 
 def build_and_install(args, source, build, prefix):
@@ -118,6 +145,17 @@ def main():
         out = run([os.path.join(cbuild, "consumer_" + args.tier)], env=env)
         if any(e not in out for e in EXPECTED[args.tier]):
             raise Failure("find_package consumer printed %r" % out)
+
+        # the minimum versions: an incompatible libcshttp is refused by both
+        make_cshttp_older(libdir)
+        out = refused([args.pkg_config, "--print-errors", "--exists", name], env=env)
+        if "cshttp" not in out or "0.2" not in out:
+            raise Failure("pkg-config refused for another reason: %r" % out)
+        out = refused([args.cmake, "-S", os.path.join(HERE, "consumer_" + args.tier), "-B",
+                       os.path.join(tmp, "consumer-older"), "-DCMAKE_C_COMPILER=" + args.cc,
+                       "-DCMAKE_PREFIX_PATH=" + prefix])
+        if "cshttp" not in out or "0.1.0" not in out:
+            raise Failure("find_package refused for another reason: %r" % out)
         ok = True
         print("install_lib%s: ok" % name)
     except Failure as e:
