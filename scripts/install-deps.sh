@@ -12,6 +12,7 @@ packages=(
   afl++                               # AFL++ builds of the fuzz targets
   libhttp-parser-dev                  # Node's http_parser: differential fuzzing, benchmark peer
   valgrind                            # instruction counts in bench/
+  abigail-tools                       # tests/abi: abidiff against the ABI baseline (abi/)
   python3                             # test drivers
   zlib1g-dev                          # libcshttp-web: gzip responses
   libssl-dev openssl                  # libcshttp-server: HTTPS (OpenSSL 3), test certificates
