@@ -74,6 +74,8 @@ static void test_request_line(void **state)
         {"GET /a%20b/./c/../d?x=1&y=%41 HTTP/1.1\r\nHost: h\r\n\r\n", "GET", CSH_METHOD_GET,
          "/a%20b/./c/../d?x=1&y=%41", "/a b/d", "x=1&y=%41", 1},
         {"PURGE /x HTTP/1.1\r\nHost: h\r\n\r\n", "PURGE", CSH_METHOD_OTHER, "/x", "/x", "", 1},
+        /* a later 1.x, handled as 1.1 (RFC 9110 §6.2): its minor as sent */
+        {"GET /x HTTP/1.7\r\nHost: h\r\n\r\n", "GET", CSH_METHOD_GET, "/x", "/x", "", 7},
         {"DELETE /q? HTTP/1.0\r\n\r\n", "DELETE", CSH_METHOD_DELETE, "/q?", "/q", "", 0},
         {"GET /a?b?c=/d HTTP/1.1\r\nHost: h\r\n\r\n", "GET", CSH_METHOD_GET, "/a?b?c=/d", "/a",
          "b?c=/d", 1},

@@ -50,7 +50,7 @@ typedef struct cshs_request_log {
     const char *remote_addr;
     const char *method;
     const char *target;
-    int version_minor;
+    int version_minor;   /* as sent, 0 to 9 (csh_message.version_minor) */
     int status;          /* 0 when unknown */
     uint64_t bytes_out;  /* bytes written for this request, head included */
     const char *referer; /* NULL when absent */

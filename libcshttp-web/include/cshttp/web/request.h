@@ -44,7 +44,9 @@ CSHW_EXPORT int cshw_request_path_error(cshw_request *req);
 /* The raw query string after the first '?', "" when there is none. */
 CSHW_EXPORT const char *cshw_request_query_string(const cshw_request *req);
 
-/* 0 for HTTP/1.0, 1 for HTTP/1.1. */
+/* The minor version as sent, 0 to 9 (csh_message.version_minor): 0 for
+ * HTTP/1.0, 1 for HTTP/1.1, and 2 to 9 for HTTP/1.2 .. 1.9, which are
+ * handled as 1.1 (RFC 9110 §6.2): test >= 1, not == 1. */
 CSHW_EXPORT int cshw_request_version_minor(const cshw_request *req);
 
 /* "http" or "https". */
