@@ -4,41 +4,48 @@
 #include <stdint.h>
 #include <string.h>
 
+static const csh_limits defaults = {
+    .size = sizeof(csh_limits),
+    .max_start_line = 8192,
+    .max_field_line = 8192,
+    .max_head = 32768,
+    .max_fields = 100,
+    .max_chunk_ext = 1024,
+    .max_trailer = 8192,
+    .max_method = 32,
+};
+
 void csh_limits_init_sized(csh_limits *limits, size_t size)
 {
-    csh_limits l;
-    l.size = size;
-    l.max_start_line = 8192;
-    l.max_field_line = 8192;
-    l.max_head = 32768;
-    l.max_fields = 100;
-    l.max_chunk_ext = 1024;
-    l.max_trailer = 8192;
-    l.max_method = 32;
     /* the caller's struct is `size` bytes: older (smaller) or newer */
-    memcpy(limits, &l, size < sizeof l ? size : sizeof l);
-    if (size > sizeof l) memset((char *)limits + sizeof l, 0, size - sizeof l);
+    memcpy(limits, &defaults, size < sizeof defaults ? size : sizeof defaults);
+    if (size > sizeof defaults) memset((char *)limits + sizeof defaults, 0, size - sizeof defaults);
+    limits->size = size;
 }
 
 int csh__limits_keep(csh_limits_kept_ *kept, const csh_limits *limits)
 {
-    csh_limits l;
-    csh_limits_init(&l);
+    const csh_limits *l = &defaults;
+    csh_limits older;
     int r = 0;
-    if (limits) {
-        if (limits->size < CSH_LIMITS_SIZE_0_2)
-            r = -1;
-        else /* the fields the caller knew; later ones keep their defaults */
-            memcpy(&l, limits, limits->size < sizeof l ? limits->size : sizeof l);
+    if (limits && limits->size < CSH_LIMITS_SIZE_0_2) {
+        r = -1;
+    } else if (limits && limits->size < sizeof *limits) {
+        /* the fields the caller knew; later ones keep their defaults */
+        older = defaults;
+        memcpy(&older, limits, limits->size);
+        l = &older;
+    } else if (limits) {
+        l = limits; /* this version's fields, or a newer caller's: read ours */
     }
     memset(kept, 0, sizeof *kept);
-    kept->max_start_line = l.max_start_line;
-    kept->max_field_line = l.max_field_line;
-    kept->max_head = l.max_head;
-    kept->max_fields = l.max_fields;
-    kept->max_chunk_ext = l.max_chunk_ext;
-    kept->max_trailer = l.max_trailer;
-    kept->max_method = l.max_method;
+    kept->max_start_line = l->max_start_line;
+    kept->max_field_line = l->max_field_line;
+    kept->max_head = l->max_head;
+    kept->max_fields = l->max_fields;
+    kept->max_chunk_ext = l->max_chunk_ext;
+    kept->max_trailer = l->max_trailer;
+    kept->max_method = l->max_method;
     /* window arithmetic (line + limit + 2) must not overflow */
     if (kept->max_head > SIZE_MAX / 4) kept->max_head = SIZE_MAX / 4;
     if (kept->max_start_line > SIZE_MAX / 4) kept->max_start_line = SIZE_MAX / 4;
