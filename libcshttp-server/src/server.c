@@ -1060,7 +1060,7 @@ int cshs_server_start(cshs_server *s)
     for (unsigned i = 0; i < s->nloops && r == 0; i++)
         if (!spawn_worker(s, &s->loops[i], NULL)) r = -EAGAIN;
     /* spares ready for the first handlers that wait */
-    unsigned keep = s->o.min_threads > s->nloops ? s->o.min_threads : s->nloops;
+    unsigned keep = s->o.min_threads > s->nloops + 1 ? s->o.min_threads : s->nloops + 1;
     while (r == 0 && s->nworkers < keep && spawn_worker(s, NULL, NULL)) {
     }
     pthread_mutex_unlock(&s->mu);
