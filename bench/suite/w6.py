@@ -32,15 +32,19 @@ GAP_S = 2.5
 BURST_S = 1.0
 
 
-class Origin(servers.Server):
-    name = "w6-origin"
+class _Nginx(servers.Server):
+    """An nginx of W6's (1 worker, no access log) whose http block ends
+    with http_tail(port), written under the run's folder."""
     binary = "/usr/sbin/nginx"
 
     def available(self):
         return None if os.access(self.binary, os.X_OK) else "%s is missing" % self.binary
 
+    def http_tail(self, port):
+        raise NotImplementedError
+
     def command(self, port):
-        prefix = os.path.join(self.tmp, "w6-origin-%d" % port)
+        prefix = os.path.join(self.tmp, "%s-%d" % (self.name, port))
         os.makedirs(os.path.join(prefix, "logs"), exist_ok=True)
         conf = os.path.join(prefix, "nginx.conf")
         with open(conf, "w") as f:
@@ -54,8 +58,16 @@ http {
   access_log off;
   client_body_temp_path %(p)s/body; proxy_temp_path %(p)s/proxy;
   fastcgi_temp_path %(p)s/fcgi; uwsgi_temp_path %(p)s/uwsgi; scgi_temp_path %(p)s/scgi;
-  sendfile on;
   keepalive_requests 1000000;
+""" % {"p": prefix, "nofile": self.nofile} + self.http_tail(port) + "}\n")
+        return [self.binary, "-p", prefix, "-c", conf]
+
+
+class Origin(_Nginx):
+    name = "w6-origin"
+
+    def http_tail(self, port):
+        return """  sendfile on;
   keepalive_timeout 1s;
   types { application/octet-stream bin; }
   server {
@@ -63,39 +75,18 @@ http {
     root %(root)s;
     location = /demo/plaintext { default_type text/plain; return 200 "Hello, World!"; }
   }
-}
-""" % {"p": prefix, "port": port, "root": self.root, "nofile": self.nofile})
-        return [self.binary, "-p", prefix, "-c", conf]
+""" % {"port": port, "root": self.root}
 
 
-class NginxProxy(servers.Server):
+class NginxProxy(_Nginx):
     name = "nginx-proxy"
-    binary = "/usr/sbin/nginx"
 
     def __init__(self, origin, *a):
         super().__init__(*a)
         self.origin = origin
 
-    def available(self):
-        return None if os.access(self.binary, os.X_OK) else "%s is missing" % self.binary
-
-    def command(self, port):
-        prefix = os.path.join(self.tmp, "w6-nginx-proxy-%d" % port)
-        os.makedirs(os.path.join(prefix, "logs"), exist_ok=True)
-        conf = os.path.join(prefix, "nginx.conf")
-        with open(conf, "w") as f:
-            f.write("""worker_processes 1;
-worker_rlimit_nofile %(nofile)d;
-daemon off;
-pid %(p)s/nginx.pid;
-error_log %(p)s/logs/error.log;
-events { worker_connections 20000; }
-http {
-  access_log off;
-  client_body_temp_path %(p)s/body; proxy_temp_path %(p)s/proxy;
-  fastcgi_temp_path %(p)s/fcgi; uwsgi_temp_path %(p)s/uwsgi; scgi_temp_path %(p)s/scgi;
-  keepalive_requests 1000000;
-  keepalive_timeout 300s;
+    def http_tail(self, port):
+        return """  keepalive_timeout 300s;
   upstream origin {
     server 127.0.0.1:%(up)d;
     keepalive 32;
@@ -109,9 +100,7 @@ http {
       proxy_set_header Connection "";
     }
   }
-}
-""" % {"p": prefix, "port": port, "up": self.origin.port, "nofile": self.nofile})
-        return [self.binary, "-p", prefix, "-c", conf]
+""" % {"port": port, "up": self.origin.port}
 
 
 class CshttpdProxy(servers.Server):

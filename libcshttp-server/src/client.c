@@ -1744,14 +1744,17 @@ static void count_retry(cshs_call *call)
     pthread_mutex_unlock(&call->c->mu);
 }
 
-int cshs_client_begin(cshs_client *c, const cshs_client_request *r, cshs_call **out)
+/* cshs_client_begin and cshs_client_send: a call started (and, for
+ * `send`, its response head awaited), started once more under the retry
+ * rule on a fresh connection. `begin`: the first attempt keeps its head
+ * for cshs_call_end's retry (call_start). */
+static int start_retrying(cshs_client *c, const cshs_client_request *r, int begin, int send,
+                          cshs_call **out)
 {
-    if (!out) return -EINVAL;
-    *out = NULL;
-    if (!c) return -EINVAL;
     for (int attempt = 0;; attempt++) {
         cshs_call *call = NULL;
-        int e = call_start(c, r, attempt, attempt == 0, &call);
+        int e = call_start(c, r, attempt, begin && attempt == 0, &call);
+        if (e == 0 && send) e = wait_head(call);
         if (e == 0) {
             *out = call;
             return 0;
@@ -1766,27 +1769,20 @@ int cshs_client_begin(cshs_client *c, const cshs_client_request *r, cshs_call **
     }
 }
 
+int cshs_client_begin(cshs_client *c, const cshs_client_request *r, cshs_call **out)
+{
+    if (!out) return -EINVAL;
+    *out = NULL;
+    if (!c) return -EINVAL;
+    return start_retrying(c, r, 1, 0, out);
+}
+
 int cshs_client_send(cshs_client *c, const cshs_client_request *r, cshs_call **out)
 {
     if (!out) return -EINVAL;
     *out = NULL;
     if (!c || !r || r->body_mode != CSHS_CLIENT_BODY_WHOLE) return -EINVAL;
-    for (int attempt = 0;; attempt++) {
-        cshs_call *call = NULL;
-        int e = call_start(c, r, attempt, 0, &call);
-        if (e == 0) e = wait_head(call);
-        if (e == 0) {
-            *out = call;
-            return 0;
-        }
-        if (may_retry(call, attempt)) {
-            count_retry(call);
-            call_destroy(call);
-            continue;
-        }
-        call_destroy(call);
-        return e;
-    }
+    return start_retrying(c, r, 0, 1, out);
 }
 
 int cshs_call_write(cshs_call *call, const void *data, size_t len)
