@@ -31,7 +31,7 @@ nginx_w1_conf "$TMP/nginx" $PORT_N
 # start NAME: the server NAME, its pid (nginx: the worker) in $SERVER_PID
 start() {
   if [ "$1" = cshttpd ]; then
-    "$CSHTTPD" --demo --root "$ROOT/apps/cshttpd/www" --port $PORT_C >"$TMP/cshttpd.log" 2>&1 &
+    "$CSHTTPD" --demo --root "$ROOT/apps/cshttpd/www" --port $PORT_C ${CSHTTPD_ARGS:-} >"$TMP/cshttpd.log" 2>&1 &
     PIDS+=($!)
     SERVER_PID=$!
     URL=http://127.0.0.1:$PORT_C/demo/plaintext

@@ -17,7 +17,7 @@ from . import clients, proc, report, servers, tls, w6
 WORKLOADS = ["W1", "W2", "W3", "W4", "W5", "W6", "MEM", "SWEEP", "TLS"]
 CEILING_W2 = 128 / 0.015
 SWEEP_LEVELS = [1, 2, 4, 8, 16, 32, 64, 128, 256]
-W1_WRK = ("cshttpd", "cshttpd-base", "nginx-1")       # servers that also get a wrk run in W1
+W1_WRK = ("cshttpd", "cshttpd-1", "cshttpd-base", "nginx-1")       # servers that also get a wrk run in W1
 SWEEP_SERVERS = ("cshttpd", "nginx-1")
 
 
@@ -34,7 +34,7 @@ def parse_args(argv):
                     help="measured seconds per run (default 5; --quick: 2)")
     ap.add_argument("--quick", action="store_true",
                     help="a smoke check: 1 round, 2 s runs, fewer ab requests")
-    ap.add_argument("--servers", help="comma-separated subset of: cshttpd,nginx-1,nginx-auto,"
+    ap.add_argument("--servers", help="comma-separated subset of: cshttpd,cshttpd-1,nginx-1,nginx-auto,"
                     "h2o,mhd-tpc,mhd-pool (default: all)")
     ap.add_argument("--build", default="build-release", help="build folder (default build-release)")
     ap.add_argument("--out", default=None, help="results folder (default bench/results)")

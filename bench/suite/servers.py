@@ -368,8 +368,17 @@ class CshttpdBase(Cshttpd):
         return None if "--tls-cert" in help_text else "this build has no --tls-cert"
 
 
+class Cshttpd1(Cshttpd):
+    """cshttpd with one event loop (`--loops 1`): the same terms as nginx-1,
+    one event loop however many CPUs there are."""
+    name = "cshttpd-1"
+
+    def command(self, port):
+        return super().command(port) + ["--loops", "1"]
+
+
 def all_servers(paths, tmp, root, nofile):
     a = (paths, tmp, root, nofile)
     base = [CshttpdBase(*a)] if paths.get("cshttpd-base") else []
-    return [Cshttpd(*a)] + base + [Nginx("1", *a), Nginx("auto", *a), H2o(*a), Mhd("tpc", *a),
+    return [Cshttpd(*a), Cshttpd1(*a)] + base + [Nginx("1", *a), Nginx("auto", *a), H2o(*a), Mhd("tpc", *a),
                                    Mhd("pool", *a)]

@@ -8,7 +8,7 @@ import subprocess
 
 # The servers that run the TLS workload: the suite configures HTTPS for
 # these only (the others are skipped and the report says so).
-SERVERS = ("cshttpd", "cshttpd-base", "nginx-1")
+SERVERS = ("cshttpd", "cshttpd-1", "cshttpd-base", "nginx-1")
 PLAINTEXT_REQUEST = b"GET /demo/plaintext HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n"
 
 
