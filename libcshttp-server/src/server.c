@@ -629,6 +629,7 @@ static void *worker_main(void *arg)
         /* a spare: the most recently used is the first one given work */
         w->next_spare = s->spares;
         s->spares = w;
+        w->on_spares = 1;
         atomic_fetch_add(&s->c_spare, 1);
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
@@ -638,10 +639,28 @@ static void *worker_main(void *arg)
             ts.tv_sec++;
             ts.tv_nsec -= 1000000000L;
         }
+        /* The wait takes no lock: whoever takes this spare off the list
+         * assigns it under the mutex and posts after unlocking, so the
+         * spare wakes without meeting the mutex its waker holds (a
+         * condition variable's wait would take it again at once). */
+        pthread_mutex_unlock(&s->mu);
         int timed_out = 0;
-        while (!w->loop && !w->job && !atomic_load(&s->exiting) && !timed_out)
-            timed_out = pthread_cond_timedwait(&w->cv, &s->mu, &ts) == ETIMEDOUT;
-        if (!w->loop && !w->job) {
+        while (sem_timedwait(&w->wake, &ts) != 0) {
+            if (errno == ETIMEDOUT) {
+                timed_out = 1;
+                break;
+            }
+        }
+        pthread_mutex_lock(&s->mu);
+        if (timed_out && !w->on_spares) {
+            /* taken meanwhile: the post is on its way */
+            pthread_mutex_unlock(&s->mu);
+            while (sem_wait(&w->wake) != 0) {
+            }
+            pthread_mutex_lock(&s->mu);
+            timed_out = 0;
+        }
+        if (timed_out) {
             /* still on the spare list: taken off it */
             for (cshs_worker **p = &s->spares; *p; p = &(*p)->next_spare)
                 if (*p == w) {
@@ -649,6 +668,7 @@ static void *worker_main(void *arg)
                     atomic_fetch_sub(&s->c_spare, 1);
                     break;
                 }
+            w->on_spares = 0;
             if (atomic_load(&s->exiting)) break;
             /* idle for park_after_ms beyond the threads kept: leaves, and
              * its slot with it (a server that grows and shrinks for days
@@ -664,7 +684,7 @@ static void *worker_main(void *arg)
                 pthread_detach(w->thread);
                 cshw_context_free(w->ctx);
                 cshs__worker_release(w);
-                pthread_cond_destroy(&w->cv);
+                sem_destroy(&w->wake);
                 free(w);
                 return NULL;
             }
@@ -692,9 +712,9 @@ static cshs_worker *spawn_worker(cshs_server *s, cshs_loop *loop, cshs_conn *job
         return NULL;
     }
     cshw_context_set_app_data(w->ctx, s->app_data);
-    pthread_cond_init(&w->cv, NULL);
+    sem_init(&w->wake, 0, 0);
     if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
-        pthread_cond_destroy(&w->cv);
+        sem_destroy(&w->wake);
         cshw_context_free(w->ctx);
         free(w);
         return NULL;
@@ -710,6 +730,7 @@ static cshs_worker *take_spare(cshs_server *s)
     cshs_worker *w = s->spares;
     if (w) {
         s->spares = w->next_spare;
+        w->on_spares = 0;
         atomic_fetch_sub(&s->c_spare, 1);
     }
     return w;
@@ -722,13 +743,13 @@ int cshs__offload(cshs_server *s, cshs_conn *c)
     atomic_store_explicit(&c->busy, 1, memory_order_relaxed);
     pthread_mutex_lock(&s->mu);
     cshs_worker *w = take_spare(s);
-    if (w) {
+    int post = w != NULL;
+    if (w)
         w->job = c;
-        pthread_cond_signal(&w->cv);
-    } else {
+    else
         w = spawn_worker(s, NULL, c);
-    }
     pthread_mutex_unlock(&s->mu);
+    if (post) sem_post(&w->wake);
     if (w)
         atomic_fetch_add(&s->c_offloaded, 1);
     else
@@ -774,7 +795,7 @@ static void hand_over(cshs_server *s, cshs_loop *l, int64_t since, int blocked)
 {
     pthread_mutex_lock(&s->mu);
     cshs_worker *w = take_spare(s);
-    int fresh = 0;
+    int fresh = 0, post = 0;
     if (!w) {
         w = spawn_worker(s, NULL, NULL);
         fresh = 1;
@@ -786,16 +807,19 @@ static void hand_over(cshs_server *s, cshs_loop *l, int64_t since, int blocked)
             if (blocked) cshs__offload_more(l);
             w->loop = l;
             atomic_fetch_add(&s->c_handovers, 1);
-            pthread_cond_signal(&w->cv);
+            post = !fresh;
         } else if (!fresh) {
-            /* the handler returned meanwhile: the spare stays one */
+            /* the handler returned meanwhile: the spare stays one (it was
+             * not posted, and on the list again it is owed no post) */
             w->next_spare = s->spares;
             s->spares = w;
+            w->on_spares = 1;
             atomic_fetch_add(&s->c_spare, 1);
         }
         /* a fresh thread with nothing to do becomes a spare by itself */
     }
     pthread_mutex_unlock(&s->mu);
+    if (post) sem_post(&w->wake);
 }
 
 static void *supervisor_main(void *arg)
@@ -907,7 +931,7 @@ static void release_threads_state(cshs_server *s)
     for (unsigned i = 0; i < s->nworkers; i++) {
         cshw_context_free(s->workers[i]->ctx);
         cshs__worker_release(s->workers[i]);
-        pthread_cond_destroy(&s->workers[i]->cv);
+        sem_destroy(&s->workers[i]->wake);
         free(s->workers[i]);
     }
     s->nworkers = 0;
@@ -958,7 +982,11 @@ static void wake_everyone(cshs_server *s)
     for (unsigned i = 0; i < s->nloops; i++)
         if (s->loops[i].evfd >= 0) wake_loop(&s->loops[i]);
     pthread_mutex_lock(&s->mu);
-    for (cshs_worker *w = s->spares; w; w = w->next_spare) pthread_cond_signal(&w->cv);
+    /* every spare taken off the list and posted: each then sees exiting */
+    while (s->spares) {
+        cshs_worker *w = take_spare(s);
+        sem_post(&w->wake);
+    }
     pthread_cond_broadcast(&s->sup_cv);
     pthread_mutex_unlock(&s->mu);
 }

@@ -3,6 +3,7 @@
 #define CSHS_SERVER_IMPL_H
 
 #include <pthread.h>
+#include <semaphore.h>
 #include <sys/epoll.h>
 #include <sys/types.h>
 #include <sys/socket.h>
@@ -145,10 +146,12 @@ typedef struct cshs_worker {
     pthread_t thread;
     cshw_context *ctx;
     cshw_exchange *spare_x; /* an exchange kept for the next connection */
-    pthread_cond_t cv;      /* a spare waits here for its assignment */
+    sem_t wake;             /* a spare waits here for its assignment: posted once by
+                               whoever takes it off the spare list (not by itself) */
     cshs_loop *loop;        /* assigned loop (under srv->mu until taken) */
     cshs_conn *job;         /* assigned handler (under srv->mu until taken) */
     struct cshs_worker *next_spare;
+    int on_spares; /* on srv->spares (under srv->mu) */
     int lost;      /* its loop was handed over while it ran a handler */
     pid_t tid;     /* the kernel's id of the thread */
     int exited;    /* the thread returned (under srv->mu) */
