@@ -445,6 +445,72 @@ static void test_slow_handler_holds_no_events(void **state)
     }
 }
 
+/* Blocking handlers at once on several connections of one loop: the loop
+ * is handed over and the handlers run as jobs on threads made for them.
+ * Idle for park_after_ms, the threads beyond those kept leave; a second
+ * burst is served again, by spares and new threads; stop wakes the spares
+ * left. Every answer is checked. */
+static void burst_of_waiting_handlers(unsigned p2, int n)
+{
+    const char *slow = "GET /slow?sleep=200 HTTP/1.1\r\nHost: x\r\n\r\n";
+    int fds[8];
+    for (int i = 0; i < n; i++) {
+        fds[i] = dial(p2);
+        assert_true(fds[i] >= 0);
+        assert_int_equal(send(fds[i], slow, strlen(slow), MSG_NOSIGNAL), (ssize_t)strlen(slow));
+    }
+    for (int i = 0; i < n; i++) {
+        assert_int_equal(exchange(fds[i], NULL, "hello /slow", buf, sizeof buf), 0);
+        close(fds[i]);
+    }
+}
+
+static uint64_t threads_when(cshs_server *srv, int (*ok)(const cshs_counters *))
+{
+    cshs_counters k;
+    for (int i = 0; i < 1000; i++) { /* a liveness bound, not a timing check */
+        cshs_server_counters(srv, &k);
+        if (ok(&k)) return k.workers_total;
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    return k.workers_total;
+}
+
+static int back_to_kept(const cshs_counters *k)
+{
+    return k->workers_total <= 2 && k->workers_busy == 0;
+}
+
+static void test_spares_leave_and_come_back(void **state)
+{
+    (void)state;
+    cshs_options o2 = o;
+    o2.unix_path = NULL;
+    o2.loops = 1;
+    o2.min_threads = 2;
+    o2.max_threads = 16;
+    o2.park_after_ms = 500;
+    s2 = cshs_server_new(&o2, hello, NULL);
+    assert_non_null(s2);
+    assert_int_equal(cshs_server_start(s2), 0);
+    unsigned p2 = cshs_server_port(s2, 0);
+    cshs_counters k;
+    for (int round = 0; round < 3; round++) {
+        burst_of_waiting_handlers(p2, 6);
+        cshs_server_counters(s2, &k);
+        assert_true(k.offloaded > 0);
+        assert_true(k.workers_total > 2);
+        /* more than the threads kept served it; idle, they leave */
+        assert_int_equal(threads_when(s2, back_to_kept), 2);
+    }
+    cshs_server_counters(s2, &k);
+    assert_int_equal(k.requests, 18);
+    /* a burst, then stop at once: spares are woken to leave */
+    burst_of_waiting_handlers(p2, 6);
+    assert_int_equal(cshs_server_stop(s2, 5000), 0);
+}
+
 /* a stop whose deadline passes cuts the request */
 static void test_stop_cuts_at_deadline(void **state)
 {
@@ -481,6 +547,7 @@ int main(void)
         cmocka_unit_test_teardown(test_tick, teardown),
         cmocka_unit_test_teardown(test_streaming_route, teardown),
         cmocka_unit_test_teardown(test_slow_handler_holds_no_events, teardown),
+        cmocka_unit_test_teardown(test_spares_leave_and_come_back, teardown),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
