@@ -1,8 +1,11 @@
 /* The status page's figures (stats.h). Workers only add to atomic counters
- * (the latency histogram of the current second) and, under a mutex, to the
- * path table; the sampler thread swaps the histogram out once a second and
- * writes the ring under its own mutex, which the status handlers take to
- * copy it. */
+ * and take no lock: the latency histogram of the current second, and the
+ * path table, whose slots are claimed once with a compare-and-swap. (A
+ * mutex there, taken by every request on every loop, made a handler wait
+ * whenever its holder was preempted, and the engine took such a wait for
+ * a blocking handler: a hand-over, then handlers run as jobs.) The sampler
+ * thread swaps the histogram out once a second and writes the ring under
+ * its own mutex, which the status handlers take to copy it. */
 #include "stats.h"
 
 #include <errno.h>
@@ -21,9 +24,14 @@ static const double bucket_us[] = {
     200000, 300000, 500000, 700000, 1e6,    2e6,     5e6,     1e7,     3e7,     6e7};
 #define NBUCKETS (sizeof bucket_us / sizeof bucket_us[0] + 1)
 
+/* A slot of the path table: empty, then claimed by one writer, then
+ * ready (its path and hash fixed for good); requests only grow. */
+enum { SLOT_EMPTY = 0, SLOT_CLAIMED, SLOT_READY };
 typedef struct path_slot {
+    _Atomic int state;
+    uint32_t hash;
     char path[STATS_PATH_MAX];
-    uint64_t requests;
+    _Atomic uint64_t requests;
 } path_slot;
 
 struct stats {
@@ -31,10 +39,8 @@ struct stats {
     int64_t started_ms;
     _Atomic uint64_t hist[NBUCKETS];
 
-    pthread_mutex_t paths_lock;
-    path_slot paths[STATS_PATHS];
-    size_t npaths;
-    uint64_t other;
+    path_slot paths[STATS_PATHS]; /* open addressing by the path's hash */
+    _Atomic uint64_t other;
 
     pthread_mutex_t ring_lock;
     stats_sample ring[STATS_SAMPLES];
@@ -60,7 +66,6 @@ stats *stats_new(cshs_server *s)
     if (!st) return NULL;
     st->server = s;
     st->started_ms = now_ms(CLOCK_REALTIME);
-    pthread_mutex_init(&st->paths_lock, NULL);
     pthread_mutex_init(&st->ring_lock, NULL);
     pthread_mutex_init(&st->stop_lock, NULL);
     pthread_condattr_t ca;
@@ -75,7 +80,6 @@ void stats_free(stats *st)
 {
     if (!st) return;
     stats_stop(st);
-    pthread_mutex_destroy(&st->paths_lock);
     pthread_mutex_destroy(&st->ring_lock);
     pthread_mutex_destroy(&st->stop_lock);
     pthread_cond_destroy(&st->stop_cond);
@@ -112,26 +116,33 @@ void stats_record(stats *st, const cshs_request_log *e, int64_t latency_us)
     if (n >= sizeof path) n = sizeof path - 1;
     memcpy(path, t, n);
     path[n] = '\0';
-    pthread_mutex_lock(&st->paths_lock);
-    size_t i = 0;
-    for (; i < st->npaths; i++)
-        if (strcmp(st->paths[i].path, path) == 0) break;
-    if (i < st->npaths) {
-        st->paths[i].requests++;
-        /* keep the table roughly sorted: a hot path bubbles up */
-        if (i > 0 && st->paths[i].requests > st->paths[i - 1].requests) {
-            path_slot tmp = st->paths[i - 1];
-            st->paths[i - 1] = st->paths[i];
-            st->paths[i] = tmp;
+    uint32_t h = 2166136261u; /* FNV-1a */
+    for (size_t k = 0; k < n; k++) h = (h ^ (unsigned char)path[k]) * 16777619u;
+    /* Its slot, or the first empty one on its probe sequence. A slot
+     * another thread is filling is passed over: the same new path may then
+     * take two slots, which stats_routes adds up. */
+    for (size_t k = 0; k < STATS_PATHS; k++) {
+        path_slot *sl = &st->paths[(h + k) % STATS_PATHS];
+        int state = atomic_load_explicit(&sl->state, memory_order_acquire);
+        if (state == SLOT_EMPTY) {
+            int empty = SLOT_EMPTY;
+            if (atomic_compare_exchange_strong_explicit(&sl->state, &empty, SLOT_CLAIMED,
+                                                        memory_order_acq_rel,
+                                                        memory_order_acquire)) {
+                sl->hash = h;
+                memcpy(sl->path, path, n + 1);
+                atomic_fetch_add_explicit(&sl->requests, 1, memory_order_relaxed);
+                atomic_store_explicit(&sl->state, SLOT_READY, memory_order_release);
+                return;
+            }
+            state = empty;
         }
-    } else if (st->npaths < STATS_PATHS) {
-        memcpy(st->paths[st->npaths].path, path, n + 1);
-        st->paths[st->npaths].requests = 1;
-        st->npaths++;
-    } else {
-        st->other++;
+        if (state == SLOT_READY && sl->hash == h && strcmp(sl->path, path) == 0) {
+            atomic_fetch_add_explicit(&sl->requests, 1, memory_order_relaxed);
+            return;
+        }
     }
-    pthread_mutex_unlock(&st->paths_lock);
+    atomic_fetch_add_explicit(&st->other, 1, memory_order_relaxed);
 }
 
 static void take_sample(stats *st, uint64_t *last_requests, int64_t *last_ms)
@@ -225,16 +236,24 @@ size_t stats_routes(stats *st, stats_route *out, size_t cap)
 {
     stats_route all[STATS_PATHS + 1];
     size_t n = 0;
-    pthread_mutex_lock(&st->paths_lock);
-    for (size_t i = 0; i < st->npaths; i++) {
-        memcpy(all[n].path, st->paths[i].path, sizeof all[n].path);
-        all[n++].requests = st->paths[i].requests;
+    for (size_t i = 0; i < STATS_PATHS; i++) {
+        path_slot *sl = &st->paths[i];
+        if (atomic_load_explicit(&sl->state, memory_order_acquire) != SLOT_READY) continue;
+        uint64_t r = atomic_load_explicit(&sl->requests, memory_order_relaxed);
+        size_t j = 0;
+        while (j < n && strcmp(all[j].path, sl->path) != 0) j++;
+        if (j < n) { /* a path two threads added at once */
+            all[j].requests += r;
+            continue;
+        }
+        memcpy(all[n].path, sl->path, sizeof all[n].path);
+        all[n++].requests = r;
     }
-    if (st->other) {
+    uint64_t other = atomic_load_explicit(&st->other, memory_order_relaxed);
+    if (other) {
         strcpy(all[n].path, "(other)");
-        all[n++].requests = st->other;
+        all[n++].requests = other;
     }
-    pthread_mutex_unlock(&st->paths_lock);
     qsort(all, n, sizeof all[0], route_cmp);
     if (n > cap) n = cap;
     memcpy(out, all, n * sizeof *out);

@@ -155,10 +155,12 @@ def main():
             status_reads += 1
             rows.append({"after": sent, "kind": name, "rss_kb": rss_kb(srv.pid),
                          "server_requests": st["requests"], "open": st["connections_open"],
-                         "errors_io": st["err_io"], "seconds": round(time.time() - t0, 1)})
-            print("%10d requests  %-9s  RSS %6d KiB  open %d  %.0f s" %
-                  (sent, name, rows[-1]["rss_kb"], st["connections_open"], time.time() - t0),
-                  flush=True)
+                         "errors_io": st["err_io"], "threads": st.get("workers_total", 0),
+                         "handovers": st.get("handovers", 0),
+                         "seconds": round(time.time() - t0, 1)})
+            print("%10d requests  %-9s  RSS %6d KiB  open %d  threads %d  hand-overs %d  %.0f s" %
+                  (sent, name, rows[-1]["rss_kb"], st["connections_open"], rows[-1]["threads"],
+                   rows[-1]["handovers"], time.time() - t0), flush=True)
             if srv.poll() is not None:
                 problems.append("cshttpd exited: %s" % srv.stderr.read().decode()[-300:])
                 break

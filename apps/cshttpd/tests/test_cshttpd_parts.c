@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <pthread.h>
 
 #include <cmocka.h>
 
@@ -167,6 +168,45 @@ static void test_paths_bounded(void **state)
     stats_free(st);
 }
 
+/* Threads record at once, as the loops and jobs of a server do, and
+ * take no lock: every request is counted once, under its own path, and a
+ * path two threads added at the same moment is still reported once. */
+#define RECORDERS 4
+#define RECORDS 20000
+static void *recorder(void *arg)
+{
+    stats *st = arg;
+    char target[32];
+    cshs_request_log e = {.target = target};
+    for (int i = 0; i < RECORDS; i++) {
+        snprintf(target, sizeof target, "/c%d?i=%d", i % 8, i);
+        stats_record(st, &e, 1);
+    }
+    return NULL;
+}
+
+static void test_paths_concurrent(void **state)
+{
+    (void)state;
+    for (int round = 0; round < 20; round++) {
+        stats *st = stats_new(NULL);
+        assert_non_null(st);
+        pthread_t th[RECORDERS];
+        for (int i = 0; i < RECORDERS; i++)
+            assert_int_equal(pthread_create(&th[i], NULL, recorder, st), 0);
+        for (int i = 0; i < RECORDERS; i++) pthread_join(th[i], NULL);
+        stats_route r[STATS_PATHS + 1];
+        size_t n = stats_routes(st, r, STATS_PATHS + 1);
+        assert_int_equal(n, 8);
+        for (size_t i = 0; i < n; i++) {
+            assert_int_equal(strncmp(r[i].path, "/c", 2), 0);
+            assert_int_equal(r[i].requests, RECORDERS * RECORDS / 8);
+            for (size_t j = 0; j < i; j++) assert_string_not_equal(r[i].path, r[j].path);
+        }
+        stats_free(st);
+    }
+}
+
 static void test_proxy_parse(void **state)
 {
     (void)state;
@@ -251,7 +291,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_escape_nginx), cmocka_unit_test(test_escape_json),
         cmocka_unit_test(test_access_line),  cmocka_unit_test(test_acl),
-        cmocka_unit_test(test_percentile),   cmocka_unit_test(test_paths_bounded),
+        cmocka_unit_test(test_percentile),   cmocka_unit_test(test_paths_bounded), cmocka_unit_test(test_paths_concurrent),
         cmocka_unit_test(test_proxy_parse),  cmocka_unit_test(test_proxy_match),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
