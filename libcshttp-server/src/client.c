@@ -195,7 +195,8 @@ typedef struct waiter {
     struct waiter *prev, *next;
     pthread_cond_t cv;
     conn *got;   /* handed over by a release or an open */
-    int err;     /* failed by the tick (its deadline) */
+    int err;     /* failed: its deadline (the tick), or nothing left to serve it */
+    int expired; /* err is its deadline's (counted in acquire_timeouts) */
     int queued;  /* on the pool's queue */
     int opening; /* opening a connection, unlocked */
     int64_t deadline_ms;
@@ -843,10 +844,36 @@ static void give(cshs_client *c, pool *p, conn *cn)
     (void)c;
 }
 
+/* 1 when nothing can serve a waiter of `p` before its backoff ends: a
+ * connect failed, none is open (idle or in use: one given back would do)
+ * and none is being opened. Waiting would only wait for the deadline: such
+ * requests fail at once with that connect's error, as nginx answers 502
+ * at once for a refused origin; the backoff still keeps them from trying
+ * the origin again. */
+static int dead_end(const pool *p, int64_t now)
+{
+    return now < p->backoff_until_ms && p->last_error && p->open == 0 && p->nopening == 0;
+}
+
+/* Under the lock: every waiter not opening a connection itself fails with
+ * the last connect's error when the pool is at a dead end. */
+static void fail_waiters(pool *p)
+{
+    if (!dead_end(p, now_ms())) return;
+    for (waiter *w = p->wq, *nx; w; w = nx) {
+        nx = w->next;
+        if (w->opening) continue;
+        wq_remove(p, w);
+        w->err = p->last_error;
+        pthread_cond_signal(&w->cv);
+    }
+}
+
 /* Counts a connection closed; the caller closes it after unlocking. */
 static void dropped(cshs_client *c, pool *p)
 {
     p->open--;
+    fail_waiters(p);
     wake_opener(c, p);
 }
 
@@ -858,6 +885,7 @@ static void open_failed(cshs_client *c, pool *p, int err)
     c->seed = c->seed * 1103515245u + 12345u;
     p->last_backoff_ms = BACKOFF_MIN_MS + (uint32_t)((c->seed >> 16) % BACKOFF_JITTER_MS);
     p->backoff_until_ms = now_ms() + (int64_t)p->last_backoff_ms;
+    fail_waiters(p);
 }
 
 /* Takes a connection for a request: the most recently used idle one, or
@@ -958,6 +986,11 @@ static int acquire(cshs_client *c, pool *p, unsigned acquire_ms, unsigned connec
                 break;
             }
             now = now_ms();
+            if (dead_end(p, now)) { /* nothing to wait for but the deadline */
+                w.err = p->last_error;
+                r = w.err;
+                break;
+            }
             if (can_open(p, c->o.pool_size, now)) {
                 p->nopening++;
                 w.opening = 1;
@@ -976,7 +1009,8 @@ static int acquire(cshs_client *c, pool *p, unsigned acquire_ms, unsigned connec
                 } else {
                     open_failed(c, p, e);
                 }
-                if (!w.got && now_ms() >= w.deadline_ms) { /* past its deadline meanwhile */
+                if (!w.got && !w.err && now_ms() >= w.deadline_ms) { /* past its deadline */
+                    w.expired = 1;
                     w.err = e < 0 ? e : CSHS_CLIENT_E_ACQUIRE_TIMEOUT;
                     r = w.err;
                     break;
@@ -987,7 +1021,7 @@ static int acquire(cshs_client *c, pool *p, unsigned acquire_ms, unsigned connec
         }
         if (w.queued) wq_remove(p, &w);
     }
-    if (w.err) p->acquire_timeouts++;
+    if (w.expired) p->acquire_timeouts++;
     pthread_mutex_unlock(&c->mu);
     pthread_cond_destroy(&w.cv);
     close_list(stale);
@@ -1034,6 +1068,7 @@ void cshs_client_tick(cshs_client *c)
             nx = w->next;
             if (now < w->deadline_ms || w->opening) continue; /* an opener decides itself */
             wq_remove(p, w);
+            w->expired = 1;
             w->err = p->last_error && p->last_fail_us >= w->since_us
                          ? p->last_error
                          : CSHS_CLIENT_E_ACQUIRE_TIMEOUT;
@@ -1079,10 +1114,13 @@ void cshs_client_tick(cshs_client *c)
         }
         if (p->wq) wake_opener(c, p);
     }
-    /* pools with nothing in them and nobody using them */
+    /* pools with nothing in them and nobody using them; one in its
+     * backoff is kept until it ends, or the next request would try the
+     * origin again at once (its requests fail at once now, so none waits
+     * to keep it) */
     for (pool **pp = &c->pools; *pp;) {
         pool *p = *pp;
-        if (!p->open && !p->nopening && !p->nwaiters && !p->users) {
+        if (!p->open && !p->nopening && !p->nwaiters && !p->users && now >= p->backoff_until_ms) {
             *pp = p->next;
             free(p);
         } else {

@@ -1097,10 +1097,59 @@ static void test_deadline_needs_the_tick(void **state)
     origin_free(og);
 }
 
-static int failures_at_least_one(cshs_client *c, void *arg)
+static int backoff_over(cshs_client *c, void *arg)
 {
     (void)arg;
-    return stats_of(c).failures >= 1;
+    return stats_of(c).backoff_ms == 0;
+}
+
+/* A dead origin (connect refused) with nothing else open: a request fails
+ * at once with the connect's error, not at its acquire deadline, and so
+ * does every request of a burst, each counted as no acquire timeout. */
+static void test_dead_origin_fails_at_once(void **state)
+{
+    (void)state;
+    char url[64];
+    snprintf(url, sizeof url, "http://127.0.0.1:%u", dead_port());
+    cshs_client *c = client_with(4, 1);
+    cshs_client_request rq;
+    cshs_client_request_init(&rq);
+    rq.origin = url;
+    rq.acquire_timeout_ms = 60000; /* a wait for the deadline would outlast the test */
+    cshs_call *call = NULL;
+    assert_int_equal(cshs_client_send(c, &rq, &call), CSHS_CLIENT_E_CONNECT);
+    assert_null(call);
+    cshs_client_pool_stats s = stats_of(c);
+    assert_int_equal(s.failures, 1);
+    assert_int_equal(s.opens, 0);
+    assert_int_equal(s.waiters, 0);
+    assert_int_equal(s.requests, 0);
+    assert_int_equal(s.acquire_timeouts, 0);
+    cshs_client_free(c);
+
+    /* a burst of four, each willing to wait a minute: all fail with the
+     * connect's error, after at most one connect each (no storm) */
+    c = client_with(4, 1);
+    pthread_t t[4];
+    burst b[4];
+    pthread_barrier_t start;
+    pthread_barrier_init(&start, NULL, 4);
+    for (int i = 0; i < 4; i++) {
+        memset(&b[i], 0, sizeof b[i]);
+        b[i].c = c;
+        b[i].url = url;
+        b[i].start = &start;
+        b[i].acquire_ms = 60000;
+        pthread_create(&t[i], NULL, burst_main, &b[i]);
+    }
+    for (int i = 0; i < 4; i++) pthread_join(t[i], NULL);
+    pthread_barrier_destroy(&start);
+    for (int i = 0; i < 4; i++) assert_int_equal(b[i].err, CSHS_CLIENT_E_CONNECT);
+    s = stats_of(c);
+    assert_true(s.failures >= 1 && s.failures <= 4);
+    assert_int_equal(s.waiters, 0);
+    assert_int_equal(s.acquire_timeouts, 0);
+    cshs_client_free(c);
 }
 
 static void test_backoff_after_failed_connect(void **state)
@@ -1110,39 +1159,46 @@ static void test_backoff_after_failed_connect(void **state)
     char url[64];
     snprintf(url, sizeof url, "http://127.0.0.1:%u", port);
     cshs_client *c = client_with(4, 0);
-    burst w;
-    memset(&w, 0, sizeof w);
-    w.c = c;
-    w.url = url;
-    w.acquire_ms = 20000;
-    pthread_t t;
-    pthread_create(&t, NULL, burst_main, &w);
-    assert_true(wait_for(c, 0, failures_at_least_one, NULL));
+    cshs_client_request rq;
+    cshs_client_request_init(&rq);
+    rq.origin = url;
+    rq.acquire_timeout_ms = 20000;
+    cshs_call *call = NULL;
+    assert_int_equal(cshs_client_send(c, &rq, &call), CSHS_CLIENT_E_CONNECT);
     /* the clock first: what is left of the backoff is read after it, so
      * the origin's first accept comes at least that long after (a loaded
      * machine may read it late, even after the backoff ended: 0 left) */
     int64_t seen = mono_ms();
     cshs_client_pool_stats s = stats_of(c);
     assert_int_equal(s.failures, 1);
-    assert_int_equal(s.waiters, 1); /* the request goes on waiting */
+    assert_int_equal(s.waiters, 0); /* failed at once: nothing else could serve it */
     assert_true(s.backoff_ms <= s.last_backoff_ms);
     assert_true(s.last_backoff_ms >= 200 && s.last_backoff_ms <= 400);
-    /* the origin comes up on that port; ticks during the backoff do not try */
+    /* the origin comes up on that port; a request during the backoff
+     * fails at once without trying it (when the backoff is still on after
+     * the request returned, it was on during the request) */
     origin *og = origin_new_on(port, NULL);
     origin_start(og);
-    int64_t end = mono_ms() + 15000;
-    while (mono_ms() < end) {
-        cshs_client_tick(c);
-        if (stats_of(c).waiters == 0) break;
-        sleep_ms(10);
+    int err = 0;
+    int r = get(c, url, "/", NULL, &err);
+    cshs_client_pool_stats during = stats_of(c);
+    if (during.backoff_ms > 0) {
+        assert_int_equal(r, CSHS_CLIENT_E_CONNECT);
+        assert_int_equal(atomic_load(&og->nconns), 0);
+        assert_int_equal(during.failures, 1);
+        /* ticks during the backoff do not try either */
+        assert_true(wait_for(c, 1, backoff_over, NULL));
+        assert_int_equal(atomic_load(&og->nconns), 0);
+        r = get(c, url, "/", NULL, &err);
     }
-    pthread_join(t, NULL);
-    assert_int_equal(w.err, 0);
-    assert_int_equal(w.status, 200);
+    /* the backoff over: the origin is tried again */
+    assert_int_equal(r, 200);
     assert_int_equal(atomic_load(&og->nconns), 1);
     assert_true(og->first_accept_ms - seen >= (int64_t)s.backoff_ms - 2);
     s = stats_of(c);
-    assert_int_equal(s.failures, 1);
+    /* the empty pool is kept through its backoff, and may be dropped by a
+     * tick once it ended: then the counters are a new pool's */
+    assert_true(s.failures <= 1);
     assert_int_equal(s.opens, 1);
     cshs_client_free(c);
     origin_free(og);
@@ -1153,7 +1209,7 @@ static void test_backoff_after_failed_connect(void **state)
     for (int i = 0; i < 5; i++) {
         unsigned p = dead_port();
         snprintf(url, sizeof url, "http://127.0.0.1:%u", p);
-        /* fails at the first tick after its deadline: ticked from here */
+        /* fails at once: the connect was refused and nothing else is open */
         burst b;
         memset(&b, 0, sizeof b);
         b.c = c;
@@ -1174,9 +1230,7 @@ static void test_backoff_after_failed_connect(void **state)
             sleep_ms(2);
         }
         assert_true(done);
-        cshs_client_tick(c);
         pthread_join(bt, NULL);
-        /* at its deadline the request gets the connect's own error */
         assert_int_equal(b.err, CSHS_CLIENT_E_CONNECT);
     }
     int all_equal = 1;
@@ -1999,6 +2053,7 @@ int main(void)
         cmocka_unit_test(test_fifo_waiters_and_deadline),
         cmocka_unit_test(test_deadline_needs_the_tick),
         cmocka_unit_test(test_backoff_after_failed_connect),
+        cmocka_unit_test(test_dead_origin_fails_at_once),
         cmocka_unit_test(test_sweep_closed_by_origin),
         cmocka_unit_test(test_idle_timeout_and_pool_drop),
         cmocka_unit_test(test_max_lifetime),

@@ -496,17 +496,32 @@ def t_nginx_behind_nginx(tmp):
 
 @test("failures")
 def t_dead_origin(tmp):
-    """Connection refused: 502 at once, every time, and the pool counts the
-    failures; the proxy's own routes still answer."""
+    """Connection refused: 502 at once, every time, with an acquire timeout
+    of a minute (a request that waited for it would end the client's 20 s
+    bound first), also during the backoff after a refused connect, and
+    the pool counts the failures and no acquire timeout; the proxy's own
+    routes still answer."""
     dead = free_port()
-    with proxy(tmp, "/dead=http://127.0.0.1:%d" % dead) as px:
+    with proxy(tmp, "/dead=http://127.0.0.1:%d" % dead,
+               extra=("--proxy-acquire-timeout-ms", "60000")) as px:
         for _ in range(3):
             st, _, body = get(px.port, "/dead/x")
             assert st == 502, st
+        # a request with a body: refused the same way
+        st, _, body = get(px.port, "/dead/x", method="POST", body=b"x" * 100000)
+        assert st == 502, st
         st, _, _ = get(px.port, "/demo/plaintext")
         assert st == 200, st
-        p = pools(px)["http://127.0.0.1:%d" % dead]
-        assert p["failures"] >= 1 and p["open"] == 0, p
+        # an empty pool lives through its backoff: read it right after a
+        # refusal (a few tries, for a machine slow enough to outlast one)
+        key = "http://127.0.0.1:%d" % dead
+        for _ in range(5):
+            assert get(px.port, "/dead/x")[0] == 502
+            p = pools(px).get(key)
+            if p:
+                break
+        assert p and p["failures"] >= 1 and p["open"] == 0, p
+        assert p["acquire_timeouts"] == 0, p
 
 
 @test("failures")

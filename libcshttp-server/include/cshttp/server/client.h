@@ -44,10 +44,15 @@
  * while open + opening < pool_size and while the opens in flight are fewer
  * than the requests waiting: a burst of n requests opens up to n
  * connections in parallel and no more. After a failed connect the origin is
- * not tried again for 200-400 ms (jittered); waiting requests go on
- * waiting. Requests wait first in, first out, each until its
- * acquire_timeout_ms; a connection given back goes straight to the first
- * waiter. A connection is closed instead of reused when it broke, when the
+ * not tried again for 200-400 ms (jittered). A request that nothing can
+ * serve fails at once with that connect's error (CSHS_CLIENT_E_CONNECT
+ * for a refused one) instead of waiting for its deadline, as nginx answers
+ * 502 at once for a dead origin: when the connect it waited for failed, or
+ * it arrives during the backoff, while no connection of its origin is open
+ * (idle, or in use: one given back would serve it) and no other connect is
+ * in flight (its outcome is waited for). Requests wait first in, first
+ * out, each until its acquire_timeout_ms; a connection given back goes
+ * straight to the first waiter. A connection is closed instead of reused when it broke, when the
  * origin said `Connection: close`, when the response ended with the
  * connection (no Content-Length, not chunked), when a response was not read
  * to its end, or once it is older than max_lifetime_ms; its replacement
@@ -60,7 +65,8 @@
  * when an origin's backoff has ended, closes idle connections past
  * idle_timeout_ms and those the origin has closed (poll() with POLLRDHUP and
  * a zero timeout: an unread FIN, or bytes nobody asked for), opens one
- * connection per tick towards min_idle, and drops empty pools. By default
+ * connection per tick towards min_idle, and drops empty pools (one in its
+ * backoff once the backoff ended). By default
  * the client runs its own tick thread (options.tick_thread); a server that
  * runs the client on its own sweep turns it off and calls cshs_client_tick
  * from the engine's tick:
@@ -165,9 +171,10 @@ extern "C" {
 /* XX(NAME, value, status, message): the client's own errors. The values
  * lie below -4095, outside the -errno range, so either can be returned.
  * ACQUIRE_TIMEOUT: when a connect to the origin failed while the request
- * waited, the request fails at its deadline with that connect's error
- * (RESOLVE, CONNECT, CONNECT_TIMEOUT, TLS, CERTIFICATE) instead, the
- * better answer for a proxy (502, not 504). */
+ * waited, the request fails with that connect's error (RESOLVE, CONNECT,
+ * CONNECT_TIMEOUT, TLS, CERTIFICATE) instead, the better answer for a
+ * proxy (502, not 504): at once when nothing else could serve it (see
+ * "The pool"), else at its deadline. */
 #define CSHS_CLIENT_ERROR_MAP(XX)                                                                  \
     XX(RESOLVE, -5001, 502, "the origin's name did not resolve")                                   \
     XX(CONNECT, -5002, 502, "could not connect to the origin (refused or unreachable)")            \
@@ -405,7 +412,8 @@ typedef struct cshs_client_pool_stats {
     uint64_t opens;            /* connections opened */
     uint64_t failures;         /* failed opens (resolve, connect, TLS) */
     uint64_t retries;          /* requests sent again under the retry rule */
-    uint64_t acquire_timeouts; /* requests failed at their acquire deadline */
+    uint64_t acquire_timeouts; /* requests failed at their acquire deadline (not those failed at
+                                  once after a connect failed: see "The pool") */
     uint32_t backoff_ms;       /* after a failed connect: ms before the origin is tried again */
     /* how long requests waited for a connection (0 for one idle at
      * once), since the pool was created: p50 and p99 in microseconds, by
