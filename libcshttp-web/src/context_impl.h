@@ -72,6 +72,7 @@ struct cshw_response {
     char *buf;
     size_t len, cap;
     uint64_t body_bytes; /* bytes the application wrote, before encoding */
+    uint64_t length;     /* cshw_response_set_content_length, when has_length */
 
     unsigned char headers_sent;
     unsigned char chunked;     /* streamed as chunks (HTTP/1.1) */
@@ -84,6 +85,7 @@ struct cshw_response {
     unsigned char abort;    /* close without completing the framing */
     unsigned char gzip_off; /* cshw_response_disable_gzip */
     unsigned char gzip_on;  /* the body is being gzip-encoded */
+    unsigned char has_length; /* the application declared the body's length */
     int error;              /* the first failed write: nothing more is sent */
 };
 

@@ -82,6 +82,27 @@ void cshw_response_close_connection(cshw_response *res)
     res->close = 1;
 }
 
+int cshw_response_set_content_length(cshw_response *res, uint64_t length)
+{
+    int r = check_open(res);
+    if (r < 0) return r;
+    if (length > INT64_MAX) return -EINVAL;
+    if (res->body_bytes > length) return CSHW_E_BODY_LENGTH;
+    res->has_length = 1;
+    res->length = length;
+    return 0;
+}
+
+/* The declared length not reached: what was sent is all there is, so the
+ * connection closes rather than leave the client waiting for the rest, or
+ * take the next response for it (RFC 9112 §8). HEAD, 204, 205 and 304
+ * send no body: nothing can be short. */
+static int short_of_length(const cshw_response *res)
+{
+    return res->has_length && !res->is_head && !status_has_no_body(res->status) &&
+           res->status != 205 && res->body_bytes < res->length;
+}
+
 /* ---- fields ---- */
 
 static int valid_name(const char *s)
@@ -270,7 +291,8 @@ static int needs_vary(const cshw_response *res)
 static int gzip_considered(const cshw_response *res)
 {
     const cshw_context *ctx = res->ctx;
-    if (!ctx->options.gzip || res->gzip_off || res->file_sent) return 0;
+    /* a declared length is the identity body's */
+    if (!ctx->options.gzip || res->gzip_off || res->file_sent || res->has_length) return 0;
     if (status_has_no_body(res->status) || res->status == 205) return 0;
     if (cshw_response_header(res, "content-encoding") || cshw_response_header(res, "content-range"))
         return 0;
@@ -425,7 +447,7 @@ static int start_stream(cshw_response *res)
     res->no_body = (unsigned char)status_has_no_body(res->status);
     int considered = gzip_considered(res);
     res->gzip_on = (unsigned char)(considered && cshw__accepts_gzip(&ctx->req));
-    if (!res->no_body && res->status != 205) {
+    if (!res->no_body && res->status != 205 && !res->has_length) {
         if (ctx->req.msg.version_minor >= 1) {
             res->chunked = 1;
         } else {
@@ -437,7 +459,10 @@ static int start_stream(cshw_response *res)
      * §10.1.1 lets it send the body anyway, which nobody will read */
     if (ctx->req.expect_pending) res->close = 1;
     if (res->gzip_on) weaken_etag(res);
-    int r = build_head(res, res->status == 205 ? 0 : -1, considered && needs_vary(res));
+    int64_t length = res->status == 205                  ? 0
+                     : res->has_length && !res->no_body ? (int64_t)res->length
+                                                        : -1;
+    int r = build_head(res, length, considered && needs_vary(res));
     if (r < 0) return r;
     res->headers_sent = 1;
     r = cshw__transport_write(ctx, ctx->wire.data, ctx->wire.len);
@@ -466,6 +491,9 @@ int cshw_response_write(cshw_response *res, const void *data, size_t len)
     if (res->error) return res->error;
     if (res->file_sent || res->finished) return CSHW_E_BODY_AFTER_FILE;
     if (len && !data) return -EINVAL;
+    /* never past the declared length: those bytes would be the start of
+     * another response to the client (nothing of them is sent) */
+    if (res->has_length && len > res->length - res->body_bytes) return CSHW_E_BODY_LENGTH;
     res->answered = 1;
     res->body_bytes += len;
     if (!res->headers_sent) {
@@ -491,7 +519,7 @@ int cshw_response_vprintf(cshw_response *res, const char *fmt, va_list ap)
     va_list ap2;
     va_copy(ap2, ap);
     /* straight into the buffer when it fits, as it nearly always does */
-    size_t room = res->headers_sent && res->gzip_on ? 0 : res->cap - res->len;
+    size_t room = (res->headers_sent && res->gzip_on) || res->has_length ? 0 : res->cap - res->len;
     if (!res->error && !res->file_sent && !res->finished && room > 0) {
         int n = vsnprintf(res->buf + res->len, room, fmt, ap2);
         va_end(ap2);
@@ -566,6 +594,8 @@ static int send_buffered(cshw_response *res)
     /* a HEAD handler that wrote nothing does not know the length: say
      * nothing rather than 0 (RFC 9110 §9.3.2 lets HEAD omit it) */
     int64_t length = res->no_body || (res->is_head && res->body_bytes == 0) ? -1 : (int64_t)len;
+    if (res->has_length && !res->no_body) length = res->status == 205 ? 0 : (int64_t)res->length;
+    if (short_of_length(res)) res->close = 1; /* said in the head: Connection: close */
     int r = build_head(res, length, considered && needs_vary(res));
     if (r < 0) return r;
     res->headers_sent = 1;
@@ -590,6 +620,7 @@ int cshw__response_end(cshw_response *res)
         if (r == 0 && res->chunked && !wire_silent(res))
             r = cshw__transport_write(ctx, "0\r\n\r\n", 5);
     }
+    if (short_of_length(res)) res->close = res->abort = 1;
     res->finished = 1;
     if (r == 0 && ctx->transport.ops->flush) {
         r = ctx->transport.ops->flush(ctx->transport.io);
@@ -604,6 +635,7 @@ int cshw__response_end(cshw_response *res)
 /* Replaces whatever was buffered with a small HTML page. */
 static int replace_body(cshw_response *res, int status, const cshw_buf *page)
 {
+    res->has_length = 0; /* the page has its own */
     res->len = 0;
     res->body_bytes = 0;
     drop_representation(res);
@@ -714,6 +746,7 @@ int cshw_response_send_file(cshw_response *res, int fd, off_t offset, uint64_t l
     if (fd < 0 || offset < 0 || len > INT64_MAX) return -EINVAL;
     res->answered = 1;
     res->file_sent = 1;
+    res->has_length = 0; /* the file's length is the one sent */
     res->len = 0;
     res->body_bytes = len;
     res->no_body = (unsigned char)status_has_no_body(res->status);

@@ -251,6 +251,7 @@ static void test_error_rows(void **state)
         {CSHW_E_FILE_READ, "CSHW_E_FILE_READ", 500},
         {CSHW_E_TRANSFER_CODING, "CSHW_E_TRANSFER_CODING", 501},
         {CSHW_E_BODY_LIMIT, "CSHW_E_BODY_LIMIT", 413}, /* RFC 9110 §15.5.14 */
+        {CSHW_E_BODY_LENGTH, "CSHW_E_BODY_LENGTH", 500},
     };
     for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
         assert_true(rows[i].code <= -10100 && rows[i].code >= -10199);

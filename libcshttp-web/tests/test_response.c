@@ -1177,6 +1177,209 @@ static void close_handler(cshw_context *ctx)
     cshw_response_close_connection(cshw_context_response(ctx));
 }
 
+static void length_printf_handler(cshw_context *ctx)
+{
+    cshw_response *res = cshw_context_response(ctx);
+    note(cshw_response_set_content_length(res, 5));
+    note(cshw_response_printf(res, "%s", "hello"));
+    note(cshw_response_printf(res, "%d", 1));
+}
+
+/* Writes 20 bytes, declares 30, then 10 (less than written: refused),
+ * sends an error page instead (its own length, not the 30) and flushes
+ * it before a last try at declaring. */
+static void length_misuse_handler(cshw_context *ctx)
+{
+    cshw_response *res = cshw_context_response(ctx);
+    cshw_response_write(res, pattern, 20);
+    note(cshw_response_set_content_length(res, 30));
+    note(cshw_response_set_content_length(res, 10));
+    note(cshw_response_send_error(res, 500));
+    cshw_response_flush(res);
+    note(cshw_response_set_content_length(res, 10));
+}
+
+/* ---- a declared length (cshw_response_set_content_length) ---- */
+
+static uint64_t declared; /* the length the next handler declares */
+
+/* Declares `declared`, then writes as body_handler does. */
+static void length_handler(cshw_context *ctx)
+{
+    note(cshw_response_set_content_length(cshw_context_response(ctx), declared));
+    body_handler(ctx);
+}
+
+/* Content-Length as declared, whether the body stays in the buffer,
+ * outgrows it or is flushed early: never chunked, never gzip, and the
+ * connection goes on to the next request (RFC 9112 §6.2). */
+static void test_declared_length_exact(void **state)
+{
+    (void)state;
+    static const size_t buffers[] = {0, 256}; /* 0: the default, the body fits */
+    for (size_t b = 0; b < 2; b++) {
+        for (int flush = 0; flush <= 1; flush++) {
+            cshw_options o;
+            cshw_options_init(&o);
+            if (buffers[b]) o.response_buffer = buffers[b];
+            o.gzip = 1; /* considered, and left alone for a declared length */
+            setup_plan(0, "text/plain", 1000);
+            plan.flush_after = flush ? 100 : 0;
+            declared = 1000;
+            static const char in[] = GET("/", "Accept-Encoding: gzip\r\n")
+                GET("/2", "Accept-Encoding: gzip\r\n");
+            tw_run run;
+            tw_serve(&run, in, sizeof in - 1, 0, &o, length_handler);
+            assert_int_equal(plan.results[0], 0);
+            assert_int_equal(run.served, 2);
+            assert_int_equal(run.n, 2);
+            assert_int_equal(run.error, 0);
+            for (int i = 0; i < 2; i++) {
+                assert_int_equal(run.r[i].framing, CSH_BODY_LENGTH);
+                assert_string_equal(tw_field(&run.r[i], "content-length"), "1000");
+                assert_null(tw_field(&run.r[i], "transfer-encoding"));
+                assert_null(tw_field(&run.r[i], "content-encoding"));
+                assert_null(tw_field(&run.r[i], "connection"));
+                assert_body_is_pattern(&run.r[i], 1000);
+            }
+            tw_free(&run);
+        }
+    }
+    /* HTTP/1.0 asking to keep the connection: a streamed body with a
+     * length needs no close to end it (RFC 9112 §6.3, §9.3) */
+    cshw_options o;
+    cshw_options_init(&o);
+    o.response_buffer = 256;
+    setup_plan(0, "text/plain", 1000);
+    declared = 1000;
+    static const char in10[] = "GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"
+                               "GET /2 HTTP/1.0\r\nConnection: keep-alive\r\n\r\n";
+    tw_run run;
+    tw_serve(&run, in10, sizeof in10 - 1, 0, &o, length_handler);
+    assert_int_equal(run.served, 2);
+    assert_int_equal(run.error, 0);
+    assert_string_equal(tw_field(&run.r[0], "content-length"), "1000");
+    assert_string_equal(tw_field(&run.r[0], "connection"), "keep-alive");
+    assert_body_is_pattern(&run.r[0], 1000);
+    tw_free(&run);
+}
+
+/* A write past the declared length fails and sends none of its bytes: a
+ * handler that stops there, having written exactly the length, leaves a
+ * whole response and the connection goes on. */
+static void test_declared_length_more_is_an_error(void **state)
+{
+    (void)state;
+    for (size_t buffer = 0; buffer <= 256; buffer += 256) {
+        cshw_options o;
+        cshw_options_init(&o);
+        if (buffer) o.response_buffer = buffer;
+        setup_plan(0, "text/plain", 1000);
+        declared = 500; /* the sixth write of 100 goes past it */
+        static const char in[] = GET("/", "") GET("/2", "");
+        tw_run run;
+        tw_serve(&run, in, sizeof in - 1, 0, &o, length_handler);
+        assert_int_equal(plan.results[0], 0);                  /* declared */
+        assert_int_equal(plan.results[1], 0);                  /* the type */
+        assert_int_equal(plan.results[2], CSHW_E_BODY_LENGTH); /* the sixth write */
+        assert_int_equal(run.served, 2);
+        assert_int_equal(run.error, 0);
+        assert_string_equal(tw_field(&run.r[0], "content-length"), "500");
+        assert_body_is_pattern(&run.r[0], 500);
+        tw_free(&run);
+    }
+    /* the same through printf, which writes in place when it can */
+    cshw_options o;
+    cshw_options_init(&o);
+    setup_plan(0, "text/plain", 0);
+    tw_run run;
+    tw_serve(&run, GET("/", ""), sizeof GET("/", "") - 1, 0, &o, length_printf_handler);
+    assert_int_equal(plan.results[0], 0);
+    assert_int_equal(plan.results[1], 0);
+    assert_int_equal(plan.results[2], CSHW_E_BODY_LENGTH);
+    assert_int_equal(run.error, 0);
+    assert_string_equal(tw_field(&run.r[0], "content-length"), "5");
+    assert_string_equal(run.r[0].body, "hello");
+    tw_free(&run);
+}
+
+/* A handler that ends short of its declared length: the connection is
+ * closed after the response (the next request is not served on it), and
+ * said so when the head had not gone out yet. */
+static void test_declared_length_less_closes(void **state)
+{
+    (void)state;
+    for (size_t buffer = 0; buffer <= 256; buffer += 256) {
+        cshw_options o;
+        cshw_options_init(&o);
+        if (buffer) o.response_buffer = buffer;
+        setup_plan(0, "text/plain", 300);
+        declared = 1000;
+        static const char in[] = GET("/", "") GET("/2", "");
+        tw_run run;
+        tw_serve(&run, in, sizeof in - 1, 0, &o, length_handler);
+        assert_int_equal(plan.results[0], 0);
+        assert_int_equal(run.served, 1);
+        assert_int_equal(run.n, 1);
+        assert_string_equal(tw_field(&run.r[0], "content-length"), "1000");
+        assert_null(tw_field(&run.r[0], "transfer-encoding"));
+        if (!buffer) assert_string_equal(tw_field(&run.r[0], "connection"), "close");
+        /* the client sees a body cut short, never a whole one */
+        assert_int_not_equal(run.error, 0);
+        assert_int_equal(run.r[0].body_len, 300);
+        tw_free(&run);
+    }
+}
+
+/* HEAD: the declared length, no body, nothing written is no error; 204
+ * and 304 send no Content-Length (RFC 9110 §8.6), 205 sends 0; an error
+ * page or a redirect brings its own length; too late once the headers
+ * went out, and never below what was written. */
+static void test_declared_length_rules(void **state)
+{
+    (void)state;
+    setup_plan(0, "text/plain", 0);
+    declared = 1000;
+    tw_run run;
+    tw_serve_str(&run, HEAD("/", "") GET("/", ""), 0, length_handler);
+    assert_int_equal(run.served, 2);
+    assert_int_equal(run.n, 2);
+    assert_string_equal(tw_field(&run.r[1], "connection"), "close"); /* GET: none of its 1000 */
+    assert_string_equal(tw_field(&run.r[0], "content-length"), "1000");
+    assert_null(tw_field(&run.r[0], "connection"));
+    assert_int_equal(run.r[0].body_len, 0);
+    tw_free(&run);
+
+    static const int statuses[] = {204, 304, 205};
+    for (int i = 0; i < 3; i++) {
+        setup_plan(statuses[i], NULL, 0);
+        declared = 42;
+        tw_serve_str(&run, GET("/", "") GET("/2", ""), 0, length_handler);
+        assert_int_equal(run.served, 2);
+        assert_int_equal(run.error, 0);
+        assert_int_equal(run.r[0].status, statuses[i]);
+        if (statuses[i] == 205)
+            assert_string_equal(tw_field(&run.r[0], "content-length"), "0");
+        else
+            assert_null(tw_field(&run.r[0], "content-length"));
+        tw_free(&run);
+    }
+
+    setup_plan(0, NULL, 0);
+    tw_serve_str(&run, GET("/", ""), 0, length_misuse_handler);
+    assert_int_equal(plan.results[0], 0);                  /* 30 declared */
+    assert_int_equal(plan.results[1], CSHW_E_BODY_LENGTH); /* 10: below the 20 written */
+    assert_int_equal(plan.results[2], 0);                  /* the error page */
+    assert_int_equal(plan.results[3], CSHW_E_HEADERS_SENT);
+    assert_int_equal(run.served, 1);
+    assert_int_equal(run.error, 0);
+    assert_int_equal(run.r[0].status, 500);
+    /* the page flushed: streamed as any page is, the 30 forgotten */
+    assert_int_equal(run.r[0].framing, CSH_BODY_CHUNKED);
+    assert_null(tw_field(&run.r[0], "content-length"));
+    tw_free(&run);
+}
+
 static void test_close_connection(void **state)
 {
     (void)state;
@@ -1220,6 +1423,10 @@ int main(void)
         cmocka_unit_test(test_send_file_small_in_one_write),
         cmocka_unit_test(test_printf),
         cmocka_unit_test(test_close_connection),
+        cmocka_unit_test(test_declared_length_exact),
+        cmocka_unit_test(test_declared_length_more_is_an_error),
+        cmocka_unit_test(test_declared_length_less_closes),
+        cmocka_unit_test(test_declared_length_rules),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -41,7 +41,9 @@
  * characters, obs-text, spaces and tabs only (§5.5): CR, LF, NUL or any
  * other control is refused (CSHW_E_INVALID_HEADER), never written.
  * Content-Length and Transfer-Encoding are the toolkit's (it frames the
- * body), refused with CSHW_E_RESERVED_HEADER; "Connection: close" is
+ * body), refused with CSHW_E_RESERVED_HEADER (a handler that knows its
+ * body's length says so with cshw_response_set_content_length, which the
+ * toolkit keeps it to); "Connection: close" is
  * honoured as cshw_response_close_connection, other Connection values are
  * refused.
  *
@@ -139,6 +141,26 @@ CSHW_EXPORT int cshw_response_send_error(cshw_response *res, int status);
  * complete: later writes return CSHW_E_BODY_AFTER_FILE. If the file turns
  * out shorter than len, CSHW_E_FILE_READ and the connection is closed. */
 CSHW_EXPORT int cshw_response_send_file(cshw_response *res, int fd, off_t offset, uint64_t len);
+
+/* Declares the body's length before it is written (a proxy passing on an
+ * origin's Content-Length, a handler streaming a file it measured): the
+ * head says Content-Length: length, whether the body ends in the buffer or
+ * is flushed early or outgrows it (then it is streamed as it is written,
+ * not chunked, and for HTTP/1.0 the connection may stay open). The toolkit
+ * keeps the handler to it (RFC 9112 §6.2, §8): a write past `length` fails
+ * with CSHW_E_BODY_LENGTH and sends none of its bytes; a handler that ends
+ * having written less leaves the response short, and the connection is
+ * closed after it (said with Connection: close when the whole body was
+ * still in the buffer), never reused with its framing broken. No gzip for
+ * such a body (the length is the identity body's). HEAD gets the length
+ * as GET would (RFC 9110 §9.3.2, §8.6) and no body bytes, so writing less,
+ * or nothing, is no error; 204 and 304 send no Content-Length, 205 sends
+ * 0, whatever was declared. An error page, a redirect or
+ * cshw_response_send_file replaces the declaration with its own length.
+ * Until the headers are sent (CSHW_E_HEADERS_SENT after); may be called
+ * again to change it; CSHW_E_BODY_LENGTH when more than `length` was
+ * written already, -EINVAL above INT64_MAX. */
+CSHW_EXPORT int cshw_response_set_content_length(cshw_response *res, uint64_t length);
 
 /* Leave this response uncompressed (e.g. it is already compressed);
  * effective until the headers are sent. */
