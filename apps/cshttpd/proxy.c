@@ -2,6 +2,7 @@
 #include "proxy.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -280,7 +281,7 @@ static size_t request_fields(cshw_context *ctx, cshs_client_header **out)
 }
 
 /* The origin's fields onto our response: all but the hop-by-hop ones and
- * Content-Length (the toolkit frames the body it sends). */
+ * Content-Length (declared to the toolkit instead, see origin_length). */
 static void response_fields(cshw_context *ctx, cshs_call *call)
 {
     cshw_response *res = cshw_context_response(ctx);
@@ -306,6 +307,32 @@ static void response_fields(cshw_context *ctx, cshs_call *call)
          * left out rather than failing the response */
         cshw_response_append_header(res, name, value);
     }
+}
+
+/* The origin's Content-Length, to pass on as it was sent (RFC 9110 §8.6):
+ * 1 and *len, or 0 when it sent none, or its status has no content (1xx,
+ * 204: never one; 304: the toolkit sends none, which §8.6 allows). HEAD's
+ * is the length GET would have, passed on too (§9.3.2). The parser has
+ * refused a malformed or repeated one, so the value is digits. */
+static int origin_length(cshs_call *call, uint64_t *len)
+{
+    const csh_message *m = cshs_call_message(call);
+    int st = cshs_call_status(call);
+    if (!(m->flags & CSH_MSG_HAS_CONTENT_LENGTH) || st < 200 || st == 204 || st == 304) return 0;
+    if (m->body == CSH_BODY_LENGTH) {
+        *len = m->content_length;
+        return 1;
+    }
+    const char *v;
+    size_t n;
+    if (!cshs_call_header(call, "content-length", &v, &n)) return 0;
+    uint64_t x = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (v[i] < '0' || v[i] > '9' || x > (UINT64_MAX - 9) / 10) return 0;
+        x = x * 10 + (uint64_t)(v[i] - '0');
+    }
+    *len = x;
+    return 1;
 }
 
 void proxy_serve(proxy *p, const proxy_route *r, cshw_context *ctx)
@@ -341,6 +368,7 @@ void proxy_serve(proxy *p, const proxy_route *r, cshw_context *ctx)
         return;
     }
     char buf[16384];
+    int early = 0; /* the origin answered before the whole body was sent */
     if (rq.body_mode != CSHS_CLIENT_BODY_WHOLE) {
         /* the first read answers Expect: 100-continue: the client sends its
          * body once the origin was reached and its head sent */
@@ -356,6 +384,10 @@ void proxy_serve(proxy *p, const proxy_route *r, cshw_context *ctx)
             if (n == 0) break;
             e = cshs_call_write(call, buf, (size_t)n);
             if (e < 0) break;
+            if (e == 1) { /* a 413, a 401...: the rest of the body is not sent */
+                early = 1;
+                break;
+            }
         }
     }
     /* after a failed write, cshs_call_end returns that error */
@@ -369,9 +401,18 @@ void proxy_serve(proxy *p, const proxy_route *r, cshw_context *ctx)
     cshw_response_set_status(res, cshs_call_status(call));
     cshw_response_disable_gzip(res);
     response_fields(ctx, call);
+    /* the client's body was not read to its end: the connection cannot
+     * carry another request (the engine reads what still comes, lingering,
+     * before it closes) */
+    if (early) cshw_response_close_connection(res);
     const csh_message *m = cshs_call_message(call);
-    /* a body that fits the response buffer goes out whole, with
-     * Content-Length; any other is streamed, each piece sent as it comes */
+    /* Content-Length as the origin sent it, the toolkit holding the body
+     * to it (a body cut short by the origin closes the client's
+     * connection); a body that fits the response buffer goes out whole,
+     * any other is streamed, each piece sent as it comes (chunked when the
+     * origin gave no length) */
+    uint64_t length;
+    if (origin_length(call, &length)) cshw_response_set_content_length(res, length);
     const cshw_options *wo = cshw_context_options(ctx);
     int whole = m->body == CSH_BODY_NONE ||
                 (m->body == CSH_BODY_LENGTH && wo && m->content_length <= wo->response_buffer);

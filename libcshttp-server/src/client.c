@@ -263,6 +263,9 @@ struct cshs_call {
     int idempotent;
     int reused;    /* the connection had served a response before */
     int retryable; /* failed because the origin had closed the reused connection */
+    int watch;     /* sending the body: look out for an answer before its end */
+    int peer_eof;  /* the origin's end of input was read while watching */
+    int early;     /* the origin answered before the body was all sent */
     uint64_t bytes_sent;
     cshs_client_body_mode mode;
     uint64_t body_left; /* CSHS_CLIENT_BODY_LENGTH: bytes still to write */
@@ -1330,9 +1333,36 @@ static ssize_t conn_read(conn *cn, void *buf, size_t cap, int64_t deadline_ms)
     }
 }
 
+static int early_answer(cshs_call *call);
+
+/* While a body is sent on a plain connection: waits until the socket
+ * takes more (0), or the origin's response head is here (1: an answer
+ * before the end of the body), or the deadline (-ETIMEDOUT), or an error.
+ * Bytes that arrive without completing a head are kept for wait_head. */
+static int wait_send_or_answer(cshs_call *call, short events, int64_t deadline_ms)
+{
+    conn *cn = call->cn;
+    for (;;) {
+        int64_t left = deadline_ms - now_ms();
+        if (left <= 0) return -ETIMEDOUT;
+        short want = (short)(events | (call->peer_eof ? 0 : POLLIN));
+        struct pollfd pf = {cn->fd, want, 0};
+        int r = poll(&pf, 1, left > 60000 ? 60000 : (int)left);
+        if (r < 0 && errno != EINTR) return -errno;
+        if (r <= 0) continue;
+        if (!call->peer_eof && (pf.revents & (POLLIN | POLLHUP | POLLERR))) {
+            int a = early_answer(call);
+            if (a != 0) return a;
+        }
+        if (pf.revents & (events | POLLHUP | POLLERR)) return 0; /* the send sees the error */
+    }
+}
+
 /* Sends every byte of iov[0 .. n) (gather write; OpenSSL: one write per
  * piece), waiting at most send_ms between bytes taken. Counts the bytes
- * in call->bytes_sent. 0, -ETIMEDOUT, -EPIPE, -ECONNRESET or -errno. */
+ * in call->bytes_sent. 0, -ETIMEDOUT, -EPIPE, -ECONNRESET or -errno; 1
+ * when call->watch and the origin's response head arrived first (the rest
+ * is not sent). */
 static int conn_send(cshs_call *call, struct iovec *iov, int n)
 {
     conn *cn = call->cn;
@@ -1390,8 +1420,10 @@ static int conn_send(cshs_call *call, struct iovec *iov, int n)
         while (i < n && iov[i].iov_len == 0) i++;
         if (i == n) break;
         if (full) {
-            int w = wait_fd(cn->fd, ev, now_ms() + call->send_ms);
-            if (w < 0) return w;
+            int64_t deadline = now_ms() + call->send_ms;
+            int w = call->watch && !cn->ssl ? wait_send_or_answer(call, ev, deadline)
+                                            : wait_fd(cn->fd, ev, deadline);
+            if (w != 0) return w;
         }
     }
     return 0;
@@ -1656,7 +1688,8 @@ static int body_done(cshs_call *call, int keep)
     if (cn->end > cn->start || (cn->ssl && SSL_pending(cn->ssl) > 0))
         return call_fail(call, CSHS_CLIENT_E_MALFORMED);
     const csh_message *m = &call->parser.msg;
-    keep = keep && (m->flags & CSH_MSG_KEEP_ALIVE) && m->body != CSH_BODY_UNTIL_CLOSE;
+    keep = keep && !call->early && (m->flags & CSH_MSG_KEEP_ALIVE) &&
+           m->body != CSH_BODY_UNTIL_CLOSE;
     if (keep) {
         /* what already arrived after the response: a second answer that
          * nobody asked for fails this one; a FIN only ends the connection */
@@ -1702,39 +1735,48 @@ static int make_room(conn *cn)
     return 0;
 }
 
+/* Parses the response bytes buffered on the call's connection: 1 once a
+ * final head is here (copied into the call, which moves to K_BODY_IN), 0
+ * for more bytes, or an error code (the caller fails the call). 1xx are
+ * skipped (RFC 9110 §15.2); 101 would switch protocols, which this client
+ * never asks for. */
+static int head_parse(cshs_call *call)
+{
+    conn *cn = call->cn;
+    while (cn->end > cn->start) {
+        csh_parser_set_request_method(&call->parser, call->method);
+        int r = csh_parser_execute(&call->parser, cn->buf + cn->start, cn->end - cn->start);
+        if (r < 0) return CSHS_CLIENT_E_MALFORMED;
+        if (r != CSH_OK) return 0;
+        const csh_message *m = &call->parser.msg;
+        if (m->flags & CSH_MSG_INTERIM) {
+            if (m->status == 101) return CSHS_CLIENT_E_MALFORMED;
+            cn->start += m->head_length;
+            csh_parser_reset(&call->parser);
+            continue;
+        }
+        if (m->flags & CSH_MSG_TUNNEL) return CSHS_CLIENT_E_MALFORMED;
+        call->head = malloc(m->head_length + 1);
+        if (!call->head) return -ENOMEM;
+        memcpy(call->head, cn->buf + cn->start, m->head_length);
+        call->head[m->head_length] = 0;
+        call->head_len = m->head_length;
+        cn->start += m->head_length;
+        csh_body_init(&call->body, m, NULL, 0, NULL, 0);
+        call->state = K_BODY_IN;
+        return 1;
+    }
+    return 0;
+}
+
 static int wait_head(cshs_call *call)
 {
     conn *cn = call->cn;
     uint64_t got = 0; /* response bytes received */
-    csh_parser_set_request_method(&call->parser, call->method);
     for (;;) {
-        if (cn->end > cn->start) {
-            int r = csh_parser_execute(&call->parser, cn->buf + cn->start, cn->end - cn->start);
-            if (r == CSH_OK) {
-                const csh_message *m = &call->parser.msg;
-                if (m->flags & CSH_MSG_INTERIM) {
-                    /* 1xx: skipped (RFC 9110 §15.2); 101 would switch
-                     * protocols, which this client never asks for */
-                    if (m->status == 101) return call_fail(call, CSHS_CLIENT_E_MALFORMED);
-                    cn->start += m->head_length;
-                    csh_parser_reset(&call->parser);
-                    csh_parser_set_request_method(&call->parser, call->method);
-                    continue;
-                }
-                if (m->flags & CSH_MSG_TUNNEL) return call_fail(call, CSHS_CLIENT_E_MALFORMED);
-                call->head = malloc(m->head_length + 1);
-                if (!call->head) return call_fail(call, -ENOMEM);
-                memcpy(call->head, cn->buf + cn->start, m->head_length);
-                call->head[m->head_length] = 0;
-                call->head_len = m->head_length;
-                cn->start += m->head_length;
-                csh_body_init(&call->body, m, NULL, 0, NULL, 0);
-                call->state = K_BODY_IN;
-                if (m->body == CSH_BODY_NONE) return body_done(call, 1);
-                return 0;
-            }
-            if (r < 0) return call_fail(call, CSHS_CLIENT_E_MALFORMED);
-        }
+        int r = head_parse(call);
+        if (r < 0) return call_fail(call, r);
+        if (r == 1) return call->parser.msg.body == CSH_BODY_NONE ? body_done(call, 1) : 0;
         int e = make_room(cn);
         if (e < 0) return call_fail(call, e);
         ssize_t n = conn_read(cn, cn->buf + cn->end, cn->cap - cn->end, call->head_deadline_ms);
@@ -1750,6 +1792,47 @@ static int wait_head(cshs_call *call)
         }
         return call_fail(call, (int)n);
     }
+}
+
+/* An answer before the end of the request body (RFC 9112 §9.5 lets a
+ * server answer early, and close): reads what the origin sent, without
+ * waiting, on a plain connection. 1 when a final response head is here,
+ * 0 when not (yet), or an error code: the response is malformed (the
+ * caller fails the call). The origin's end of input is remembered: the
+ * body's send then fails on its own. */
+static int early_answer(cshs_call *call)
+{
+    conn *cn = call->cn;
+    if (cn->ssl) return 0;
+    for (;;) {
+        int e = make_room(cn);
+        if (e < 0) return e;
+        ssize_t n = recv(cn->fd, cn->buf + cn->end, cn->cap - cn->end, MSG_DONTWAIT);
+        if (n > 0) {
+            cn->end += (size_t)n;
+            e = head_parse(call);
+            if (e != 0) return e;
+            continue;
+        }
+        if (n < 0 && errno == EINTR) continue;
+        if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) call->peer_eof = 1;
+        return head_parse(call);
+    }
+}
+
+/* The origin answered before the body was all sent: the call goes on with
+ * the response; its connection is not reused (the request's framing was
+ * cut). 1 for cshs_call_write, or the error that failed the call. */
+static int answered_early(cshs_call *call)
+{
+    call->early = 1;
+    call->watch = 0;
+    call->retryable = 0;
+    if (call->parser.msg.body == CSH_BODY_NONE) {
+        int e = body_done(call, 0);
+        if (e < 0) return e;
+    }
+    return 1;
 }
 
 /* ---- the public calls ---- */
@@ -1826,6 +1909,7 @@ int cshs_client_send(cshs_client *c, const cshs_client_request *r, cshs_call **o
 int cshs_call_write(cshs_call *call, const void *data, size_t len)
 {
     if (!call) return -EINVAL;
+    if (call->early) return 1; /* answered: nothing more is sent */
     if (call->state == K_FAILED) return call->err;
     if (call->state != K_BODY_OUT || (len && !data)) return call_fail(call, -EINVAL);
     if (len == 0) return 0;
@@ -1846,10 +1930,21 @@ int cshs_call_write(cshs_call *call, const void *data, size_t len)
         iov[n].iov_base = (void *)(uintptr_t) "\r\n";
         iov[n++].iov_len = 2;
     }
+    call->watch = 1;
     int e = conn_send(call, iov, n);
+    call->watch = 0;
+    if (e < 0 && is_closed_errno(e)) {
+        /* the origin may have answered, then closed: its answer is read */
+        int a = early_answer(call);
+        if (a != 0) e = a;
+    }
+    if (e == 1) return answered_early(call);
     if (e < 0) {
         call->retryable = 0; /* body bytes went: never sent twice */
-        send_failed(call, e);
+        if (e == CSHS_CLIENT_E_MALFORMED)
+            call_fail(call, e);
+        else
+            send_failed(call, e);
         call->retryable = 0;
         return call->err;
     }
@@ -1899,9 +1994,22 @@ int cshs_call_end(cshs_call *call)
             if (call->body_left) return call_fail(call, -EINVAL);
         } else {
             struct iovec iov = {(void *)(uintptr_t) "0\r\n\r\n", 5};
+            call->watch = 1;
             int e = conn_send(call, &iov, 1);
+            call->watch = 0;
+            if (e < 0 && is_closed_errno(e)) {
+                int a = early_answer(call);
+                if (a != 0) e = a;
+            }
+            if (e == 1) {
+                e = answered_early(call);
+                return e < 0 ? e : 0;
+            }
             if (e < 0) {
-                send_failed(call, e);
+                if (e == CSHS_CLIENT_E_MALFORMED)
+                    call_fail(call, e);
+                else
+                    send_failed(call, e);
                 call->retryable = 0;
                 return call->err;
             }

@@ -72,7 +72,11 @@ enum {
     M_CONN_CLOSE,    /* answers with Connection: close, then closes */
     M_CLOSE_AT_HEAD, /* reads a request head and closes with the body unread (a reset) */
     M_ECHO_HEAD,     /* answers with the request's head as its body */
+    M_EARLY_CLOSE,   /* reads a request head, answers 413 at once and closes (a reset) */
+    M_EARLY_HOLD,    /* reads a request head, answers 413 at once, then reads nothing more */
 };
+
+#define EARLY_BODY "too large: no more than a head, please"
 
 #define MAX_CONNS 512
 
@@ -275,7 +279,7 @@ static void *conn_main(void *arg)
     }
     req r;
     memset(&r, 0, sizeof r);
-    if (mode == M_CLOSE_AT_HEAD) {
+    if (mode == M_CLOSE_AT_HEAD || mode == M_EARLY_CLOSE || mode == M_EARLY_HOLD) {
         char head[8192];
         size_t n = 0;
         while (n < sizeof head - 1) {
@@ -284,6 +288,15 @@ static void *conn_main(void *arg)
             n += (size_t)k;
             head[n] = 0;
             if (strstr(head, "\r\n\r\n")) break;
+        }
+        if (mode != M_CLOSE_AT_HEAD) {
+            char a[160];
+            snprintf(a, sizeof a, "HTTP/1.1 413 Content Too Large\r\n%sContent-Length: %zu\r\n\r\n%s",
+                     mode == M_EARLY_CLOSE ? "Connection: close\r\n" : "", strlen(EARLY_BODY),
+                     EARLY_BODY);
+            send_str(p, a);
+            atomic_fetch_add(&o->requests, 1);
+            while (mode == M_EARLY_HOLD && !atomic_load(&o->stop)) sleep_ms(2);
         }
         if (p->ssl) { /* no close_notify: the socket just goes */
             SSL_free(p->ssl);
@@ -1603,6 +1616,63 @@ static void test_one_mib_both_ways(void **state)
     origin_free(og);
 }
 
+/* An origin that answers before the request body is all sent (RFC 9112
+ * §9.5): at once and closing, or holding the connection and reading no
+ * more. cshs_call_write says so (1) and sends nothing more, cshs_call_end
+ * gives the head, the body reads whole, and the connection is not reused
+ * (the request was cut): the next request opens another. */
+static void test_answer_before_the_body_ended(void **state)
+{
+    (void)state;
+    static const int modes[] = {M_EARLY_CLOSE, M_EARLY_HOLD};
+    static char piece[65536];
+    memset(piece, 'b', sizeof piece);
+    for (int k = 0; k < 2; k++) {
+        origin *og = origin_new_on(0, NULL);
+        og->modes[0] = og->modes[1] = modes[k]; /* Content-Length, then chunked */
+        origin_start(og);
+        char url[64];
+        origin_url(og, url, sizeof url);
+        cshs_client *c = client_with(1, 1);
+        for (int chunked = 0; chunked <= 1; chunked++) {
+            cshs_client_request rq;
+            cshs_client_request_init(&rq);
+            rq.origin = url;
+            rq.method = "POST";
+            rq.body_mode = chunked ? CSHS_CLIENT_BODY_CHUNKED : CSHS_CLIENT_BODY_LENGTH;
+            rq.content_length = 64u << 20; /* far more than the sockets hold */
+            rq.send_timeout_ms = 20000;    /* a send blocked to its end fails the test */
+            cshs_call *call = NULL;
+            assert_int_equal(cshs_client_begin(c, &rq, &call), 0);
+            int r = 0;
+            size_t sent = 0;
+            while (sent < rq.content_length) {
+                r = cshs_call_write(call, piece, sizeof piece);
+                if (r != 0) break;
+                sent += sizeof piece;
+            }
+            assert_int_equal(r, 1);
+            assert_true(sent < rq.content_length);
+            assert_int_equal(cshs_call_write(call, piece, sizeof piece), 1); /* still nothing */
+            assert_int_equal(cshs_call_end(call), 0);
+            assert_int_equal(cshs_call_status(call), 413);
+            const char *body;
+            size_t len;
+            assert_int_equal(cshs_call_read_all(call, 1000, &body, &len), 0);
+            assert_int_equal(len, strlen(EARLY_BODY));
+            assert_memory_equal(body, EARLY_BODY, len);
+            cshs_call_free(call);
+            assert_int_equal(stats_of(c).open, 0); /* closed, not pooled */
+        }
+        /* the next request: a new connection, answered as usual */
+        int conn = -1;
+        assert_int_equal(get(c, url, "/", &conn, NULL), 200);
+        assert_int_equal(conn, 2);
+        cshs_client_free(c);
+        origin_free(og);
+    }
+}
+
 static void test_1xx_skipped(void **state)
 {
     (void)state;
@@ -2063,6 +2133,7 @@ int main(void)
         cmocka_unit_test(test_chunked_and_close_delimited),
         cmocka_unit_test(test_one_mib_both_ways),
         cmocka_unit_test(test_1xx_skipped),
+        cmocka_unit_test(test_answer_before_the_body_ended),
         cmocka_unit_test(test_answered_twice),
         cmocka_unit_test(test_malformed_and_timeouts),
         cmocka_unit_test(test_threads),

@@ -223,6 +223,12 @@ class Origin:
         elif path.endswith("/slow"):
             time.sleep(5)
             c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nlate")
+        elif path.endswith("/sized"):
+            # 200,000 bytes with Content-Length (more than the proxy's
+            # response buffer: streamed), HEAD answered with the same length
+            body = bytes(range(256)) * 781 + bytes(64)
+            c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body) +
+                      (b"" if rq["method"] == "HEAD" else body))
         elif path.endswith("/echo"):
             c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(rq["body"]) +
                       rq["body"])
@@ -232,6 +238,78 @@ class Origin:
                       b"Connection: X-Private\r\nX-Private: hop\r\nKeep-Alive: timeout=9\r\n"
                       b"Set-Cookie: a=1\r\nSet-Cookie: b=2\r\n\r\n" % len(body) + body)
         return True
+
+
+class EarlyOrigin:
+    """An origin that answers as soon as it has a request's head, before
+    its body: 413 with a body, then closes (`close`), or stops reading and
+    holds the connection open until the test ends (`stall`)."""
+    BODY = b"too large: this origin takes no more than a head\n" * 20
+
+    def __init__(self, mode):
+        self.mode = mode
+        self.ls = socket.socket()
+        self.ls.bind(("127.0.0.1", 0))
+        self.ls.listen(16)
+        self.port = self.ls.getsockname()[1]
+        self.heads = 0
+        self.held = []
+        self.t = threading.Thread(target=self.loop, daemon=True)
+        self.t.start()
+
+    def url(self):
+        return "http://127.0.0.1:%d" % self.port
+
+    def loop(self):
+        while True:
+            try:
+                c, _ = self.ls.accept()
+            except OSError:
+                return
+            buf = b""
+            try:
+                while b"\r\n\r\n" not in buf:
+                    d = c.recv(65536)
+                    if not d:
+                        break
+                    buf += d
+                self.heads += 1
+                c.sendall(b"HTTP/1.1 413 Payload Too Large\r\nContent-Type: text/plain\r\n"
+                          b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(self.BODY) +
+                          self.BODY)
+            except OSError:
+                pass
+            if self.mode == "close":
+                c.close()  # the unread body makes it a reset
+            else:
+                self.held.append(c)
+
+    def close(self):
+        self.ls.close()
+        for c in self.held:
+            c.close()
+
+
+def upload_early_answered(port, size):
+    """POSTs `size` bytes with Content-Length from one thread while this
+    one reads the response: (status, headers, body)."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=20)
+    data = b"u" * size
+
+    def send():
+        try:
+            s.sendall(b"POST /early/up HTTP/1.1\r\nHost: a\r\nContent-Length: %d\r\n\r\n"
+                      % size + data)
+        except OSError:
+            pass  # the proxy closed: it had answered
+    t = threading.Thread(target=send, daemon=True)
+    t.start()
+    try:
+        st, h, body, _ = T.read_response(T.Sock(s))
+    finally:
+        s.close()
+        t.join(20)
+    return st, h, body
 
 
 # ---- a second cshttpd as the origin ----
@@ -583,6 +661,28 @@ def t_origin_restarted(tmp):
         origin.stop()
 
 
+@test("failures")
+def t_origin_answers_early(tmp):
+    """An origin that answers 413 as soon as it has the head, while the
+    client still uploads 4 MiB: the client gets the 413 and its body, not
+    502, and the connection is closed after it (its body was not read);
+    whether the origin closes at once or stops reading and holds on. The
+    origin's connection is not reused: the next request opens a new one."""
+    for mode in ("close", "stall"):
+        o = EarlyOrigin(mode)
+        try:
+            with proxy(tmp, "/early=" + o.url()) as px:
+                for _ in range(2):
+                    st, h, body = upload_early_answered(px.port, 4 << 20)
+                    assert st == 413 and body == EarlyOrigin.BODY, (mode, st, h, body[:200])
+                    assert h.get("connection") == "close", (mode, h)
+                assert o.heads == 2, (mode, o.heads)
+                p = pools(px)[o.url()]
+                assert p["opens"] == 2, (mode, p)
+        finally:
+            o.close()
+
+
 # ---- framing and smuggling ----
 
 @test("framing")
@@ -606,6 +706,36 @@ def t_chunked_and_close(tmp):
             raw = ask(px.port, b"GET /o/plain HTTP/1.1\r\nHost: a\r\n\r\n")[3]
             assert raw.count(b"Set-Cookie:") == 2, raw
             assert raw.count(b"Date:") == 1, raw
+    finally:
+        o.close()
+
+
+@test("framing")
+def t_content_length_passed_on(tmp):
+    """A response with Content-Length reaches the client with the same
+    Content-Length and no Transfer-Encoding, whether it fits the proxy's
+    response buffer or is streamed, for GET and for HEAD; a chunked one
+    stays chunked."""
+    o = Origin()
+    try:
+        with proxy(tmp, "/o=" + o.url()) as px:
+            want = bytes(range(256)) * 781 + bytes(64)
+            s = T.Sock(socket.create_connection(("127.0.0.1", px.port), timeout=20))
+            try:
+                for method in ("GET", "HEAD", "GET"):
+                    s.sendall(b"%s /o/sized HTTP/1.1\r\nHost: a\r\n\r\n" % method.encode())
+                    st, h, body, _ = T.read_response(s, method)
+                    assert st == 200, (method, st)
+                    assert h.get("content-length") == str(len(want)), (method, h)
+                    assert "transfer-encoding" not in h, (method, h)
+                    assert body == (want if method == "GET" else b""), (method, len(body))
+                    assert h.get("connection") != "close", (method, h)
+            finally:
+                s.close()
+            raw = ask(px.port, b"GET /o/plain HTTP/1.1\r\nHost: a\r\n\r\n")
+            assert raw[1].get("content-length") == str(len(raw[2])), raw[:3]
+            st, h, body, _ = ask(px.port, b"GET /o/chunked HTTP/1.1\r\nHost: a\r\n\r\n")
+            assert h.get("transfer-encoding") == "chunked" and body == b"hello, world", h
     finally:
         o.close()
 

@@ -348,7 +348,18 @@ CSHS_EXPORT int cshs_client_begin(cshs_client *c, const cshs_client_request *r, 
  * CSHS_CLIENT_BODY_CHUNKED each call with len > 0 is one chunk (len 0 does
  * nothing); for CSHS_CLIENT_BODY_LENGTH more than content_length bytes in
  * all is -EINVAL. On error the call is failed: only cshs_call_free is
- * left. */
+ * left.
+ *
+ * 1: the origin answered before the body was all sent (RFC 9112 §9.5: a
+ * 413 or a 401 sent as soon as it had the head, then closing, or reading
+ * no more). Its response head was read while the socket could take no
+ * more, or after the send failed because the origin had closed; the rest
+ * of the body is not sent (this write's bytes maybe in part), later
+ * writes return 1 and send nothing, cshs_call_end returns 0 with that
+ * response, whose body is read as any other; the connection is closed
+ * after it, never reused. A proxy passes that response on and stops
+ * reading its own client's body. Plain (http://) origins only: over TLS
+ * the send runs to its end or fails as before. */
 CSHS_EXPORT int cshs_call_write(cshs_call *call, const void *data, size_t len);
 
 /* Ends the request (CSHS_CLIENT_BODY_CHUNKED: the last chunk;
@@ -357,8 +368,10 @@ CSHS_EXPORT int cshs_call_write(cshs_call *call, const void *data, size_t len);
  * 1xx responses skipped, within head_timeout_ms. 0 when the head is here.
  * For a call made by cshs_client_begin with a whole body, call it once to
  * wait for the head. A response the origin sent before the request body
- * was all written is read here, once the body is sent or the send failed
- * (then the send's error is returned). */
+ * was all written is read here once the body is sent; when the origin
+ * answered while the body could not all be sent (cshs_call_write returned
+ * 1, or the last chunk met it), 0 at once with that response; when a send
+ * failed with no response there, the send's error. */
 CSHS_EXPORT int cshs_call_end(cshs_call *call);
 
 /* The response, once the head is here (after cshs_client_send, or
