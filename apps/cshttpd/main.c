@@ -728,8 +728,8 @@ int main(int argc, char **argv)
     static proxy px;
     cshs_client_options co;
     cshs_client_options_init(&co);
-    /* the client waits 10 s by default; a proxy answers a dead origin
-     * sooner (each request waits out the backoffs of refused connects) */
+    /* the client waits 10 s by default for a connection; a proxy gives
+     * up sooner on a full pool (a refused origin fails at once anyway) */
     co.acquire_timeout_ms = 2000;
     check_proxy(&conf, &px, &co);
     /* A proxied request waits for its origin in the kernel: under the
