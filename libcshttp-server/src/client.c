@@ -1688,8 +1688,8 @@ static int body_done(cshs_call *call, int keep)
     if (cn->end > cn->start || (cn->ssl && SSL_pending(cn->ssl) > 0))
         return call_fail(call, CSHS_CLIENT_E_MALFORMED);
     const csh_message *m = &call->parser.msg;
-    keep = keep && !call->early && (m->flags & CSH_MSG_KEEP_ALIVE) &&
-           m->body != CSH_BODY_UNTIL_CLOSE;
+    keep =
+        keep && !call->early && (m->flags & CSH_MSG_KEEP_ALIVE) && m->body != CSH_BODY_UNTIL_CLOSE;
     if (keep) {
         /* what already arrived after the response: a second answer that
          * nobody asked for fails this one; a FIN only ends the connection */

@@ -291,7 +291,8 @@ static void *conn_main(void *arg)
         }
         if (mode != M_CLOSE_AT_HEAD) {
             char a[160];
-            snprintf(a, sizeof a, "HTTP/1.1 413 Content Too Large\r\n%sContent-Length: %zu\r\n\r\n%s",
+            snprintf(a, sizeof a,
+                     "HTTP/1.1 413 Content Too Large\r\n%sContent-Length: %zu\r\n\r\n%s",
                      mode == M_EARLY_CLOSE ? "Connection: close\r\n" : "", strlen(EARLY_BODY),
                      EARLY_BODY);
             send_str(p, a);

@@ -81,12 +81,12 @@ struct cshw_response {
     unsigned char no_body;     /* 1xx, 204, 205, 304: no content at all */
     unsigned char finished;    /* complete (end, or send_file) */
     unsigned char file_sent;
-    unsigned char close;    /* close the connection after it */
-    unsigned char abort;    /* close without completing the framing */
-    unsigned char gzip_off; /* cshw_response_disable_gzip */
-    unsigned char gzip_on;  /* the body is being gzip-encoded */
+    unsigned char close;      /* close the connection after it */
+    unsigned char abort;      /* close without completing the framing */
+    unsigned char gzip_off;   /* cshw_response_disable_gzip */
+    unsigned char gzip_on;    /* the body is being gzip-encoded */
     unsigned char has_length; /* the application declared the body's length */
-    int error;              /* the first failed write: nothing more is sent */
+    int error;                /* the first failed write: nothing more is sent */
 };
 
 typedef struct cshw_gzip cshw_gzip;

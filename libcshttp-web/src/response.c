@@ -459,7 +459,7 @@ static int start_stream(cshw_response *res)
      * §10.1.1 lets it send the body anyway, which nobody will read */
     if (ctx->req.expect_pending) res->close = 1;
     if (res->gzip_on) weaken_etag(res);
-    int64_t length = res->status == 205                  ? 0
+    int64_t length = res->status == 205                 ? 0
                      : res->has_length && !res->no_body ? (int64_t)res->length
                                                         : -1;
     int r = build_head(res, length, considered && needs_vary(res));

@@ -1226,8 +1226,8 @@ static void test_declared_length_exact(void **state)
             setup_plan(0, "text/plain", 1000);
             plan.flush_after = flush ? 100 : 0;
             declared = 1000;
-            static const char in[] = GET("/", "Accept-Encoding: gzip\r\n")
-                GET("/2", "Accept-Encoding: gzip\r\n");
+            static const char in[] =
+                GET("/", "Accept-Encoding: gzip\r\n") GET("/2", "Accept-Encoding: gzip\r\n");
             tw_run run;
             tw_serve(&run, in, sizeof in - 1, 0, &o, length_handler);
             assert_int_equal(plan.results[0], 0);
