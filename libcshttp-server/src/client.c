@@ -1779,6 +1779,15 @@ static int wait_head(cshs_call *call)
         if (r == 1) return call->parser.msg.body == CSH_BODY_NONE ? body_done(call, 1) : 0;
         int e = make_room(cn);
         if (e < 0) return call_fail(call, e);
+        /* Right after the request went out, nothing of the answer is
+         * here yet as a rule (the origin has still to read it): wait for
+         * it first rather than meet EAGAIN, a system call less per
+         * request. */
+        if (got == 0 && cn->end == cn->start && (!cn->ssl || !SSL_has_pending(cn->ssl))) {
+            int w = wait_fd(cn->fd, POLLIN, call->head_deadline_ms);
+            if (w == -ETIMEDOUT) return call_fail(call, CSHS_CLIENT_E_HEAD_TIMEOUT);
+            if (w < 0) return call_fail(call, w);
+        }
         ssize_t n = conn_read(cn, cn->buf + cn->end, cn->cap - cn->end, call->head_deadline_ms);
         if (n > 0) {
             cn->end += (size_t)n;
