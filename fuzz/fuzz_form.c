@@ -144,7 +144,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             memcpy(joined + n, e, el);
             n += el;
         }
-        cshw_form_limits none = {0, 0, 0, 0};
+        cshw_form_limits none;
+        cshw_form_limits_init(&none);
+        none.max_pairs = none.max_bytes = none.max_name_len = none.max_value_len = 0;
         cshw_pairs q;
         CHECK(cshw_form_parse(a, joined, n, &none, &q) == 0, "joined form refused");
         CHECK(q.count == p.count, "%zu pairs back for %zu", q.count, p.count);

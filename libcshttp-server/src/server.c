@@ -78,6 +78,7 @@ cshs_server *cshs_server_new(const cshs_options *options, cshw_handler handler, 
     }
     s->handler = handler;
     s->router = router;
+    cshw_exchange_config_init(&s->xcfg);
     s->xcfg.web = s->o.web;
     s->xcfg.limits = s->o.limits;
     s->xcfg.handler = handler;

@@ -8,13 +8,22 @@
 #include <string.h>
 
 #include "cshttp/web/error.h"
+#include "sized.h"
 #include "util.h"
 
-void cshw_cookie_limits_init(cshw_cookie_limits *limits)
+CSHW__SIZED_NO_TAIL_PADDING(cshw_cookie_limits, max_cookie_bytes);
+CSHW__SIZED_NO_TAIL_PADDING(cshw_cookie, same_site);
+
+static const cshw_cookie_limits limits_defaults = {
+    .size = sizeof(cshw_cookie_limits),
+    .max_cookies = 180,
+    .max_bytes = 16384,
+    .max_cookie_bytes = 4096,
+};
+
+void cshw_cookie_limits_init_sized(cshw_cookie_limits *limits, size_t size)
 {
-    limits->max_cookies = 180;
-    limits->max_bytes = 16384;
-    limits->max_cookie_bytes = 4096;
+    cshw__sized_init(limits, size, &limits_defaults, sizeof limits_defaults);
 }
 
 static int over(size_t n, size_t limit)
@@ -76,13 +85,12 @@ static int next_cookie(const char *data, size_t len, size_t *pos, piece *c)
 int cshw_cookie_parse(cshw_arena *a, const char *data, size_t len, const cshw_cookie_limits *limits,
                       cshw_pairs *out)
 {
-    cshw_cookie_limits defaults;
-    if (!limits) {
-        cshw_cookie_limits_init(&defaults);
-        limits = &defaults;
-    }
     out->items = NULL;
     out->count = 0;
+    cshw_cookie_limits copy = limits_defaults; /* the caller's, read by its size */
+    if (limits && cshw__sized_copy(&copy, sizeof copy, limits, CSHW_COOKIE_LIMITS_SIZE_0_3) < 0)
+        return -EINVAL;
+    limits = &copy;
     if (over(len, limits->max_bytes)) return CSHW_E_COOKIE_TOO_LARGE;
 
     /* first pass: limits and the count, before allocating */
@@ -117,11 +125,10 @@ int cshw_cookie_parse(cshw_arena *a, const char *data, size_t len, const cshw_co
     return 0;
 }
 
-void cshw_cookie_init(cshw_cookie *c, const char *name, const char *value)
+void cshw_cookie_init_sized(cshw_cookie *c, size_t size, const char *name, const char *value)
 {
-    memset(c, 0, sizeof *c);
-    c->name = name;
-    c->value = value;
+    const cshw_cookie d = {.size = sizeof(cshw_cookie), .name = name, .value = value};
+    cshw__sized_init(c, size, &d, sizeof d);
 }
 
 /* RFC 6265 §4.1.1 cookie-octet */
@@ -195,9 +202,12 @@ static char *put(char *p, const char *s, size_t len)
 
 #define PUT_LIT(p, lit) put((p), (lit), sizeof(lit) - 1)
 
-int cshw_cookie_format(cshw_arena *a, const cshw_cookie *c, const char **out)
+int cshw_cookie_format(cshw_arena *a, const cshw_cookie *cookie, const char **out)
 {
-    if (!c || !c->name) return CSHW_E_COOKIE_INVALID_NAME;
+    if (!cookie) return CSHW_E_COOKIE_INVALID_NAME;
+    cshw_cookie copy = {.size = sizeof copy}, *c = &copy; /* the caller's, read by its size */
+    if (cshw__sized_copy(c, sizeof *c, cookie, CSHW_COOKIE_SIZE_0_3) < 0) return -EINVAL;
+    if (!c->name) return CSHW_E_COOKIE_INVALID_NAME;
     const char *value = c->value ? c->value : "";
     size_t nlen = strlen(c->name), vlen = strlen(value);
     size_t plen = c->path ? strlen(c->path) : 0, dlen = c->domain ? strlen(c->domain) : 0;

@@ -32,6 +32,7 @@
 #include "context_impl.h"
 #include "cshttp/web/error.h"
 #include "options_impl.h"
+#include "sized.h"
 #include "validate.h"
 
 #define READ_ROOM 4096u    /* the least room a read is given */
@@ -39,7 +40,7 @@
 #define LINE_MAX_REPORT 1024u
 
 struct cshw_exchange {
-    const cshw_exchange_config *cfg;
+    cshw_exchange_config cfg; /* the caller's, read by its size */
     cshw_options web;
     csh_parser p;
     csh_header *fields;
@@ -87,12 +88,32 @@ static int64_t unix_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-cshw_exchange *cshw_exchange_new(const cshw_exchange_config *config)
+CSHW__SIZED_NO_TAIL_PADDING(cshw_exchange_config, arg);
+CSHW__SIZED_NO_TAIL_PADDING(cshw_exchange_outcome, duration_us);
+
+void cshw_exchange_config_init_sized(cshw_exchange_config *config, size_t size)
 {
-    if (!config || (!config->handler && !config->router)) return NULL;
+    static const cshw_exchange_config defaults = {.size = sizeof(cshw_exchange_config)};
+    cshw__sized_init(config, size, &defaults, sizeof defaults);
+}
+
+/* The caller's config read by its size (exchange.h): 0, or -1 when its
+ * size is below CSHW_EXCHANGE_CONFIG_SIZE_0_3. */
+static int config_copy(cshw_exchange_config *dst, const cshw_exchange_config *src)
+{
+    memset(dst, 0, sizeof *dst);
+    dst->size = sizeof *dst;
+    return src ? cshw__sized_copy(dst, sizeof *dst, src, CSHW_EXCHANGE_CONFIG_SIZE_0_3) : 0;
+}
+
+cshw_exchange *cshw_exchange_new(const cshw_exchange_config *cfg)
+{
+    cshw_exchange_config copy;
+    if (!cfg || config_copy(&copy, cfg) < 0 || (!copy.handler && !copy.router)) return NULL;
+    const cshw_exchange_config *config = &copy;
     cshw_exchange *x = calloc(1, sizeof *x);
     if (!x) return NULL;
-    x->cfg = config;
+    x->cfg = copy;
     /* The limits stay the caller's (they outlive the exchange, as the
      * config does): libcshttp reads them by their size, so a limit newer
      * than this library reaches the parser too. */
@@ -246,9 +267,10 @@ static void request_line(const cshw_exchange *x, const char **line, size_t *n)
 static void report(cshw_exchange *x, const cshw_transport *t, int status, int error,
                    const csh_message *msg, uint64_t bytes_in, int keep)
 {
-    if (!x->cfg->report) return;
+    if (!x->cfg.report) return;
     cshw_exchange_outcome o;
     memset(&o, 0, sizeof o);
+    o.size = sizeof o;
     o.status = status;
     o.error = error;
     o.head = msg ? x->buf : NULL;
@@ -260,7 +282,7 @@ static void report(cshw_exchange *x, const cshw_transport *t, int status, int er
     o.keep_alive = keep;
     o.start_unix_ms = x->start_unix_ms ? x->start_unix_ms : unix_ms();
     o.duration_us = x->start_us ? now_us() - x->start_us : 0;
-    x->cfg->report(x->cfg->arg, &o);
+    x->cfg.report(x->cfg.arg, &o);
 }
 
 /* The exchange's own answer (no handler ran): the error page, the report,
@@ -409,7 +431,7 @@ static int head_done(cshw_exchange *x, const cshw_transport *t)
     if (m->body == CSH_BODY_LENGTH && max && m->content_length > max)
         return answer(x, t, 413, CSHW_E_BODY_LIMIT, cshw_error_message(CSHW_E_BODY_LIMIT));
     x->streaming =
-        m->body != CSH_BODY_NONE && x->cfg->streams && x->cfg->streams(x->cfg->arg, x->buf, m);
+        m->body != CSH_BODY_NONE && x->cfg.streams && x->cfg.streams(x->cfg.arg, x->buf, m);
     if (m->body == CSH_BODY_NONE || x->streaming) {
         x->phase = CSHW_PHASE_READY;
         return CSHW_EXCHANGE_READY;
@@ -496,16 +518,20 @@ int cshw_exchange_expire(cshw_exchange *x, const cshw_transport *t)
     return CSHW_EXCHANGE_CLOSE;
 }
 
-int cshw_exchange_refuse(const cshw_exchange_config *config, const cshw_transport *t, int status,
+int cshw_exchange_refuse(const cshw_exchange_config *cfg, const cshw_transport *t, int status,
                          const char *detail)
 {
     uint64_t written = 0;
+    cshw_exchange_config copy; /* the caller's, read by its size */
+    if (config_copy(&copy, cfg) < 0) return CSHW_E_INVALID_OPTION;
+    const cshw_exchange_config *config = &copy;
     cshw_options web; /* the caller's, read by its size */
-    if (cshw__options_copy(&web, config ? config->web : NULL) < 0) return CSHW_E_INVALID_OPTION;
+    if (cshw__options_copy(&web, config->web) < 0) return CSHW_E_INVALID_OPTION;
     int r = cshw__write_raw_error(t, &web, status, detail, 0, &written);
-    if (config && config->report) {
+    if (config->report) {
         cshw_exchange_outcome o;
         memset(&o, 0, sizeof o);
+        o.size = sizeof o;
         o.status = status;
         o.line = "";
         o.transport = t;
@@ -616,7 +642,7 @@ static const cshw_transport_ops stream_ops_nofile = {stream_peek, stream_consume
  * connection after this response (it says so with Connection: close). */
 static void run_app(cshw_context *ctx)
 {
-    const cshw_exchange_config *cfg = ctx->exchange->cfg;
+    const cshw_exchange_config *cfg = &ctx->exchange->cfg;
     if (cfg->handler)
         cfg->handler(ctx);
     else

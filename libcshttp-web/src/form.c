@@ -7,13 +7,21 @@
 
 #include "cshttp/web/error.h"
 #include "cshttp/web/url.h"
+#include "sized.h"
 
-void cshw_form_limits_init(cshw_form_limits *limits)
+CSHW__SIZED_NO_TAIL_PADDING(cshw_form_limits, max_value_len);
+
+static const cshw_form_limits defaults = {
+    .size = sizeof(cshw_form_limits),
+    .max_pairs = 1000,
+    .max_bytes = 2u << 20,
+    .max_name_len = 1024,
+    .max_value_len = 1u << 20,
+};
+
+void cshw_form_limits_init_sized(cshw_form_limits *limits, size_t size)
 {
-    limits->max_pairs = 1000;
-    limits->max_bytes = 2u << 20;
-    limits->max_name_len = 1024;
-    limits->max_value_len = 1u << 20;
+    cshw__sized_init(limits, size, &defaults, sizeof defaults);
 }
 
 static int over(size_t n, size_t limit)
@@ -24,13 +32,12 @@ static int over(size_t n, size_t limit)
 int cshw_form_parse(cshw_arena *a, const char *data, size_t len, const cshw_form_limits *limits,
                     cshw_pairs *out)
 {
-    cshw_form_limits defaults;
-    if (!limits) {
-        cshw_form_limits_init(&defaults);
-        limits = &defaults;
-    }
     out->items = NULL;
     out->count = 0;
+    cshw_form_limits copy = defaults; /* the caller's, read by its size */
+    if (limits && cshw__sized_copy(&copy, sizeof copy, limits, CSHW_FORM_LIMITS_SIZE_0_3) < 0)
+        return -EINVAL;
+    limits = &copy;
     if (over(len, limits->max_bytes)) return CSHW_E_FORM_TOO_LARGE;
 
     /* count the pieces first: the limit is checked before anything is

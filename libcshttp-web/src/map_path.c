@@ -157,11 +157,13 @@ static int resolves_inside(const char *root_real, char *full, size_t base_len)
     }
 }
 
-int cshw_static_map_path(cshw_arena *arena, const cshw_static_options *o, const char *virtual_path,
-                         const char **out)
+int cshw_static_map_path(cshw_arena *arena, const cshw_static_options *options,
+                         const char *virtual_path, const char **out)
 {
     if (out) *out = NULL;
-    if (!arena || !o || !virtual_path || !out) return -EINVAL;
+    cshw_static_options copy, *o = &copy; /* the caller's, read by its size */
+    if (!arena || !options || !virtual_path || !out || cshw__static_options_copy(o, options) < 0)
+        return -EINVAL;
     if (!o->root || !o->root[0]) return CSHW_E_STATIC_NO_ROOT;
     const char *rel;
     int rc = cshw__static_clean_path(arena, virtual_path, &rel, NULL);

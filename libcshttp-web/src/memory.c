@@ -151,7 +151,7 @@ int cshw_memory_serve(cshw_memory *m, const cshw_options *options, cshw_handler 
     if (!m || !handler) return -EINVAL;
 
     cshw_exchange_config cfg;
-    memset(&cfg, 0, sizeof cfg);
+    cshw_exchange_config_init(&cfg);
     cfg.web = &o;
     cfg.handler = handler;
     cshw_exchange *x = cshw_exchange_new(&cfg);

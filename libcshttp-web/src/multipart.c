@@ -7,6 +7,7 @@
 
 #include "cshttp/web/error.h"
 #include "cshttp/web/url.h"
+#include "sized.h"
 #include "util.h"
 
 /* RFC 2046 §5.1.1 bcharsnospace */
@@ -114,11 +115,18 @@ int cshw_multipart_boundary(const char *ct, size_t len, const char **boundary, s
     return 0;
 }
 
-void cshw_multipart_limits_init(cshw_multipart_limits *limits)
+CSHW__SIZED_NO_TAIL_PADDING(cshw_multipart_limits, max_headers);
+
+static const cshw_multipart_limits defaults = {
+    .size = sizeof(cshw_multipart_limits),
+    .max_parts = 1000,
+    .max_header_bytes = 16384,
+    .max_headers = 16,
+};
+
+void cshw_multipart_limits_init_sized(cshw_multipart_limits *limits, size_t size)
 {
-    limits->max_parts = 1000;
-    limits->max_header_bytes = 16384;
-    limits->max_headers = 16;
+    cshw__sized_init(limits, size, &defaults, sizeof defaults);
 }
 
 enum {
@@ -138,12 +146,16 @@ int cshw_multipart_init(cshw_multipart *m, cshw_arena *a, const char *boundary, 
 {
     memset(m, 0, sizeof *m);
     m->arena_ = a;
-    if (limits)
-        m->limits_ = *limits;
-    else
-        cshw_multipart_limits_init(&m->limits_);
     m->state_ = S_START;
     m->result_ = CSHW_MULTIPART_INCOMPLETE;
+    cshw_multipart_limits l = defaults; /* the caller's, read by its size */
+    if (limits && cshw__sized_copy(&l, sizeof l, limits, CSHW_MULTIPART_LIMITS_SIZE_0_3) < 0) {
+        m->result_ = -EINVAL;
+        return m->result_;
+    }
+    m->max_parts_ = l.max_parts;
+    m->max_header_bytes_ = l.max_header_bytes;
+    m->max_headers_ = l.max_headers;
     if (!boundary || !valid_boundary(boundary, len)) {
         m->result_ = CSHW_E_MULTIPART_INVALID_BOUNDARY;
         return m->result_;
@@ -202,7 +214,7 @@ static int add_header(cshw_multipart *m, const char *line, size_t len)
         unsigned char c = (unsigned char)line[k];
         if ((c < 0x20 && c != '\t') || c == 0x7f) return CSHW_E_MULTIPART_INVALID_HEADER;
     }
-    if (over(m->nhdr_ + 1, m->limits_.max_headers)) return CSHW_E_MULTIPART_TOO_MANY_HEADERS;
+    if (over(m->nhdr_ + 1, m->max_headers_)) return CSHW_E_MULTIPART_TOO_MANY_HEADERS;
     if (m->nhdr_ == m->hdr_cap_) {
         size_t cap = m->hdr_cap_ ? m->hdr_cap_ * 2 : 8;
         cshw_pair *h = cshw_arena_alloc(m->arena_, cap * sizeof *h);
@@ -437,7 +449,7 @@ int cshw_multipart_feed(cshw_multipart *m, const char *buf, size_t len, size_t *
                 return set_error(m, CSHW_E_MULTIPART_INVALID_DELIMITER);
             }
             p++;
-            if (over(++m->parts, m->limits_.max_parts)) {
+            if (over(++m->parts, m->max_parts_)) {
                 *consumed = p;
                 return set_error(m, CSHW_E_MULTIPART_TOO_MANY_PARTS);
             }
@@ -449,7 +461,7 @@ int cshw_multipart_feed(cshw_multipart *m, const char *buf, size_t len, size_t *
             size_t avail = len - p, from = m->scan_ <= avail ? m->scan_ : 0;
             const char *lf = memchr(line + from, '\n', avail - from);
             if (!lf) {
-                if (over(m->header_bytes_ + avail, m->limits_.max_header_bytes)) {
+                if (over(m->header_bytes_ + avail, m->max_header_bytes_)) {
                     *consumed = p;
                     return set_error(m, CSHW_E_MULTIPART_HEADER_TOO_LARGE);
                 }
@@ -459,7 +471,7 @@ int cshw_multipart_feed(cshw_multipart *m, const char *buf, size_t len, size_t *
             }
             size_t n = (size_t)(lf - line) + 1; /* the line and its LF */
             m->scan_ = 0;
-            if (over(m->header_bytes_ + n, m->limits_.max_header_bytes)) {
+            if (over(m->header_bytes_ + n, m->max_header_bytes_)) {
                 *consumed = p;
                 return set_error(m, CSHW_E_MULTIPART_HEADER_TOO_LARGE);
             }

@@ -20,6 +20,7 @@
 #include "cshttp/web/error.h"
 #include "cshttp/web/request.h"
 #include "cshttp/web/response.h"
+#include "static_priv.h"
 
 #define MAX_METHODS 64
 #define ANY_METHOD (-1)      /* a route for "*" */
@@ -402,10 +403,20 @@ static char *dup_or_null(const char *s, int *oom)
     return d;
 }
 
-int cshw_router_set_static(cshw_router *r, const cshw_static_options *o)
+int cshw_router_set_static(cshw_router *r, const cshw_static_options *options)
 {
     if (!r) return -EINVAL;
     r->has_error = 0;
+    cshw_static_options copy, *o = NULL; /* the caller's, read by its size */
+    if (options) {
+        o = &copy;
+        if (cshw__static_options_copy(o, options) < 0) {
+            snprintf(r->error, sizeof r->error, "%s",
+                     "static options: size must be set by cshw_static_options_init");
+            r->has_error = 1;
+            return -EINVAL;
+        }
+    }
     if (o && !o->root) {
         snprintf(r->error, sizeof r->error, "%s", "static options without a root");
         r->has_error = 1;

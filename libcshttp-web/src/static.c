@@ -43,15 +43,28 @@
 #include "cshttp/web/request.h"
 #include "cshttp/web/response.h"
 #include "cshttp/web/url.h"
+#include "sized.h"
 #include "static_priv.h"
 
-void cshw_static_options_init(cshw_static_options *o)
+CSHW__SIZED_NO_TAIL_PADDING(cshw_static_options, mime_types);
+
+static const cshw_static_options defaults = {
+    .size = sizeof(cshw_static_options),
+    .index = "index.html",
+    .precompressed = 1,
+    .cache_control = "max-age=0",
+    .etag = 1,
+};
+
+void cshw_static_options_init_sized(cshw_static_options *o, size_t size)
 {
-    memset(o, 0, sizeof *o);
-    o->index = "index.html";
-    o->precompressed = 1;
-    o->cache_control = "max-age=0";
-    o->etag = 1;
+    cshw__sized_init(o, size, &defaults, sizeof defaults);
+}
+
+int cshw__static_options_copy(cshw_static_options *dst, const cshw_static_options *src)
+{
+    *dst = defaults;
+    return cshw__sized_copy(dst, sizeof *dst, src, CSHW_STATIC_OPTIONS_SIZE_0_3) < 0 ? -EINVAL : 0;
 }
 
 typedef struct serve {
@@ -520,9 +533,10 @@ static int serve_folder(serve *s, const char *rel, int trailing_slash, int fd)
     return CSHW_E_NOT_FOUND;
 }
 
-int cshw_static_serve(cshw_context *ctx, const cshw_static_options *o)
+int cshw_static_serve(cshw_context *ctx, const cshw_static_options *options)
 {
-    if (!ctx || !o) return -EINVAL;
+    cshw_static_options copy, *o = &copy; /* the caller's, read by its size */
+    if (!ctx || !options || cshw__static_options_copy(o, options) < 0) return -EINVAL;
     if (!o->root || !o->root[0]) return CSHW_E_STATIC_NO_ROOT;
     serve s = {ctx,
                cshw_context_request(ctx),

@@ -11,6 +11,13 @@
 #include "cshttp/web/arena.h"
 #include "cshttp/web/static.h"
 
+/* ---- static.c ---- */
+
+/* The caller's options read by their size into `dst` (static.h: the
+ * fields within o->size, the defaults for the others). 0, or -EINVAL when
+ * src->size is below CSHW_STATIC_OPTIONS_SIZE_0_3. */
+int cshw__static_options_copy(cshw_static_options *dst, const cshw_static_options *src);
+
 /* ---- map_path.c ---- */
 
 /* Checks a decoded virtual path and gives its segments joined by '/',

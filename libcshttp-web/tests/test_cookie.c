@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -112,7 +113,8 @@ static void test_parse_limits(void **state)
     assert_int_equal(cshw_cookie_parse(a, "ab=cde", 6, &l, &p), CSHW_E_COOKIE_TOO_LARGE);
 
     /* 0: no limit */
-    memset(&l, 0, sizeof l);
+    cshw_cookie_limits_init(&l);
+    l.max_cookies = l.max_bytes = l.max_cookie_bytes = 0;
     static char many[64000];
     size_t n = 0;
     for (int i = 0; i < 4000; i++) n += (size_t)sprintf(many + n, "c%d=%d; ", i, i);
@@ -314,11 +316,92 @@ static void test_format_sizes(void **state)
     assert_int_equal(cshw_cookie_format(a, &c, &out), 0);
 }
 
+/* cookie.h: the limits are read by their size, as form.h's are (see
+ * test_form.c): the first version's size alone in its allocation, a newer
+ * caller's larger struct, and a size below the first version's. */
+static void test_limits_sizes(void **state)
+{
+    cshw_arena *a = *state;
+    cshw_pairs p;
+    cshw_cookie_limits *old = malloc(CSHW_COOKIE_LIMITS_SIZE_0_3);
+    assert_non_null(old);
+    cshw_cookie_limits_init_sized(old, CSHW_COOKIE_LIMITS_SIZE_0_3);
+    assert_int_equal(old->size, CSHW_COOKIE_LIMITS_SIZE_0_3);
+    assert_int_equal(old->max_cookie_bytes, 4096);
+    old->max_cookies = 1;
+    assert_int_equal(cshw_cookie_parse(a, "a=1; b=2", 8, old, &p), CSHW_E_COOKIE_TOO_MANY);
+    free(old);
+
+    size_t big[sizeof(cshw_cookie_limits) / sizeof(size_t) + 4];
+    memset(big, 0xff, sizeof big);
+    cshw_cookie_limits *newer = (cshw_cookie_limits *)(void *)big;
+    cshw_cookie_limits_init_sized(newer, sizeof big);
+    assert_int_equal(newer->size, sizeof big);
+    for (size_t i = sizeof(cshw_cookie_limits) / sizeof(size_t); i < sizeof big / sizeof big[0];
+         i++)
+        assert_int_equal(big[i], 0);
+    big[sizeof big / sizeof big[0] - 1] = 1; /* a newer limit this library ignores */
+    newer->max_cookies = 1;
+    assert_int_equal(cshw_cookie_parse(a, "a=1", 3, newer, &p), 0);
+    assert_int_equal(cshw_cookie_parse(a, "a=1; b=2", 8, newer, &p), CSHW_E_COOKIE_TOO_MANY);
+
+    cshw_cookie_limits l;
+    cshw_cookie_limits_init(&l);
+    l.size = CSHW_COOKIE_LIMITS_SIZE_0_3 - 1;
+    assert_int_equal(cshw_cookie_parse(a, "a=1", 3, &l, &p), -EINVAL);
+    memset(&l, 0, sizeof l);
+    assert_int_equal(cshw_cookie_parse(a, "a=1", 3, &l, &p), -EINVAL);
+}
+
+/* cshw_cookie is read by its size too: the first version's size alone in
+ * its allocation is formatted; a newer caller's larger struct has what
+ * this library does not know zeroed by the init, and ignored; a size
+ * below the first version's is -EINVAL, from cshw_response_set_cookie
+ * too (test_response.c). */
+static void test_cookie_sizes(void **state)
+{
+    cshw_arena *a = *state;
+    const char *out;
+    cshw_cookie *old = malloc(CSHW_COOKIE_SIZE_0_3);
+    assert_non_null(old);
+    cshw_cookie_init_sized(old, CSHW_COOKIE_SIZE_0_3, "id", "42");
+    assert_int_equal(old->size, CSHW_COOKIE_SIZE_0_3);
+    old->same_site = CSHW_SAME_SITE_LAX;
+    assert_int_equal(cshw_cookie_format(a, old, &out), 0);
+    assert_string_equal(out, "id=42; SameSite=Lax");
+    free(old);
+
+    size_t big[sizeof(cshw_cookie) / sizeof(size_t) + 4];
+    memset(big, 0xff, sizeof big);
+    cshw_cookie *newer = (cshw_cookie *)(void *)big;
+    cshw_cookie_init_sized(newer, sizeof big, "id", "42");
+    assert_int_equal(newer->size, sizeof big);
+    for (size_t i = sizeof(cshw_cookie) / sizeof(size_t); i < sizeof big / sizeof big[0]; i++)
+        assert_int_equal(big[i], 0);
+    big[sizeof big / sizeof big[0] - 1] = 1; /* a newer attribute this library ignores */
+    newer->http_only = 1;
+    assert_int_equal(cshw_cookie_format(a, newer, &out), 0);
+    assert_string_equal(out, "id=42; HttpOnly");
+
+    cshw_cookie c;
+    cshw_cookie_init(&c, "id", "42");
+    assert_int_equal(c.size, sizeof c);
+    c.size = CSHW_COOKIE_SIZE_0_3 - 1;
+    out = "unchanged";
+    assert_int_equal(cshw_cookie_format(a, &c, &out), -EINVAL);
+    assert_string_equal(out, "unchanged");
+    memset(&c, 0, sizeof c);
+    c.name = "id";
+    assert_int_equal(cshw_cookie_format(a, &c, &out), -EINVAL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_parse, setup, teardown),
         cmocka_unit_test_setup_teardown(test_parse_limits, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_limits_sizes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cookie_sizes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_format, setup, teardown),
         cmocka_unit_test_setup_teardown(test_format_refusals, setup, teardown),
         cmocka_unit_test_setup_teardown(test_format_sizes, setup, teardown),

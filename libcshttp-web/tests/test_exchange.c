@@ -22,6 +22,7 @@
 
 typedef struct report_log {
     int n;
+    size_t size[MAX_REPORTS];
     int status[MAX_REPORTS];
     int error[MAX_REPORTS];
     int parsed[MAX_REPORTS];
@@ -37,6 +38,7 @@ static void on_report(void *arg, const cshw_exchange_outcome *o)
     (void)arg;
     if (reports.n >= MAX_REPORTS) return;
     int i = reports.n++;
+    reports.size[i] = o->size;
     reports.status[i] = o->status;
     reports.error[i] = o->error;
     reports.parsed[i] = o->msg != NULL;
@@ -99,7 +101,7 @@ static void serve(tw_run *run, const char *in, size_t len, size_t piece, const c
     cshw_options defaults;
     cshw_options_init(&defaults);
     cshw_exchange_config cfg;
-    memset(&cfg, 0, sizeof cfg);
+    cshw_exchange_config_init(&cfg);
     cfg.web = o ? o : &defaults;
     cfg.handler = h;
     cfg.report = on_report;
@@ -474,7 +476,7 @@ static void test_config_sizes(void **state)
 {
     (void)state;
     cshw_exchange_config cfg;
-    memset(&cfg, 0, sizeof cfg);
+    cshw_exchange_config_init(&cfg);
     cfg.handler = hello;
     cshw_options web;
     cshw_options_init(&web);
@@ -512,12 +514,88 @@ static void test_config_sizes(void **state)
     free(old);
 }
 
+/* The config itself is read by its size: one of the first version's size,
+ * alone in its allocation (ASan sees a read past it), runs its handler
+ * and reports, each outcome with the size of the struct the toolkit
+ * filled; a newer caller's larger one has what this library does not know
+ * zeroed by the init and ignored; a size below the first version's (a
+ * struct memset or initialized without the init) builds nothing. */
+static void test_config_own_size(void **state)
+{
+    (void)state;
+    static const char req[] = "GET / HTTP/1.1\r\nHost: h\r\n\r\n";
+    memset(&reports, 0, sizeof reports);
+    handler_calls = 0;
+    cshw_exchange_config *old = malloc(CSHW_EXCHANGE_CONFIG_SIZE_0_3);
+    assert_non_null(old);
+    cshw_exchange_config_init_sized(old, CSHW_EXCHANGE_CONFIG_SIZE_0_3);
+    assert_int_equal(old->size, CSHW_EXCHANGE_CONFIG_SIZE_0_3);
+    assert_null(old->handler);
+    old->handler = hello;
+    old->report = on_report;
+    cshw_memory *m = cshw_memory_new(req, sizeof req - 1, 0);
+    cshw_exchange *x = cshw_exchange_new(old);
+    free(old); /* copied by cshw_exchange_new */
+    assert_non_null(x);
+    cshw_context *ctx = cshw_context_new(NULL);
+    assert_non_null(ctx);
+    const cshw_transport *t = cshw_memory_transport(m);
+    assert_int_equal(cshw_exchange_input(x, t), CSHW_EXCHANGE_READY);
+    assert_int_equal(cshw_exchange_run(x, ctx, t), CSHW_EXCHANGE_NEXT);
+    assert_int_equal(handler_calls, 1);
+    assert_int_equal(reports.n, 1);
+    assert_int_equal(reports.status[0], 200);
+    assert_int_equal(reports.size[0], sizeof(cshw_exchange_outcome));
+    cshw_exchange_free(x);
+    cshw_memory_free(m);
+
+    size_t big[sizeof(cshw_exchange_config) / sizeof(size_t) + 4];
+    memset(big, 0xff, sizeof big);
+    cshw_exchange_config *newer = (cshw_exchange_config *)(void *)big;
+    cshw_exchange_config_init_sized(newer, sizeof big);
+    assert_int_equal(newer->size, sizeof big);
+    for (size_t i = sizeof(cshw_exchange_config) / sizeof(size_t); i < sizeof big / sizeof big[0];
+         i++)
+        assert_int_equal(big[i], 0);
+    big[sizeof big / sizeof big[0] - 1] = 1; /* a newer field this library ignores */
+    newer->handler = hello;
+    newer->report = on_report;
+    m = cshw_memory_new(req, sizeof req - 1, 0);
+    t = cshw_memory_transport(m);
+    x = cshw_exchange_new(newer);
+    assert_non_null(x);
+    assert_int_equal(cshw_exchange_input(x, t), CSHW_EXCHANGE_READY);
+    assert_int_equal(cshw_exchange_run(x, ctx, t), CSHW_EXCHANGE_NEXT);
+    assert_int_equal(handler_calls, 2);
+    assert_int_equal(reports.n, 2);
+    assert_int_equal(cshw_exchange_refuse(newer, t, 503, NULL), 0);
+    assert_int_equal(reports.n, 3);
+    assert_int_equal(reports.status[2], 503);
+    assert_int_equal(reports.size[2], sizeof(cshw_exchange_outcome));
+    cshw_exchange_free(x);
+
+    cshw_exchange_config bad;
+    cshw_exchange_config_init(&bad);
+    assert_int_equal(bad.size, sizeof bad);
+    bad.handler = hello;
+    bad.report = on_report;
+    bad.size = CSHW_EXCHANGE_CONFIG_SIZE_0_3 - 1;
+    assert_null(cshw_exchange_new(&bad));
+    assert_int_equal(cshw_exchange_refuse(&bad, t, 503, NULL), CSHW_E_INVALID_OPTION);
+    memset(&bad, 0, sizeof bad);
+    bad.handler = hello;
+    assert_null(cshw_exchange_new(&bad));
+    assert_int_equal(reports.n, 3);
+    cshw_context_free(ctx);
+    cshw_memory_free(m);
+}
+
 static void test_expire_and_refuse(void **state)
 {
     (void)state;
     memset(&reports, 0, sizeof reports);
     cshw_exchange_config cfg;
-    memset(&cfg, 0, sizeof cfg);
+    cshw_exchange_config_init(&cfg);
     cfg.handler = hello;
     cfg.report = on_report;
     /* a head in progress when its deadline passes: 408 (RFC 9110 §15.5.9) */
@@ -577,6 +655,7 @@ int main(void)
         cmocka_unit_test(test_pieces_same_output),
         cmocka_unit_test(test_bodies_one_reader),
         cmocka_unit_test(test_config_sizes),
+        cmocka_unit_test(test_config_own_size),
         cmocka_unit_test(test_expire_and_refuse),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

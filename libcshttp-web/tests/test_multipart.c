@@ -480,7 +480,8 @@ static void test_limits(void **state)
     check_body(hb, sizeof hb - 1, "XyZ", &l, "CSHW_E_MULTIPART_TOO_MANY_HEADERS at 47\n");
 
     /* 0: no limit */
-    memset(&l, 0, sizeof l);
+    cshw_multipart_limits_init(&l);
+    l.max_parts = l.max_header_bytes = l.max_headers = 0;
     check_body(three, sizeof three - 1, "XyZ", &l,
                "PART[a|(none)|text/plain|1]\nDATA[1]\nPART[b|(none)|text/plain|1]\nDATA[2]\n"
                "PART[c|(none)|text/plain|1]\nDATA[3]\nDONE\n");
@@ -555,6 +556,56 @@ static void test_large_data(void **state)
     }
 }
 
+/* multipart.h: the limits are read by their size, as form.h's are (see
+ * test_form.c): the first version's size alone in its allocation, a newer
+ * caller's larger struct, and a size below the first version's, which
+ * cshw_multipart_init and every feed then return. */
+static void test_limits_sizes(void **state)
+{
+    (void)state;
+    static const char three[] = "--XyZ\r\n" CD "a\r\n\r\n1\r\n--XyZ\r\n" CD "b\r\n\r\n2\r\n"
+                                "--XyZ\r\n" CD "c\r\n\r\n3\r\n--XyZ--";
+    cshw_multipart_limits *old = malloc(CSHW_MULTIPART_LIMITS_SIZE_0_3);
+    assert_non_null(old);
+    cshw_multipart_limits_init_sized(old, CSHW_MULTIPART_LIMITS_SIZE_0_3);
+    assert_int_equal(old->size, CSHW_MULTIPART_LIMITS_SIZE_0_3);
+    assert_int_equal(old->max_headers, 16);
+    old->max_parts = 2;
+    check_body(three, sizeof three - 1, "XyZ", old,
+               "PART[a|(none)|text/plain|1]\nDATA[1]\nPART[b|(none)|text/plain|1]\nDATA[2]\n"
+               "CSHW_E_MULTIPART_TOO_MANY_PARTS at 111\n");
+    free(old);
+
+    size_t big[sizeof(cshw_multipart_limits) / sizeof(size_t) + 4];
+    memset(big, 0xff, sizeof big);
+    cshw_multipart_limits *newer = (cshw_multipart_limits *)(void *)big;
+    cshw_multipart_limits_init_sized(newer, sizeof big);
+    assert_int_equal(newer->size, sizeof big);
+    for (size_t i = sizeof(cshw_multipart_limits) / sizeof(size_t); i < sizeof big / sizeof big[0];
+         i++)
+        assert_int_equal(big[i], 0);
+    big[sizeof big / sizeof big[0] - 1] = 1; /* a newer limit this library ignores */
+    newer->max_parts = 2;
+    check_body(three, sizeof three - 1, "XyZ", newer,
+               "PART[a|(none)|text/plain|1]\nDATA[1]\nPART[b|(none)|text/plain|1]\nDATA[2]\n"
+               "CSHW_E_MULTIPART_TOO_MANY_PARTS at 111\n");
+
+    cshw_arena *a = cshw_arena_new(0);
+    cshw_multipart m;
+    cshw_multipart_limits l;
+    cshw_multipart_limits_init(&l);
+    l.size = CSHW_MULTIPART_LIMITS_SIZE_0_3 - 1;
+    assert_int_equal(cshw_multipart_init(&m, a, "XyZ", 3, &l), -EINVAL);
+    size_t used = 7;
+    csh_span d;
+    assert_int_equal(cshw_multipart_feed(&m, three, sizeof three - 1, &used, &d), -EINVAL);
+    assert_int_equal(used, 0);
+    assert_int_equal(cshw_multipart_finish(&m), -EINVAL);
+    memset(&l, 0, sizeof l);
+    assert_int_equal(cshw_multipart_init(&m, a, "XyZ", 3, &l), -EINVAL);
+    cshw_arena_free(a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -566,6 +617,7 @@ int main(void)
         cmocka_unit_test(test_malformed),
         cmocka_unit_test(test_disposition),
         cmocka_unit_test(test_limits),
+        cmocka_unit_test(test_limits_sizes),
         cmocka_unit_test(test_boundaries_in_bodies),
         cmocka_unit_test(test_large_data),
     };

@@ -311,6 +311,9 @@ static void type_cookie_handler(cshw_context *ctx)
     cshw_cookie_init(&c, "v", "a;b\r\nX-Evil: 1");
     note(cshw_response_set_cookie(res, &c));
     note(cshw_response_set_cookie(res, NULL));
+    cshw_cookie_init(&c, "old", "1");
+    c.size = CSHW_COOKIE_SIZE_0_3 - 1; /* not the init's: nothing added */
+    note(cshw_response_set_cookie(res, &c));
     cshw_response_puts(res, "{}");
 }
 
@@ -327,6 +330,7 @@ static void test_content_type_and_cookies(void **state)
     assert_int_equal(plan.results[4], CSHW_E_COOKIE_INVALID_NAME);
     assert_int_equal(plan.results[5], CSHW_E_COOKIE_INVALID_VALUE);
     assert_int_equal(plan.results[6], -EINVAL);
+    assert_int_equal(plan.results[7], -EINVAL);
     tw_response *t = &run.r[0];
     assert_int_equal(tw_field_count(t, "content-type"), 1);
     assert_string_equal(tw_field(t, "content-type"), "application/json");

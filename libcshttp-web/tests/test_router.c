@@ -679,6 +679,10 @@ static void test_static_fallback(void **state)
     cshw_static_options_init(&o);
     char *copy = strdup(root);
     o.root = copy;
+    o.size = CSHW_STATIC_OPTIONS_SIZE_0_3 - 1; /* not the init's: refused, by name */
+    assert_int_equal(cshw_router_set_static(R, &o), -EINVAL);
+    assert_non_null(strstr(cshw_router_error(R), "cshw_static_options_init"));
+    o.size = sizeof o;
     assert_int_equal(cshw_router_set_static(R, &o), 0);
     memset(copy, 'x', strlen(copy)); /* the router keeps its own copy */
     free(copy);

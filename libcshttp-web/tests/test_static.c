@@ -28,12 +28,13 @@
 
 static fixture fx;
 static cshw_static_options g_o; /* the options the handler serves with */
-static int g_rc;                /* what cshw_static_serve returned last */
+static const cshw_static_options *g_other; /* served with instead when set */
+static int g_rc;                           /* what cshw_static_serve returned last */
 
 static void handler(cshw_context *ctx)
 {
     cshw_response *res = cshw_context_response(ctx);
-    g_rc = cshw_static_serve(ctx, &g_o);
+    g_rc = cshw_static_serve(ctx, g_other ? g_other : &g_o);
     if (g_rc < 0 && !cshw_response_headers_sent(res)) {
         int st = cshw_error_status(g_rc);
         cshw_response_send_error(res, st >= 400 ? st : 500);
@@ -1256,6 +1257,67 @@ static void test_options_defaults(void **state)
     assert_int_equal(o.hidden_files, 0);
 }
 
+/* static.h: the options are read by their size. A struct of the first
+ * version's size, alone in its allocation (ASan sees a read past it), is
+ * served with; a newer caller's larger one has what this library does not
+ * know zeroed by the init and ignored; a size below the first version's
+ * (a struct memset or initialized without the init) is -EINVAL from
+ * cshw_static_serve and cshw_static_map_path (cshw_router_set_static:
+ * test_router.c). */
+static void test_options_sizes(void **state)
+{
+    (void)state;
+    cshw_static_options *old = malloc(CSHW_STATIC_OPTIONS_SIZE_0_3);
+    assert_non_null(old);
+    cshw_static_options_init_sized(old, CSHW_STATIC_OPTIONS_SIZE_0_3);
+    assert_int_equal(old->size, CSHW_STATIC_OPTIONS_SIZE_0_3);
+    assert_string_equal(old->cache_control, "max-age=0");
+    old->root = fx.root;
+    old->cache_control = "no-store";
+    g_other = old;
+    resp *r = get("/hello.txt", NULL);
+    expect_status(r, 200);
+    assert_string_equal(hdr(r, "Cache-Control"), "no-store");
+    cshw_arena *a = cshw_arena_new(0);
+    const char *mapped;
+    assert_int_equal(cshw_static_map_path(a, old, "/hello.txt", &mapped), 0);
+    free(old);
+
+    size_t big[sizeof(cshw_static_options) / sizeof(size_t) + 4];
+    memset(big, 0xff, sizeof big);
+    cshw_static_options *newer = (cshw_static_options *)(void *)big;
+    cshw_static_options_init_sized(newer, sizeof big);
+    assert_int_equal(newer->size, sizeof big);
+    for (size_t i = sizeof(cshw_static_options) / sizeof(size_t); i < sizeof big / sizeof big[0];
+         i++)
+        assert_int_equal(big[i], 0);
+    big[sizeof big / sizeof big[0] - 1] = 1; /* a newer option this library ignores */
+    newer->root = fx.root;
+    newer->cache_control = "no-cache";
+    g_other = newer;
+    r = get("/hello.txt", NULL);
+    expect_status(r, 200);
+    assert_string_equal(hdr(r, "Cache-Control"), "no-cache");
+
+    cshw_static_options bad;
+    cshw_static_options_init(&bad);
+    assert_int_equal(bad.size, sizeof bad);
+    bad.root = fx.root;
+    bad.size = CSHW_STATIC_OPTIONS_SIZE_0_3 - 1;
+    g_other = &bad;
+    expect_status(get("/hello.txt", NULL), 500);
+    assert_int_equal(g_rc, -EINVAL);
+    mapped = "unchanged";
+    assert_int_equal(cshw_static_map_path(a, &bad, "/hello.txt", &mapped), -EINVAL);
+    assert_null(mapped);
+    memset(&bad, 0, sizeof bad);
+    bad.root = fx.root;
+    expect_status(get("/hello.txt", NULL), 500);
+    assert_int_equal(g_rc, -EINVAL);
+    g_other = NULL;
+    cshw_arena_free(a);
+}
+
 static int setup(void **state)
 {
     if (fix_make(&fx) != 0) return -1;
@@ -1275,6 +1337,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         T(test_get_file),
+        T(test_options_sizes),
         T(test_types_in_responses),
         T(test_head_like_get),
         T(test_empty_file),

@@ -17,15 +17,38 @@ extern "C" {
 #endif
 
 /* Limits of cshw_cookie_parse. Fill with cshw_cookie_limits_init, then
- * change fields. 0 in a field means "no limit". */
+ * change fields. 0 in a field means "no limit".
+ *
+ * The struct can grow without breaking callers: `size` is sizeof the struct
+ * as the caller was compiled, set by cshw_cookie_limits_init, and the toolkit reads only
+ * the fields within it (a limit added after the caller was built takes
+ * its default). So always fill it with cshw_cookie_limits_init, never with an
+ * initializer or memset alone: a size below CSHW_COOKIE_LIMITS_SIZE_0_3 is -EINVAL from
+ * cshw_cookie_parse. A new field goes at the end, with its default in
+ * cshw_cookie_limits_init; nothing is removed, reordered or retyped (README.md,
+ * Versioning). */
 typedef struct cshw_cookie_limits {
+    size_t size;             /* sizeof as the caller knew it: leave _init's */
     size_t max_cookies;      /* cookies kept; default 180 (a browser's per-domain cap) */
     size_t max_bytes;        /* the header's bytes; default 16384 */
     size_t max_cookie_bytes; /* one cookie's name and value; default 4096, as browsers */
 } cshw_cookie_limits;
 
-/* Fills `limits` with the defaults above. */
-CSHW_EXPORT void cshw_cookie_limits_init(cshw_cookie_limits *limits);
+/* The size of cshw_cookie_limits in libcshttp-web 0.3, the first version
+ * with `size`: the smallest size the toolkit accepts. */
+#define CSHW_COOKIE_LIMITS_SIZE_0_3                                                                \
+    (offsetof(cshw_cookie_limits, max_cookie_bytes) + sizeof(size_t))
+
+/* Fills the first `size` bytes of `limits` with the defaults (zeros past
+ * the fields this library knows) and sets limits->size = size. Called
+ * through cshw_cookie_limits_init, which passes the caller's sizeof. */
+CSHW_EXPORT void cshw_cookie_limits_init_sized(cshw_cookie_limits *limits, size_t size);
+
+/* Fills `limits` with the defaults above and sets limits->size. */
+static inline void cshw_cookie_limits_init(cshw_cookie_limits *limits)
+{
+    cshw_cookie_limits_init_sized(limits, sizeof *limits);
+}
 
 /* Parses a Cookie header field value, "name=value; name2=value2" (RFC 6265
  * §4.2.1, §5.4), into `out`, in the order sent; repeated names are all kept
@@ -43,8 +66,8 @@ CSHW_EXPORT void cshw_cookie_limits_init(cshw_cookie_limits *limits);
  * `limits` NULL means the defaults. The pairs and their NUL-terminated
  * strings belong to the arena; on error `out` is empty.
  * Returns 0, CSHW_E_COOKIE_TOO_LARGE (the header, or one cookie's name and
- * value, past the limit), CSHW_E_COOKIE_TOO_MANY (431 both) or
- * -ENOMEM. */
+ * value, past the limit), CSHW_E_COOKIE_TOO_MANY (431 both), -EINVAL
+ * (limits->size below CSHW_COOKIE_LIMITS_SIZE_0_3) or -ENOMEM. */
 CSHW_EXPORT int cshw_cookie_parse(cshw_arena *a, const char *data, size_t len,
                                   const cshw_cookie_limits *limits, cshw_pairs *out);
 
@@ -57,8 +80,19 @@ typedef enum cshw_same_site {
 } cshw_same_site;
 
 /* A cookie to set. Fill with cshw_cookie_init, then set the fields wanted.
- * The strings are the caller's; cshw_cookie_format copies what it uses. */
+ * The strings are the caller's; cshw_cookie_format copies what it uses.
+ *
+ * The struct can grow without breaking callers (a new attribute): `size`
+ * is sizeof(cshw_cookie) as the caller was compiled, set by
+ * cshw_cookie_init, and the toolkit reads only the fields within it (an
+ * attribute added after the caller was built is not written). So always
+ * fill it with cshw_cookie_init, never with an initializer or memset
+ * alone: a size below CSHW_COOKIE_SIZE_0_3 is -EINVAL from
+ * cshw_cookie_format and cshw_response_set_cookie. A new field goes at the
+ * end, zero meaning "not set"; nothing is removed, reordered or retyped
+ * (README.md, Versioning). */
 typedef struct cshw_cookie {
+    size_t size;              /* sizeof as the caller knew it: leave _init's */
     const char *name;         /* a token (RFC 9110 §5.6.2), required */
     const char *value;        /* cookie-octets, optionally in DQUOTEs; NULL = "" */
     const char *path;         /* NULL: no Path attribute */
@@ -71,9 +105,22 @@ typedef struct cshw_cookie {
     cshw_same_site same_site; /* CSHW_SAME_SITE_UNSET: no attribute */
 } cshw_cookie;
 
-/* Zeroes `c` and sets its name and value (either may be NULL, to be set
- * later). */
-CSHW_EXPORT void cshw_cookie_init(cshw_cookie *c, const char *name, const char *value);
+/* The size of cshw_cookie in libcshttp-web 0.3, the first version with
+ * `size`: the smallest size the toolkit accepts. */
+#define CSHW_COOKIE_SIZE_0_3 (offsetof(cshw_cookie, same_site) + sizeof(cshw_same_site))
+
+/* Zeroes the first `size` bytes of `c`, sets c->size = size and its name
+ * and value. Called through cshw_cookie_init, which passes the caller's
+ * sizeof: a library newer than the caller never writes past its struct. */
+CSHW_EXPORT void cshw_cookie_init_sized(cshw_cookie *c, size_t size, const char *name,
+                                        const char *value);
+
+/* Zeroes `c`, sets c->size and its name and value (either may be NULL, to
+ * be set later). */
+static inline void cshw_cookie_init(cshw_cookie *c, const char *name, const char *value)
+{
+    cshw_cookie_init_sized(c, sizeof *c, name, value);
+}
 
 /* Formats a Set-Cookie field value (RFC 6265 §4.1), without the field name:
  *   name=value; Path=/; Domain=example.com;
@@ -104,7 +151,7 @@ CSHW_EXPORT void cshw_cookie_init(cshw_cookie *c, const char *name, const char *
  *   - same_site outside the enum: CSHW_E_COOKIE_INVALID_SAME_SITE.
  * *out receives the NUL-terminated value in the arena, left unchanged on
  * error. Returns 0, one of the errors above (all 500: the application's
- * mistake) or -ENOMEM. */
+ * mistake), -EINVAL (c->size below CSHW_COOKIE_SIZE_0_3) or -ENOMEM. */
 CSHW_EXPORT int cshw_cookie_format(cshw_arena *a, const cshw_cookie *c, const char **out);
 
 #ifdef __cplusplus

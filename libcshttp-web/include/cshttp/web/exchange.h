@@ -45,8 +45,9 @@
  * 413, validation), is reported once through config.report with its real
  * status and byte counts, so logs and counters need no wrapper.
  *
- * Ownership: the config (and what it points to) is the caller's and must
- * outlive every exchange made with it; an exchange owns its buffer, parser
+ * Ownership: the config is copied by cshw_exchange_new; what it points to
+ * (options, limits, router, arg) is the caller's and must outlive every
+ * exchange made with it; an exchange owns its buffer, parser
  * and temporary file. Spans in an outcome live for the report call only.
  * Threads: one thread at a time per exchange; cshw_exchange_input may run
  * on one thread (a loop) and cshw_exchange_run on another (a worker) as
@@ -89,8 +90,15 @@ typedef enum cshw_exchange_phase {
     CSHW_PHASE_CLOSED    /* answered and closing, or the input ended */
 } cshw_exchange_phase;
 
-/* One exchange as it ended: what an access log line and the counters need. */
+/* One exchange as it ended: what an access log line and the counters need.
+ * The toolkit fills it and hands it to config.report; it can grow at its
+ * end, so `size` says which fields this library filled: sizeof the struct
+ * as the toolkit was built. A report function built against newer headers
+ * than the library reads a field only when it lies within `size`
+ * (offsetof(cshw_exchange_outcome, field) < outcome->size); one built
+ * against older headers never sees the fields added after it. */
 typedef struct cshw_exchange_outcome {
+    size_t size;            /* sizeof(cshw_exchange_outcome) in the library that filled it */
     int status;             /* the status answered; 0: none (the client left first) */
     int error;              /* when the exchange answered, not the handler: the
                              * csh_ or cshw_ error (or -ETIMEDOUT) that decided it */
@@ -107,7 +115,22 @@ typedef struct cshw_exchange_outcome {
     int64_t duration_us;             /* from the head's first byte to the response's end */
 } cshw_exchange_outcome;
 
+/* What every exchange of a connection runs with. Fill it with
+ * cshw_exchange_config_init (no handler, no router, no callbacks, default
+ * options and limits), then set the fields wanted.
+ *
+ * The struct can grow without breaking callers: `size` is
+ * sizeof(cshw_exchange_config) as the caller was compiled, set by
+ * cshw_exchange_config_init, and the toolkit reads only the fields within
+ * it (a field added after the caller was built takes its default). So
+ * always fill it with cshw_exchange_config_init, never with an initializer
+ * or memset alone: with a size below CSHW_EXCHANGE_CONFIG_SIZE_0_3,
+ * cshw_exchange_new returns NULL and cshw_exchange_refuse
+ * CSHW_E_INVALID_OPTION. A new field goes at the end, with its default in
+ * cshw_exchange_config_init; nothing is removed, reordered or retyped
+ * (README.md, Versioning). */
 typedef struct cshw_exchange_config {
+    size_t size; /* sizeof as the caller knew it: leave _init's */
     /* NULL for the defaults, or filled by cshw_options_init and
      * csh_limits_init and read by their size fields (options.h, parser.h;
      * a bad size: cshw_exchange_new returns NULL). `web` (body_buffer,
@@ -130,7 +153,26 @@ typedef struct cshw_exchange_config {
     void *arg; /* passed to the three callbacks */
 } cshw_exchange_config;
 
-/* An exchange for one connection. NULL when out of memory. */
+/* The size of cshw_exchange_config in libcshttp-web 0.3, the first version
+ * with `size`: the smallest size the toolkit accepts. */
+#define CSHW_EXCHANGE_CONFIG_SIZE_0_3 (offsetof(cshw_exchange_config, arg) + sizeof(void *))
+
+/* Fills the first `size` bytes of `config` with the defaults (zeros past
+ * the fields this library knows) and sets config->size = size. Called
+ * through cshw_exchange_config_init, which passes the caller's sizeof: a
+ * library newer than the caller never writes past the caller's struct. */
+CSHW_EXPORT void cshw_exchange_config_init_sized(cshw_exchange_config *config, size_t size);
+
+/* Fills `config` with the defaults and sets config->size. */
+static inline void cshw_exchange_config_init(cshw_exchange_config *config)
+{
+    cshw_exchange_config_init_sized(config, sizeof *config);
+}
+
+/* An exchange for one connection, with a copy of `config` read by its
+ * size (what it points to stays the caller's). NULL when out of memory,
+ * when neither handler nor router is set, or when a size (config's, the
+ * options', the limits') is below its first release's. */
 CSHW_EXPORT cshw_exchange *cshw_exchange_new(const cshw_exchange_config *config);
 
 /* Frees it (a temporary body file is removed). NULL does nothing. */
@@ -182,7 +224,9 @@ CSHW_EXPORT int cshw_exchange_streams(const cshw_exchange *x);
 /* An answer without a request (beyond max_connections: 503; plain HTTP on
  * an HTTPS port: 400): the toolkit's error page with Date, Content-Length
  * and Connection: close, `detail` (may be NULL) in its text; reported
- * through config->report like any exchange. 0 or the write's error. */
+ * through config->report like any exchange (`config` may be NULL: the
+ * defaults, no report). 0, the write's error, or CSHW_E_INVALID_OPTION
+ * when a size (config's, its options') is below its first release's. */
 CSHW_EXPORT int cshw_exchange_refuse(const cshw_exchange_config *config, const cshw_transport *t,
                                      int status, const char *detail);
 

@@ -100,15 +100,40 @@ CSHW_EXPORT int cshw_multipart_boundary(const char *content_type, size_t len, co
 
 /* Limits of one body. Fill with cshw_multipart_limits_init, then change
  * fields. 0 in a field means "no limit". Sizes of the parts' data are the
- * caller's to limit, from the DATA events. */
+ * caller's to limit, from the DATA events.
+ *
+ * The struct can grow without breaking callers: `size` is sizeof the struct
+ * as the caller was compiled, set by cshw_multipart_limits_init, and the toolkit reads only
+ * the fields within it (a limit added after the caller was built takes
+ * its default). So always fill it with cshw_multipart_limits_init, never with an
+ * initializer or memset alone: a size below CSHW_MULTIPART_LIMITS_SIZE_0_3 is -EINVAL from
+ * cshw_multipart_init. A new field goes at the end, with its default in
+ * cshw_multipart_limits_init; nothing is removed, reordered or retyped (README.md,
+ * Versioning).
+ * cshw_multipart keeps its copy in room of its own with space to spare, so
+ * a new limit does not change the size of cshw_multipart. */
 typedef struct cshw_multipart_limits {
+    size_t size;             /* sizeof as the caller knew it: leave _init's */
     size_t max_parts;        /* parts; default 1000 */
     size_t max_header_bytes; /* one part's header section, CRLFs included; default 16384 */
     size_t max_headers;      /* one part's header fields; default 16 */
 } cshw_multipart_limits;
 
-/* Fills `limits` with the defaults above. */
-CSHW_EXPORT void cshw_multipart_limits_init(cshw_multipart_limits *limits);
+/* The size of cshw_multipart_limits in libcshttp-web 0.3, the first
+ * version with `size`: the smallest size the toolkit accepts. */
+#define CSHW_MULTIPART_LIMITS_SIZE_0_3                                                             \
+    (offsetof(cshw_multipart_limits, max_headers) + sizeof(size_t))
+
+/* Fills the first `size` bytes of `limits` with the defaults (zeros past
+ * the fields this library knows) and sets limits->size = size. Called
+ * through cshw_multipart_limits_init, which passes the caller's sizeof. */
+CSHW_EXPORT void cshw_multipart_limits_init_sized(cshw_multipart_limits *limits, size_t size);
+
+/* Fills `limits` with the defaults above and sets limits->size. */
+static inline void cshw_multipart_limits_init(cshw_multipart_limits *limits)
+{
+    cshw_multipart_limits_init_sized(limits, sizeof *limits);
+}
 
 /* Results of cshw_multipart_feed (errors are negative). */
 enum {
@@ -139,7 +164,8 @@ typedef struct cshw_multipart {
     size_t parts;             /* parts begun */
 
     cshw_arena *arena_;
-    cshw_multipart_limits limits_;
+    /* the limits, read by their size: room for more than 0.3 has */
+    size_t max_parts_, max_header_bytes_, max_headers_, spare_[5];
     char delim_[4 + 70]; /* CRLF "--" boundary */
     size_t delim_len_;
     size_t scan_;         /* bytes of an unfinished header line already examined */
@@ -152,8 +178,9 @@ typedef struct cshw_multipart {
 
 /* Prepares `m` to parse one body whose boundary is boundary[0 .. len) (as
  * given by cshw_multipart_boundary; copied). `limits` NULL means the
- * defaults. Returns 0, or CSHW_E_MULTIPART_INVALID_BOUNDARY (then every
- * feed returns it). */
+ * defaults. Returns 0, CSHW_E_MULTIPART_INVALID_BOUNDARY, or -EINVAL
+ * (limits->size below CSHW_MULTIPART_LIMITS_SIZE_0_3) (then every feed
+ * returns it). */
 CSHW_EXPORT int cshw_multipart_init(cshw_multipart *m, cshw_arena *a, const char *boundary,
                                     size_t len, const cshw_multipart_limits *limits);
 

@@ -94,7 +94,8 @@ CSHW_EXPORT int cshw_response_set_content_type(cshw_response *res, const char *t
                                                const char *charset);
 
 /* Adds a Set-Cookie field (validated by cshw_cookie_format: its
- * CSHW_E_COOKIE_* errors are returned and nothing is added). */
+ * CSHW_E_COOKIE_* errors, and -EINVAL for a size below
+ * CSHW_COOKIE_SIZE_0_3, are returned and nothing is added). */
 CSHW_EXPORT int cshw_response_set_cookie(cshw_response *res, const cshw_cookie *cookie);
 
 /* Body output. Each returns 0 or a negative error (a failed write makes

@@ -103,8 +103,9 @@ CSHW_EXPORT int cshw_router_add(cshw_router *r, const char *method, const char *
  * 3"), or NULL when it succeeded. Valid until the next call on r. */
 CSHW_EXPORT const char *cshw_router_error(const cshw_router *r);
 
-/* Serve unmatched paths from static files (copied with its strings; NULL:
- * none). Returns 0, -EINVAL when o->root is NULL, or -ENOMEM. */
+/* Serve unmatched paths from static files (copied with its strings, read
+ * by its size; NULL: none). Returns 0, -EINVAL when o->root is NULL or
+ * o->size is below CSHW_STATIC_OPTIONS_SIZE_0_3 (static.h), or -ENOMEM. */
 CSHW_EXPORT int cshw_router_set_static(cshw_router *r, const cshw_static_options *o);
 
 /* Finds the route for the context's request, sets the route parameters

@@ -83,7 +83,21 @@ extern "C" {
 /* The most range-specs a Range header may hold; more and it is ignored. */
 #define CSHW_STATIC_MAX_RANGES 16
 
+/* What cshw_static_serve, cshw_static_map_path and cshw_router_set_static
+ * serve, and how. Fill it with cshw_static_options_init, then set root and
+ * change the fields wanted.
+ *
+ * The struct can grow without breaking callers: `size` is
+ * sizeof(cshw_static_options) as the caller was compiled, set by
+ * cshw_static_options_init, and the toolkit reads only the fields within it
+ * (a field added after the caller was built takes its default). So always
+ * fill it with cshw_static_options_init, never with an initializer or
+ * memset alone: a size below CSHW_STATIC_OPTIONS_SIZE_0_3 is -EINVAL from
+ * every function that takes it. A new field goes at the end, with its
+ * default in cshw_static_options_init; nothing is removed, reordered or
+ * retyped (README.md, Versioning). */
 typedef struct cshw_static_options {
+    size_t size;               /* sizeof as the caller knew it: leave _init's */
     const char *root;          /* the folder served (required) */
     const char *index;         /* served for a folder; default "index.html"; NULL: none */
     int directory_listing;     /* list folders without an index (default 0) */
@@ -97,8 +111,22 @@ typedef struct cshw_static_options {
     const struct cshw_mime_types *mime_types;
 } cshw_static_options;
 
-/* Fills the defaults; root stays NULL until set. */
-CSHW_EXPORT void cshw_static_options_init(cshw_static_options *o);
+/* The size of cshw_static_options in libcshttp-web 0.3, the first version
+ * with `size`: the smallest size the toolkit accepts. */
+#define CSHW_STATIC_OPTIONS_SIZE_0_3                                                               \
+    (offsetof(cshw_static_options, mime_types) + sizeof(const struct cshw_mime_types *))
+
+/* Fills the first `size` bytes of `o` with the defaults (zeros past the
+ * fields this library knows) and sets o->size = size. Called through
+ * cshw_static_options_init, which passes the caller's sizeof: a library
+ * newer than the caller never writes past the caller's struct. */
+CSHW_EXPORT void cshw_static_options_init_sized(cshw_static_options *o, size_t size);
+
+/* Fills the defaults and o->size; root stays NULL until set. */
+static inline void cshw_static_options_init(cshw_static_options *o)
+{
+    cshw_static_options_init_sized(o, sizeof *o);
+}
 
 /* Maps a virtual path ("/img/a.png", already decoded) to a physical path
  * under root, in the arena: root, a '/', and the path's segments without
@@ -110,7 +138,8 @@ CSHW_EXPORT void cshw_static_options_init(cshw_static_options *o);
  * checked). The file need not exist (CSHW_E_NOT_FOUND is for
  * cshw_static_serve): a missing path is judged by its deepest existing
  * folder. CSHW_E_STATIC_NO_ROOT when root is unset or does not exist,
- * -EINVAL for a NULL argument, -ENOMEM.
+ * -EINVAL for a NULL argument or o->size below
+ * CSHW_STATIC_OPTIONS_SIZE_0_3, -ENOMEM.
  * The answer describes the file system at the moment of the call: to open
  * what it names safely, do as cshw_static_serve does (it opens the file
  * itself with openat2(RESOLVE_BENEATH) or an equivalent check, and serves
@@ -125,7 +154,8 @@ CSHW_EXPORT int cshw_static_map_path(cshw_arena *arena, const cshw_static_option
  * non-regular one, a link out of the root, a folder with neither index nor
  * listing; the caller may answer 404 or go on), CSHW_E_MAP_PATH_OUTSIDE
  * (404), CSHW_E_STATIC_FORBIDDEN (403), the request's path error or
- * CSHW_E_MAP_PATH_INVALID (400), CSHW_E_STATIC_NO_ROOT (500), -EINVAL.
+ * CSHW_E_MAP_PATH_INVALID (400), CSHW_E_STATIC_NO_ROOT (500), -EINVAL (a
+ * NULL argument, or o->size below CSHW_STATIC_OPTIONS_SIZE_0_3).
  * A failure while answering (a write, -ENOMEM, -errno) is returned too;
  * cshw_response_headers_sent then tells whether something went out. */
 CSHW_EXPORT int cshw_static_serve(cshw_context *ctx, const cshw_static_options *o);

@@ -3,7 +3,7 @@
 #define CSHTTP_WEB_VERSION_H
 
 #define CSHW_VERSION_MAJOR 0
-#define CSHW_VERSION_MINOR 2
+#define CSHW_VERSION_MINOR 3
 #define CSHW_VERSION_PATCH 0
 
 #define CSHW_VERSION_HEX                                                                           \
