@@ -167,7 +167,9 @@ static void pools_json(cshw_json *j, cshw_context *ctx, cshs_client *client)
     for (;;) {
         ps = cshw_arena_alloc(cshw_context_arena(ctx), sizeof *ps * cap);
         if (!ps) return;
-        n = cshs_client_stats(client, ps, cap);
+        ssize_t r = cshs_client_stats(client, ps, cap);
+        if (r < 0) return;
+        n = (size_t)r;
         if (n <= cap) break;
         cap = n + 8; /* pools made since: try again with room */
     }

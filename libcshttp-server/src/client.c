@@ -38,6 +38,8 @@
 #include <cshttp/parser.h>
 #include <cshttp/server/client.h>
 
+#include "sized.h"
+
 #define CONN_BUF 16384     /* a connection's buffer: the head built, the response read */
 #define CONN_BUF_MAX 65536 /* grown up to this for a long head (the parser stops at 32 KiB) */
 #define MAX_FIELDS 100     /* response header fields kept (the parser's default limit) */
@@ -104,36 +106,39 @@ int cshs_client_error_status(int code)
 
 /* ---- options ---- */
 
-void cshs_client_options_init(cshs_client_options *o)
+CSHS__SIZED_NO_TAIL_PADDING(cshs_client_options, tls_ca_file);
+CSHS__SIZED_NO_TAIL_PADDING(cshs_client_request, content_length);
+CSHS__SIZED_NO_TAIL_PADDING(cshs_client_pool_stats, acquire_wait_p99_us);
+
+static const cshs_client_options options_defaults = {
+    .size = sizeof(cshs_client_options),
+    .pool_size = 32,
+    .min_idle = 0,
+    .idle_timeout_ms = 60000,
+    .max_lifetime_ms = 3600000,
+    .acquire_timeout_ms = 10000,
+    .connect_timeout_ms = 5000,
+    .send_timeout_ms = 60000,
+    .head_timeout_ms = 60000,
+    .read_timeout_ms = 60000,
+    .tick_thread = 1,
+    .tick_interval_ms = 200,
+    .tls_insecure = 0,
+    .tls_ca_file = NULL,
+};
+
+void cshs_client_options_init_sized(cshs_client_options *o, size_t size)
 {
-    memset(o, 0, sizeof *o);
-    o->size = sizeof *o;
-    o->pool_size = 32;
-    o->min_idle = 0;
-    o->idle_timeout_ms = 60000;
-    o->max_lifetime_ms = 3600000;
-    o->acquire_timeout_ms = 10000;
-    o->connect_timeout_ms = 5000;
-    o->send_timeout_ms = 60000;
-    o->head_timeout_ms = 60000;
-    o->read_timeout_ms = 60000;
-    o->tick_thread = 1;
-    o->tick_interval_ms = 200;
-    o->tls_ca_file = NULL;
-    o->tls_insecure = 0;
+    cshs__sized_init(o, size, &options_defaults, sizeof options_defaults);
 }
 
 /* The caller's struct read as far as the caller knew it, the defaults for
  * the rest (client.h: the size rule). */
 static int options_copy(cshs_client_options *dst, const cshs_client_options *src)
 {
-    cshs_client_options_init(dst);
+    *dst = options_defaults;
     if (!src) return 0;
-    if (src->size < offsetof(cshs_client_options, pool_size)) return -EINVAL;
-    size_t n = src->size < sizeof *dst ? src->size : sizeof *dst;
-    memcpy(dst, src, n);
-    dst->size = sizeof *dst;
-    return 0;
+    return cshs__sized_copy(dst, sizeof *dst, src, CSHS_CLIENT_OPTIONS_SIZE_0_3) < 0 ? -EINVAL : 0;
 }
 
 int cshs_client_options_check(const cshs_client_options *o, const char **why)
@@ -160,13 +165,16 @@ int cshs_client_options_check(const cshs_client_options *o, const char **why)
     return w ? -EINVAL : 0;
 }
 
-void cshs_client_request_init(cshs_client_request *r)
+static const cshs_client_request request_defaults = {
+    .size = sizeof(cshs_client_request),
+    .method = "GET",
+    .target = "/",
+    .body_mode = CSHS_CLIENT_BODY_WHOLE,
+};
+
+void cshs_client_request_init_sized(cshs_client_request *r, size_t size)
 {
-    memset(r, 0, sizeof *r);
-    r->size = sizeof *r;
-    r->method = "GET";
-    r->target = "/";
-    r->body_mode = CSHS_CLIENT_BODY_WHOLE;
+    cshs__sized_init(r, size, &request_defaults, sizeof request_defaults);
 }
 
 /* ---- the objects ---- */
@@ -1483,7 +1491,7 @@ static int dropped_field(const char *name, size_t n)
 
 static int request_check(const cshs_client_request *r)
 {
-    if (!r || r->size < offsetof(cshs_client_request, acquire_timeout_ms)) return -EINVAL;
+    if (!r) return -EINVAL;
     if (!r->method || !csh_is_token(r->method, strlen(r->method))) return -EINVAL;
     if (strcmp(r->method, "CONNECT") == 0) return -EINVAL; /* no tunnels */
     const char *t = r->target ? r->target : "/";
@@ -1878,9 +1886,13 @@ static void count_retry(cshs_call *call)
  * `send`, its response head awaited), started once more under the retry
  * rule on a fresh connection. `begin`: the first attempt keeps its head
  * for cshs_call_end's retry (call_start). */
-static int start_retrying(cshs_client *c, const cshs_client_request *r, int begin, int send,
+static int start_retrying(cshs_client *c, const cshs_client_request *caller, int begin, int send,
                           cshs_call **out)
 {
+    cshs_client_request rq = request_defaults; /* the caller's, read by its size */
+    if (!caller || cshs__sized_copy(&rq, sizeof rq, caller, CSHS_CLIENT_REQUEST_SIZE_0_3) < 0)
+        return -EINVAL;
+    const cshs_client_request *r = &rq;
     for (int attempt = 0;; attempt++) {
         cshs_call *call = NULL;
         int e = call_start(c, r, attempt, begin && attempt == 0, &call);
@@ -2208,15 +2220,16 @@ void cshs_call_free(cshs_call *call)
     call_destroy(call);
 }
 
-size_t cshs_client_stats(cshs_client *c, cshs_client_pool_stats *out, size_t cap)
+ssize_t cshs_client_stats_sized(cshs_client *c, cshs_client_pool_stats *out, size_t cap,
+                                size_t size)
 {
-    if (!c) return 0;
+    if (!c || (cap && !out) || size < CSHS_CLIENT_POOL_STATS_SIZE_0_3) return -EINVAL;
     size_t n = 0;
     int64_t now = now_ms();
     pthread_mutex_lock(&c->mu);
     for (pool *p = c->pools; p; p = p->next, n++) {
-        if (n >= cap || !out) continue;
-        cshs_client_pool_stats *s = &out[n];
+        if (n >= cap) continue;
+        cshs_client_pool_stats one, *s = &one; /* this build's, then what fits in the caller's */
         memset(s, 0, sizeof *s);
         snprintf(s->origin, sizeof s->origin, "%s", p->key);
         s->open = p->open;
@@ -2232,7 +2245,9 @@ size_t cshs_client_stats(cshs_client *c, cshs_client_pool_stats *out, size_t cap
         s->acquire_wait_p50_us = hist_quantile(p, 0.50);
         s->acquire_wait_p99_us = hist_quantile(p, 0.99);
         s->last_backoff_ms = p->last_backoff_ms;
+        /* the caller's array: elements of its size */
+        cshs__sized_out((char *)out + n * size, size, s, sizeof *s);
     }
     pthread_mutex_unlock(&c->mu);
-    return n;
+    return (ssize_t)n;
 }

@@ -21,6 +21,9 @@
 #endif
 
 #include "options_impl.h"
+#include "sized.h"
+
+CSHS__SIZED_NO_TAIL_PADDING(cshs_options, nstrings_);
 
 void cshs_options_init_sized(cshs_options *options, size_t size)
 {

@@ -36,6 +36,7 @@
 
 #include "options_impl.h"
 #include "server_impl.h"
+#include "sized.h"
 
 /* Deadlines are milliseconds apart and checked by a sweep: the coarse
  * clock (the last tick, no clock read) is precise enough and costs less,
@@ -180,6 +181,7 @@ void cshs__report(void *arg, const cshw_exchange_outcome *o)
     char method[32], target[2048], ref[512], ua[512];
     cshs_request_log e;
     memset(&e, 0, sizeof e);
+    e.size = sizeof e;
     e.remote_addr = o->transport && o->transport->remote_addr ? o->transport->remote_addr : "-";
     if (o->msg) {
         e.method = copy_str(method, sizeof method, o->head + o->msg->method_span.off,
@@ -1203,9 +1205,14 @@ void cshs_server_free(cshs_server *s)
     }
 }
 
-void cshs_server_counters(const cshs_server *s, cshs_counters *o)
+CSHS__SIZED_NO_TAIL_PADDING(cshs_counters, offloaded);
+CSHS__SIZED_NO_TAIL_PADDING(cshs_request_log, duration_us);
+
+int cshs_server_counters_sized(const cshs_server *s, cshs_counters *out, size_t size)
 {
+    if (!s || !out || size < CSHS_COUNTERS_SIZE_0_3) return -EINVAL;
     cshs_server *m = (cshs_server *)s; /* atomics are read, not changed */
+    cshs_counters all, *o = &all;      /* this build's, then what fits in the caller's */
     memset(o, 0, sizeof *o);
     o->connections_open = atomic_load(&m->c_open);
     o->connections_total = atomic_load(&m->c_total);
@@ -1237,4 +1244,6 @@ void cshs_server_counters(const cshs_server *s, cshs_counters *o)
     o->err_io = atomic_load(&m->e_io);
     o->err_tls = atomic_load(&m->e_tls);
     o->tls_handshakes = atomic_load(&m->c_tls_handshakes);
+    cshs__sized_out(out, size, o, sizeof *o);
+    return 0;
 }

@@ -513,8 +513,8 @@ static cshs_client_pool_stats stats_of(cshs_client *c)
 {
     cshs_client_pool_stats s[4];
     memset(s, 0, sizeof s);
-    size_t n = cshs_client_stats(c, s, 4);
-    assert_true(n <= 1);
+    ssize_t n = cshs_client_stats(c, s, 4);
+    assert_true(n >= 0 && n <= 1);
     return s[0];
 }
 
@@ -603,12 +603,12 @@ static void test_errors_and_checks(void **state)
     o.min_idle = o.pool_size + 1;
     assert_int_equal(cshs_client_options_check(&o, &why), -EINVAL);
     assert_non_null(strstr(why, "min_idle"));
-    /* an older caller's smaller struct: the fields it knew, defaults after */
+    /* a size below the first version's: not filled by the init */
     cshs_client_options_init(&o);
-    o.size = offsetof(cshs_client_options, idle_timeout_ms);
-    o.pool_size = 3;
-    o.tick_thread = 0;
-    assert_int_equal(cshs_client_options_check(&o, NULL), 0);
+    o.size = CSHS_CLIENT_OPTIONS_SIZE_0_3 - 1;
+    assert_int_equal(cshs_client_options_check(&o, &why), -EINVAL);
+    assert_non_null(strstr(why, "cshs_client_options_init"));
+    assert_null(cshs_client_new(&o));
     o.size = 0;
     assert_int_equal(cshs_client_options_check(&o, &why), -EINVAL);
 
@@ -651,6 +651,122 @@ static void test_errors_and_checks(void **state)
     cshs_client_free(c);
     cshs_client_free(NULL);
     cshs_call_free(NULL);
+    origin_free(og);
+}
+
+/* client.h: the options and the request are read by their sizes, the
+ * pool stats written by the caller's. Each struct of the first version's
+ * size, alone in its allocation (ASan sees a read or write past it), is
+ * used; a newer caller's larger one has what this library does not know
+ * zeroed by the init and ignored; a size below the first version's is
+ * -EINVAL. */
+static void test_struct_sizes(void **state)
+{
+    (void)state;
+    origin *og = origin_new();
+    char url[64];
+    origin_url(og, url, sizeof url);
+
+    cshs_client_options *oo = malloc(CSHS_CLIENT_OPTIONS_SIZE_0_3);
+    assert_non_null(oo);
+    cshs_client_options_init_sized(oo, CSHS_CLIENT_OPTIONS_SIZE_0_3);
+    assert_int_equal(oo->size, CSHS_CLIENT_OPTIONS_SIZE_0_3);
+    assert_int_equal(oo->pool_size, 32);
+    assert_int_equal(oo->tick_thread, 1);
+    assert_null(oo->tls_ca_file);
+    oo->tick_thread = 0;
+    assert_int_equal(cshs_client_options_check(oo, NULL), 0);
+    cshs_client *c = cshs_client_new(oo);
+    free(oo);
+    assert_non_null(c);
+
+    cshs_client_request *rq = malloc(CSHS_CLIENT_REQUEST_SIZE_0_3);
+    assert_non_null(rq);
+    cshs_client_request_init_sized(rq, CSHS_CLIENT_REQUEST_SIZE_0_3);
+    assert_int_equal(rq->size, CSHS_CLIENT_REQUEST_SIZE_0_3);
+    assert_string_equal(rq->method, "GET");
+    rq->origin = url;
+    cshs_call *call = NULL;
+    assert_int_equal(cshs_client_send(c, rq, &call), 0);
+    assert_int_equal(cshs_call_status(call), 200);
+    const char *body;
+    size_t len;
+    assert_int_equal(cshs_call_read_all(call, 1 << 20, &body, &len), 0);
+    cshs_call_free(call);
+    free(rq);
+
+    /* the stats, written by the caller's size: an array of elements of
+     * the first version's size with a canary after each, and one of a
+     * newer caller's larger elements */
+    size_t stride = CSHS_CLIENT_POOL_STATS_SIZE_0_3 + sizeof(uint64_t);
+    unsigned char *arr = malloc(2 * stride);
+    assert_non_null(arr);
+    memset(arr, 0xee, 2 * stride);
+    assert_int_equal(cshs_client_stats_sized(c, (cshs_client_pool_stats *)(void *)arr, 1,
+                                             CSHS_CLIENT_POOL_STATS_SIZE_0_3),
+                     1);
+    cshs_client_pool_stats *s = (cshs_client_pool_stats *)(void *)arr;
+    assert_int_equal(s->size, CSHS_CLIENT_POOL_STATS_SIZE_0_3);
+    assert_non_null(strstr(s->origin, url + 7));
+    assert_int_equal(s->requests, 1);
+    for (size_t i = CSHS_CLIENT_POOL_STATS_SIZE_0_3; i < 2 * stride; i++)
+        assert_int_equal(arr[i], 0xee); /* nothing past the caller's size, nor element 1 */
+    assert_int_equal(cshs_client_stats_sized(c, (cshs_client_pool_stats *)(void *)arr, 2, stride),
+                     1);
+    assert_int_equal(s->size, sizeof(cshs_client_pool_stats));
+    for (size_t i = sizeof(cshs_client_pool_stats); i < stride; i++)
+        assert_int_equal(arr[i], 0);     /* what this library does not know: zeros */
+    assert_int_equal(arr[stride], 0xee); /* element 1: no pool for it */
+    assert_int_equal(cshs_client_stats_sized(c, (cshs_client_pool_stats *)(void *)arr, 1,
+                                             CSHS_CLIENT_POOL_STATS_SIZE_0_3 - 1),
+                     -EINVAL);
+    assert_int_equal(cshs_client_stats(c, NULL, 1), -EINVAL);
+    assert_int_equal(cshs_client_stats(NULL, NULL, 0), -EINVAL);
+    free(arr);
+
+    size_t big[sizeof(cshs_client_request) / sizeof(size_t) + 4];
+    memset(big, 0xff, sizeof big);
+    cshs_client_request *newer = (cshs_client_request *)(void *)big;
+    cshs_client_request_init_sized(newer, sizeof big);
+    assert_int_equal(newer->size, sizeof big);
+    for (size_t i = sizeof(cshs_client_request) / sizeof(size_t); i < sizeof big / sizeof big[0];
+         i++)
+        assert_int_equal(big[i], 0);
+    big[sizeof big / sizeof big[0] - 1] = 1; /* a newer field this library ignores */
+    newer->origin = url;
+    assert_int_equal(cshs_client_send(c, newer, &call), 0);
+    assert_int_equal(cshs_call_status(call), 200);
+    cshs_call_free(call);
+
+    cshs_client_request bad;
+    cshs_client_request_init(&bad);
+    assert_int_equal(bad.size, sizeof bad);
+    bad.origin = url;
+    bad.size = CSHS_CLIENT_REQUEST_SIZE_0_3 - 1;
+    call = (cshs_call *)1;
+    assert_int_equal(cshs_client_send(c, &bad, &call), -EINVAL);
+    assert_null(call);
+    assert_int_equal(cshs_client_begin(c, &bad, &call), -EINVAL);
+    memset(&bad, 0, sizeof bad);
+    bad.origin = url;
+    bad.method = "GET";
+    assert_int_equal(cshs_client_send(c, &bad, &call), -EINVAL);
+    assert_int_equal(atomic_load(&og->nconns), 1); /* nothing sent for the refused ones */
+    cshs_client_free(c);
+
+    size_t bigo[sizeof(cshs_client_options) / sizeof(size_t) + 4];
+    memset(bigo, 0xff, sizeof bigo);
+    cshs_client_options *newo = (cshs_client_options *)(void *)bigo;
+    cshs_client_options_init_sized(newo, sizeof bigo);
+    for (size_t i = sizeof(cshs_client_options) / sizeof(size_t); i < sizeof bigo / sizeof bigo[0];
+         i++)
+        assert_int_equal(bigo[i], 0);
+    bigo[sizeof bigo / sizeof bigo[0] - 1] = 1;
+    newo->tick_thread = 0;
+    assert_int_equal(cshs_client_options_check(newo, NULL), 0);
+    c = cshs_client_new(newo);
+    assert_non_null(c);
+    cshs_client_free(c);
     origin_free(og);
 }
 
@@ -1235,8 +1351,9 @@ static void test_backoff_after_failed_connect(void **state)
         int64_t stop = mono_ms() + 10000;
         int done = 0;
         while (!done && mono_ms() < stop) {
-            size_t n = cshs_client_stats(c, all, 8);
-            for (size_t k = 0; k < n; k++)
+            ssize_t n = cshs_client_stats(c, all, 8);
+            assert_true(n >= 0);
+            for (size_t k = 0; k < (size_t)n; k++)
                 if (strstr(all[k].origin, url + 7) && all[k].failures) {
                     seen_ms[i] = all[k].last_backoff_ms;
                     done = 1;
@@ -2114,6 +2231,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_errors_and_checks),
+        cmocka_unit_test(test_struct_sizes),
         cmocka_unit_test(test_basic_and_headers),
         cmocka_unit_test(test_request_bytes),
         cmocka_unit_test(test_fields_dropped_and_host),

@@ -264,11 +264,24 @@ static void test_free_null_and_new_refusal(void **state)
     assert_null(cshs_server_new(&o, hello, (cshw_router *)&o)); /* both */
 }
 
+/* The access log's entries: how many, and the size of the last (the
+ * struct as the engine filled it, server.h). */
+static atomic_int log_entries;
+static atomic_size_t log_size;
+
+static void on_log(void *user, const cshs_request_log *e)
+{
+    (void)user;
+    atomic_store(&log_size, e->size);
+    atomic_fetch_add(&log_entries, 1);
+}
+
 static void test_start_ephemeral_port(void **state)
 {
     (void)state;
     s = cshs_server_new(&o, hello, NULL);
     assert_non_null(s);
+    cshs_server_set_log(s, on_log, NULL);
     assert_int_equal(cshs_server_start(s), 0);
     port = cshs_server_port(s, 0);
     assert_true(port > 0);
@@ -359,11 +372,58 @@ static void test_counters(void **state)
         nanosleep(&ts, NULL);
     }
     assert_int_equal(c.requests, 5);
+    assert_int_equal(c.size, sizeof c);
+    for (int i = 0; i < 500 && atomic_load(&log_entries) < 5; i++) {
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    assert_int_equal(atomic_load(&log_entries), 5);
+    assert_int_equal(atomic_load(&log_size), sizeof(cshs_request_log));
     assert_true(c.connections_total >= 2);
     assert_true(c.bytes_in > 0);
     assert_true(c.bytes_out > 0);
     assert_true(c.workers_total >= 1);
     assert_int_equal(c.err_parse, 0);
+}
+
+/* server.h: the counters are written by the caller's size. One of the
+ * first version's size, alone in its allocation with a canary after it
+ * (ASan sees a write past it too), gets its counters and nothing past
+ * them; a newer caller's larger struct gets zeros for what this library
+ * does not know, and size says how much was filled; a size below the
+ * first version's is -EINVAL and nothing is written. */
+static void test_counters_sizes(void **state)
+{
+    (void)state;
+    assert_non_null(s);
+    unsigned char *old = malloc(CSHS_COUNTERS_SIZE_0_3 + 8);
+    assert_non_null(old);
+    memset(old, 0xee, CSHS_COUNTERS_SIZE_0_3 + 8);
+    assert_int_equal(
+        cshs_server_counters_sized(s, (cshs_counters *)(void *)old, CSHS_COUNTERS_SIZE_0_3), 0);
+    cshs_counters *c = (cshs_counters *)(void *)old;
+    assert_int_equal(c->size, CSHS_COUNTERS_SIZE_0_3);
+    assert_int_equal(c->requests, 5);
+    for (size_t i = CSHS_COUNTERS_SIZE_0_3; i < CSHS_COUNTERS_SIZE_0_3 + 8; i++)
+        assert_int_equal(old[i], 0xee);
+    free(old);
+
+    uint64_t big[sizeof(cshs_counters) / sizeof(uint64_t) + 4];
+    memset(big, 0xff, sizeof big);
+    assert_int_equal(cshs_server_counters_sized(s, (cshs_counters *)(void *)big, sizeof big), 0);
+    c = (cshs_counters *)(void *)big;
+    assert_int_equal(c->size, sizeof(cshs_counters));
+    assert_int_equal(c->requests, 5);
+    for (size_t i = sizeof(cshs_counters) / sizeof(uint64_t); i < sizeof big / sizeof big[0]; i++)
+        assert_int_equal(big[i], 0);
+
+    memset(big, 0xff, sizeof big);
+    assert_int_equal(
+        cshs_server_counters_sized(s, (cshs_counters *)(void *)big, CSHS_COUNTERS_SIZE_0_3 - 1),
+        -EINVAL);
+    assert_true(big[0] == UINT64_MAX && big[1] == UINT64_MAX);
+    cshs_counters one;
+    assert_int_equal(cshs_server_counters(NULL, &one), -EINVAL);
 }
 
 /* a request in flight when the stop begins completes; wait() returns from
@@ -541,6 +601,7 @@ int main(void)
         cmocka_unit_test_teardown(test_port_in_use, teardown),
         cmocka_unit_test_teardown(test_unix_listener, teardown),
         cmocka_unit_test_teardown(test_counters, teardown),
+        cmocka_unit_test_teardown(test_counters_sizes, teardown),
         cmocka_unit_test_teardown(test_wait_and_graceful_stop, teardown),
         cmocka_unit_test_teardown(test_stop_cuts_at_deadline, teardown),
         cmocka_unit_test_teardown(test_app_data, teardown),

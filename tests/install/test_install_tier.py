@@ -16,7 +16,9 @@ libcshttp-server).
 The SONAME of the tier's library is libcshttp-<tier>.so.<major>.<minor>.
 4. the minimum versions of the tiers below: with libcshttp's installed
    package and .pc file made to say 0.1.0 (an older, incompatible
-   release), both pkg-config and find_package(cshttp-<tier>) refuse.
+   release), both pkg-config and find_package(cshttp-<tier>) refuse; for
+   the server, the same with libcshttp's restored and libcshttp-web's made
+   to say 0.2.0 (the release before the engine's minimum, 0.3).
 """
 import argparse
 import os
@@ -69,17 +71,37 @@ def refused(cmd, env=None):
     return p.stdout
 
 
-def make_cshttp_older(libdir):
-    """Makes the installed libcshttp's .pc and CMake package say 0.1.0."""
-    pc = os.path.join(libdir, "pkgconfig", "cshttp.pc")
-    text = open(pc).read()
-    open(pc, "w").write(re.sub(r"^Version: .*$", "Version: 0.1.0", text, flags=re.M))
-    cv = os.path.join(libdir, "cmake", "cshttp", "cshttpConfigVersion.cmake")
-    text = open(cv).read()
-    new = re.sub(r'set\(PACKAGE_VERSION "[^"]*"\)', 'set(PACKAGE_VERSION "0.1.0")', text)
-    if new == text:
+def make_older(libdir, package, version):
+    """Makes an installed package's .pc and CMake package say `version`;
+    returns what undoes it."""
+    pc = os.path.join(libdir, "pkgconfig", package + ".pc")
+    cv = os.path.join(libdir, "cmake", package, package + "ConfigVersion.cmake")
+    saved = {path: open(path).read() for path in (pc, cv)}
+    open(pc, "w").write(re.sub(r"^Version: .*$", "Version: " + version, saved[pc], flags=re.M))
+    new = re.sub(r'set\(PACKAGE_VERSION "[^"]*"\)', 'set(PACKAGE_VERSION "%s")' % version,
+                 saved[cv])
+    if new == saved[cv]:
         raise Failure("no PACKAGE_VERSION in " + cv)
     open(cv, "w").write(new)
+
+    def restore():
+        for path, text in saved.items():
+            open(path, "w").write(text)
+    return restore
+
+
+def check_refused(args, env, tmp, name, package, version, minimum):
+    """pkg-config and find_package(name) both refuse, naming the package
+    made older: pkg-config with the minimum asked, CMake with the version
+    found."""
+    out = refused([args.pkg_config, "--print-errors", "--exists", name], env=env)
+    if package not in out or minimum not in out:
+        raise Failure("pkg-config refused for another reason: %r" % out)
+    out = refused([args.cmake, "-S", os.path.join(HERE, "consumer_" + args.tier), "-B",
+                   os.path.join(tmp, "consumer-older-" + package), "-DCMAKE_C_COMPILER=" + args.cc,
+                   "-DCMAKE_PREFIX_PATH=" + os.path.join(tmp, "prefix")])
+    if package not in out or version not in out:
+        raise Failure("find_package refused for another reason: %r" % out)
 
 
 def build_and_install(args, source, build, prefix):
@@ -147,15 +169,13 @@ def main():
             raise Failure("find_package consumer printed %r" % out)
 
         # the minimum versions: an incompatible libcshttp is refused by both
-        make_cshttp_older(libdir)
-        out = refused([args.pkg_config, "--print-errors", "--exists", name], env=env)
-        if "cshttp" not in out or "0.2" not in out:
-            raise Failure("pkg-config refused for another reason: %r" % out)
-        out = refused([args.cmake, "-S", os.path.join(HERE, "consumer_" + args.tier), "-B",
-                       os.path.join(tmp, "consumer-older"), "-DCMAKE_C_COMPILER=" + args.cc,
-                       "-DCMAKE_PREFIX_PATH=" + prefix])
-        if "cshttp" not in out or "0.1.0" not in out:
-            raise Failure("find_package refused for another reason: %r" % out)
+        restore = make_older(libdir, "cshttp", "0.1.0")
+        check_refused(args, env, tmp, name, "cshttp", "0.1.0", "0.2")
+        restore()
+        if args.tier == "server":
+            # the engine asks libcshttp-web 0.3, the first with sized structs
+            make_older(libdir, "cshttp-web", "0.2.0")
+            check_refused(args, env, tmp, name, "cshttp-web", "0.2.0", "0.3")
         ok = True
         print("install_lib%s: ok" % name)
     except Failure as e:

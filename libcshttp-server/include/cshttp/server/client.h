@@ -208,13 +208,20 @@ CSHS_EXPORT const char *cshs_client_error_message(int code);
  * -errno codes (a failure on this side); 0 for 0. Any thread. */
 CSHS_EXPORT int cshs_client_error_status(int code);
 
-/* The client's settings. Timeouts are in milliseconds. */
+/* The client's settings. Timeouts are in milliseconds.
+ *
+ * The struct can grow without breaking callers: `size` is
+ * sizeof(cshs_client_options) as the caller was compiled, set by
+ * cshs_client_options_init, and the client reads only the fields within it
+ * (an option added after the caller was built takes its default). So
+ * always fill it with cshs_client_options_init, never with an initializer
+ * or memset alone: a size below CSHS_CLIENT_OPTIONS_SIZE_0_3 fails
+ * cshs_client_options_check ("size must be set by
+ * cshs_client_options_init") and cshs_client_new. A new field goes at the
+ * end, with its default in cshs_client_options_init; nothing is removed,
+ * reordered or retyped (README.md, Versioning). */
 typedef struct cshs_client_options {
-    /* sizeof(cshs_client_options) as the caller knew it, set by
-     * cshs_client_options_init: a library newer than the caller reads only
-     * the fields the caller knew and takes the defaults for the rest. Do
-     * not change it. New fields are only ever added at the end. */
-    size_t size;
+    size_t size; /* sizeof as the caller knew it: leave _init's */
 
     unsigned pool_size;          /* most connections open (or opening) per origin (32) */
     unsigned min_idle;           /* idle connections kept warm per origin (0) */
@@ -238,13 +245,29 @@ typedef struct cshs_client_options {
      * system's default trust store; the name or IP address of the origin
      * against the certificate; SNI is sent for names). tls_insecure = 1
      * turns verification off: for tests against self-signed origins
-     * only. */
-    const char *tls_ca_file;
+     * only. (tls_insecure comes first: the struct ends without padding,
+     * README.md, Versioning.) */
     int tls_insecure;
+    const char *tls_ca_file;
 } cshs_client_options;
 
-/* Fills `o` with the defaults above (size included). Any thread. */
-CSHS_EXPORT void cshs_client_options_init(cshs_client_options *o);
+/* The size of cshs_client_options in libcshttp-server 0.3, the first
+ * version of this layout: the smallest size the client accepts. */
+#define CSHS_CLIENT_OPTIONS_SIZE_0_3                                                               \
+    (offsetof(cshs_client_options, tls_ca_file) + sizeof(const char *))
+
+/* Fills the first `size` bytes of `o` with the defaults (zeros past the
+ * fields this library knows) and sets o->size = size. Called through
+ * cshs_client_options_init, which passes the caller's sizeof: a library
+ * newer than the caller never writes past the caller's struct. Any
+ * thread. */
+CSHS_EXPORT void cshs_client_options_init_sized(cshs_client_options *o, size_t size);
+
+/* Fills `o` with the defaults above and sets o->size. Any thread. */
+static inline void cshs_client_options_init(cshs_client_options *o)
+{
+    cshs_client_options_init_sized(o, sizeof *o);
+}
 
 /* 0 when the options are usable, else -EINVAL with *why (if not NULL)
  * naming the bad field ("pool_size must be at least 1"). Any thread. */
@@ -275,9 +298,16 @@ typedef struct cshs_client_header {
 } cshs_client_header;
 
 /* One request. Filled with defaults by cshs_client_request_init; read
- * only during cshs_client_send / cshs_client_begin. */
+ * only during cshs_client_send / cshs_client_begin.
+ *
+ * It grows as cshs_client_options does: `size` is the caller's sizeof, set
+ * by cshs_client_request_init, and the client reads only the fields within
+ * it (later ones take their defaults). A size below
+ * CSHS_CLIENT_REQUEST_SIZE_0_3 (a struct not filled by
+ * cshs_client_request_init) is -EINVAL from cshs_client_send and
+ * cshs_client_begin, before anything is sent. */
 typedef struct cshs_client_request {
-    size_t size; /* as in cshs_client_options: set by _init, do not change */
+    size_t size; /* sizeof as the caller knew it: leave _init's */
 
     /* "http://host[:port]" or "https://host[:port]" (default ports 80 and
      * 443; an IPv6 literal in brackets); no path, no user info. The host is
@@ -288,22 +318,36 @@ typedef struct cshs_client_request {
     const cshs_client_header *headers; /* sent in order (see the top) */
     size_t num_headers;
 
-    cshs_client_body_mode body_mode;
-    const void *body; /* CSHS_CLIENT_BODY_WHOLE: the body (may be NULL with 0) */
-    size_t body_len;
-    uint64_t content_length; /* CSHS_CLIENT_BODY_LENGTH */
-
     /* Per-request deadlines; 0: the client's option of the same name. */
     unsigned acquire_timeout_ms;
     unsigned connect_timeout_ms;
     unsigned send_timeout_ms;
     unsigned head_timeout_ms;
     unsigned read_timeout_ms;
+
+    cshs_client_body_mode body_mode;
+    const void *body; /* CSHS_CLIENT_BODY_WHOLE: the body (may be NULL with 0) */
+    size_t body_len;
+    uint64_t content_length; /* CSHS_CLIENT_BODY_LENGTH */
 } cshs_client_request;
 
+/* The size of cshs_client_request in libcshttp-server 0.3, the first
+ * version of this layout: the smallest size the client accepts. */
+#define CSHS_CLIENT_REQUEST_SIZE_0_3                                                               \
+    (offsetof(cshs_client_request, content_length) + sizeof(uint64_t))
+
+/* Fills the first `size` bytes of `r` with the defaults (zeros past the
+ * fields this library knows) and sets r->size = size. Called through
+ * cshs_client_request_init, which passes the caller's sizeof. Any
+ * thread. */
+CSHS_EXPORT void cshs_client_request_init_sized(cshs_client_request *r, size_t size);
+
 /* Fills `r` with the defaults (method GET, target "/", no headers, no
- * body, deadlines from the client). Any thread. */
-CSHS_EXPORT void cshs_client_request_init(cshs_client_request *r);
+ * body, deadlines from the client) and sets r->size. Any thread. */
+static inline void cshs_client_request_init(cshs_client_request *r)
+{
+    cshs_client_request_init_sized(r, sizeof *r);
+}
 
 typedef struct cshs_client cshs_client;
 
@@ -414,32 +458,58 @@ CSHS_EXPORT int cshs_call_read_all(cshs_call *call, size_t limit, const char **b
  * thread (the one using the call). */
 CSHS_EXPORT void cshs_call_free(cshs_call *call);
 
-/* One origin's pool, read at one moment (under the client's lock). */
+/* One origin's pool, read at one moment (under the client's lock).
+ *
+ * The client fills the caller's array, and the struct can grow at its end:
+ * cshs_client_stats passes the caller's sizeof, which is also the array's
+ * stride; the client writes only the fields that fit in it (zeros past the
+ * ones it knows), and `size` says how many bytes of each element it
+ * filled, min(the caller's sizeof, the client's). A program built against
+ * newer headers than the library reads a field only when it lies within
+ * `size`. A new field goes at the end; nothing is removed, reordered or
+ * retyped (README.md, Versioning). */
 typedef struct cshs_client_pool_stats {
+    size_t size;      /* the bytes the client filled (see above) */
     char origin[300]; /* "http://host:port", NUL-terminated (cut if longer) */
     uint32_t open;    /* connections open: idle and in use */
     uint32_t idle;
     uint32_t opening;          /* connects in flight */
     uint32_t waiters;          /* requests waiting for a connection */
+    uint32_t backoff_ms;       /* after a failed connect: ms before the origin is tried again */
+    uint32_t last_backoff_ms;  /* the length of the last backoff (200-400, jittered; 0: none) */
     uint64_t requests;         /* requests that were given a connection */
     uint64_t opens;            /* connections opened */
     uint64_t failures;         /* failed opens (resolve, connect, TLS) */
     uint64_t retries;          /* requests sent again under the retry rule */
     uint64_t acquire_timeouts; /* requests failed at their acquire deadline (not those failed at
                                   once after a connect failed: see "The pool") */
-    uint32_t backoff_ms;       /* after a failed connect: ms before the origin is tried again */
     /* how long requests waited for a connection (0 for one idle at
      * once), since the pool was created: p50 and p99 in microseconds, by
      * buckets that are at most 1/16 wide (the bucket's upper bound) */
     uint64_t acquire_wait_p50_us;
     uint64_t acquire_wait_p99_us;
-    uint32_t last_backoff_ms; /* the length of the last backoff (200-400, jittered; 0: none) */
 } cshs_client_pool_stats;
 
+/* The size of cshs_client_pool_stats in libcshttp-server 0.3, the first
+ * version with `size`: the smallest size the client fills. */
+#define CSHS_CLIENT_POOL_STATS_SIZE_0_3                                                            \
+    (offsetof(cshs_client_pool_stats, acquire_wait_p99_us) + sizeof(uint64_t))
+
+/* cshs_client_stats for elements of `size` bytes (the caller's sizeof,
+ * passed by cshs_client_stats): -EINVAL when c is NULL, out is NULL with
+ * cap > 0, or size is below CSHS_CLIENT_POOL_STATS_SIZE_0_3 (nothing
+ * written). */
+CSHS_EXPORT ssize_t cshs_client_stats_sized(cshs_client *c, cshs_client_pool_stats *out, size_t cap,
+                                            size_t size);
+
 /* Fills out[0 .. cap) with the pools in no particular order; returns the
- * number of pools (which may be more than cap: call again with more room).
- * Any thread. */
-CSHS_EXPORT size_t cshs_client_stats(cshs_client *c, cshs_client_pool_stats *out, size_t cap);
+ * number of pools (which may be more than cap: call again with more room;
+ * cap 0 and out NULL only count them), or -EINVAL (c NULL, out NULL with
+ * cap > 0). Any thread. */
+static inline ssize_t cshs_client_stats(cshs_client *c, cshs_client_pool_stats *out, size_t cap)
+{
+    return cshs_client_stats_sized(c, out, cap, sizeof *out);
+}
 
 #ifdef __cplusplus
 }

@@ -45,8 +45,16 @@ typedef struct cshs_server cshs_server;
  * did not parse: its request line as sent, split at its first space; 408;
  * 413; 503 beyond max_connections: method and target "-"). The status is
  * the one sent (0: none, the client left first). The strings live for the
- * call only and are as the client sent them: escape them. */
+ * call only and are as the client sent them: escape them.
+ *
+ * The engine fills it, and it can grow at its end: `size` is
+ * sizeof(cshs_request_log) as the engine that filled it was built. A log
+ * function built against newer headers than the library reads a field
+ * only when it lies within `size` (offsetof(cshs_request_log, field) <
+ * e->size); one built against older headers never sees the fields added
+ * after it. */
 typedef struct cshs_request_log {
+    size_t size; /* sizeof(cshs_request_log) in the library that filled it */
     const char *remote_addr;
     const char *method;
     const char *target;
@@ -64,8 +72,17 @@ typedef struct cshs_request_log {
 typedef void (*cshs_log_fn)(void *user, const cshs_request_log *entry);
 
 /* Counters, read at one moment (each is exact; they are not read under one
- * lock, so sums may be off by the requests in flight). */
+ * lock, so sums may be off by the requests in flight).
+ *
+ * The engine fills the caller's struct, and it can grow at its end:
+ * cshs_server_counters passes the caller's sizeof, the engine writes only
+ * the counters that fit in it (zeros past the ones it knows), and `size`
+ * says how many bytes it filled, min(the caller's sizeof, the engine's). A
+ * program built against newer headers than the library reads a counter
+ * only when it lies within `size`. A new counter goes at the end; nothing
+ * is removed, reordered or retyped (README.md, Versioning). */
 typedef struct cshs_counters {
+    size_t size;                 /* the bytes the engine filled (see above) */
     uint64_t connections_open;   /* accepted and not yet closed */
     uint64_t connections_idle;   /* waiting for the socket, no thread */
     uint64_t connections_active; /* being served by a loop or a handler's thread */
@@ -151,7 +168,21 @@ CSHS_EXPORT void cshs_server_wait(cshs_server *s);
  * NULL does nothing. */
 CSHS_EXPORT void cshs_server_free(cshs_server *s);
 
-CSHS_EXPORT void cshs_server_counters(const cshs_server *s, cshs_counters *out);
+/* The size of cshs_counters in libcshttp-server 0.3, the first version
+ * with `size`: the smallest size the engine fills. */
+#define CSHS_COUNTERS_SIZE_0_3 (offsetof(cshs_counters, offloaded) + sizeof(uint64_t))
+
+/* Fills the first `size` bytes of `out` with the counters (see
+ * cshs_counters). 0, or -EINVAL when s or out is NULL or size is below
+ * CSHS_COUNTERS_SIZE_0_3 (nothing written). Called through
+ * cshs_server_counters, which passes the caller's sizeof. Any thread. */
+CSHS_EXPORT int cshs_server_counters_sized(const cshs_server *s, cshs_counters *out, size_t size);
+
+/* Fills `out` with the counters: 0, or -EINVAL (s or out NULL). */
+static inline int cshs_server_counters(const cshs_server *s, cshs_counters *out)
+{
+    return cshs_server_counters_sized(s, out, sizeof *out);
+}
 
 /* The port a TCP listener is bound to (index 0: address, 1: address6), or
  * 0 when there is none; useful with port 0. */

@@ -3,7 +3,7 @@
 #define CSHTTP_SERVER_VERSION_H
 
 #define CSHS_VERSION_MAJOR 0
-#define CSHS_VERSION_MINOR 2
+#define CSHS_VERSION_MINOR 3
 #define CSHS_VERSION_PATCH 0
 
 #define CSHS_VERSION_HEX                                                                           \
