@@ -7,6 +7,9 @@
  * The owner of the connection (the engine's event loop, or a test) feeds it
  * input and runs what is ready:
  *
+ *   cshw_exchange_config config;
+ *   cshw_exchange_config_init(&config);                // the defaults, and config.size
+ *   config.handler = handler;                          // or config.router
  *   cshw_exchange *x = cshw_exchange_new(&config);     // per connection
  *   for (;;) {
  *       int r = cshw_exchange_input(x, &transport);    // never waits
