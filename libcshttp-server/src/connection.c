@@ -413,12 +413,22 @@ static void t_consume(void *io, size_t n)
     c->spos += n;
 }
 
-static const cshw_transport_ops socket_ops = {t_peek, t_consume,   t_write,
-                                              NULL,   t_send_file, t_read};
+static const cshw_transport_ops socket_ops = {.size = sizeof(cshw_transport_ops),
+                                              .peek = t_peek,
+                                              .consume = t_consume,
+                                              .write = t_write,
+                                              .flush = NULL,
+                                              .send_file = t_send_file,
+                                              .read = t_read};
 
 static cshw_transport transport_of(cshs_conn *c)
 {
-    cshw_transport t = {&socket_ops, c, c->io == &cshs__tls_stream, c->remote, c->remote_port};
+    cshw_transport t = {.size = sizeof t,
+                        .ops = &socket_ops,
+                        .io = c,
+                        .remote_addr = c->remote,
+                        .is_secure = c->io == &cshs__tls_stream,
+                        .remote_port = c->remote_port};
     return t;
 }
 

@@ -8,6 +8,7 @@
 #include "context_impl.h"
 #include "cshttp/web/error.h"
 #include "options_impl.h"
+#include "sized.h"
 
 static _Thread_local cshw_context *current;
 
@@ -50,11 +51,11 @@ void cshw_context_free(cshw_context *ctx)
 int cshw_context_begin(cshw_context *ctx, const char *head, const csh_message *msg,
                        const cshw_transport *transport)
 {
-    if (!ctx || !head || !msg || !transport || !transport->ops || !transport->ops->peek ||
+    if (!ctx || !head || !msg || !cshw__transport_ok(transport) || !transport->ops->peek ||
         !transport->ops->consume || !transport->ops->write)
         return -EINVAL;
     if (ctx->active) cshw_context_end(ctx);
-    ctx->transport = *transport;
+    cshw__transport_copy(&ctx->transport, transport);
     ctx->user_data = NULL;
     ctx->body_stored = 0;
     ctx->params.items = NULL;

@@ -90,6 +90,8 @@ static int64_t unix_ms(void)
 
 CSHW__SIZED_NO_TAIL_PADDING(cshw_exchange_config, arg);
 CSHW__SIZED_NO_TAIL_PADDING(cshw_exchange_outcome, duration_us);
+CSHW__SIZED_NO_TAIL_PADDING(cshw_transport, remote_port);
+CSHW__SIZED_NO_TAIL_PADDING(cshw_transport_ops, read);
 
 void cshw_exchange_config_init_sized(cshw_exchange_config *config, size_t size)
 {
@@ -453,7 +455,7 @@ static int head_done(cshw_exchange *x, const cshw_transport *t)
 
 int cshw_exchange_input(cshw_exchange *x, const cshw_transport *t)
 {
-    if (!x || !t) return -EINVAL;
+    if (!x || !cshw__transport_ok(t)) return -EINVAL;
     for (;;) {
         switch (x->phase) {
         case CSHW_PHASE_READY:
@@ -512,6 +514,7 @@ int cshw_exchange_input(cshw_exchange *x, const cshw_transport *t)
 
 int cshw_exchange_expire(cshw_exchange *x, const cshw_transport *t)
 {
+    if (!x || !cshw__transport_ok(t)) return -EINVAL;
     if (x->phase == CSHW_PHASE_HEAD || x->phase == CSHW_PHASE_BODY)
         return answer(x, t, 408, -ETIMEDOUT, "the request did not arrive in time");
     x->phase = CSHW_PHASE_CLOSED;
@@ -522,6 +525,7 @@ int cshw_exchange_refuse(const cshw_exchange_config *cfg, const cshw_transport *
                          const char *detail)
 {
     uint64_t written = 0;
+    if (!cshw__transport_ok(t)) return -EINVAL;
     cshw_exchange_config copy; /* the caller's, read by its size */
     if (config_copy(&copy, cfg) < 0) return CSHW_E_INVALID_OPTION;
     const cshw_exchange_config *config = &copy;
@@ -629,14 +633,24 @@ static int view_send_file(void *io, int fd, off_t offset, size_t len)
     return r;
 }
 
-static const cshw_transport_ops stored_ops = {stored_peek, stored_consume, view_write,
-                                              view_flush,  view_send_file, NULL};
-static const cshw_transport_ops stored_ops_nofile = {stored_peek, stored_consume, view_write,
-                                                     view_flush,  NULL,           NULL};
-static const cshw_transport_ops stream_ops = {stream_peek, stream_consume, view_write,
-                                              view_flush,  view_send_file, NULL};
-static const cshw_transport_ops stream_ops_nofile = {stream_peek, stream_consume, view_write,
-                                                     view_flush,  NULL,           NULL};
+static const cshw_transport_ops stored_ops = {sizeof(cshw_transport_ops),
+                                              stored_peek,
+                                              stored_consume,
+                                              view_write,
+                                              view_flush,
+                                              view_send_file,
+                                              NULL};
+static const cshw_transport_ops stored_ops_nofile = {
+    sizeof(cshw_transport_ops), stored_peek, stored_consume, view_write, view_flush, NULL, NULL};
+static const cshw_transport_ops stream_ops = {sizeof(cshw_transport_ops),
+                                              stream_peek,
+                                              stream_consume,
+                                              view_write,
+                                              view_flush,
+                                              view_send_file,
+                                              NULL};
+static const cshw_transport_ops stream_ops_nofile = {
+    sizeof(cshw_transport_ops), stream_peek, stream_consume, view_write, view_flush, NULL, NULL};
 
 /* The application, then: a stop that began meanwhile closes the
  * connection after this response (it says so with Connection: close). */
@@ -652,12 +666,12 @@ static void run_app(cshw_context *ctx)
 
 int cshw_exchange_run(cshw_exchange *x, cshw_context *ctx, const cshw_transport *t)
 {
-    if (!x || !ctx || !t) return -EINVAL;
+    if (!x || !ctx || !cshw__transport_ok(t)) return -EINVAL;
     if (x->phase != CSHW_PHASE_READY) return CSHW_E_NOT_ACTIVE;
     const csh_message *m = &x->p.msg;
     int has_file = t->ops->send_file != NULL;
     x->under = t;
-    x->view = *t;
+    cshw__transport_copy(&x->view, t);
     x->view.io = x;
     x->msg_view = *m;
     if (x->streaming) {

@@ -93,7 +93,7 @@ static ssize_t mem_read(void *io, void *buf, size_t cap)
 }
 
 static const cshw_transport_ops mem_ops = {
-    mem_peek, mem_consume, mem_write, NULL, mem_send_file, mem_read,
+    sizeof(cshw_transport_ops), mem_peek, mem_consume, mem_write, NULL, mem_send_file, mem_read,
 };
 
 cshw_memory *cshw_memory_new(const char *input, size_t len, size_t piece)
@@ -109,6 +109,7 @@ cshw_memory *cshw_memory_new(const char *input, size_t len, size_t piece)
     m->in_len = len;
     m->piece = piece;
     m->fail_after = SIZE_MAX;
+    m->transport.size = sizeof m->transport;
     m->transport.ops = &mem_ops;
     m->transport.io = m;
     m->transport.remote_addr = "192.0.2.1"; /* RFC 5737 documentation address */

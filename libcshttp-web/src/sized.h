@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "cshttp/web/transport.h"
+
 /* A struct read or filled by its size must end without padding: its
  * sizeof is then the end of its last field, and a field appended later
  * starts at or after the sizeof an older caller passes. Tail padding
@@ -42,6 +44,24 @@ static inline int cshw__sized_copy(void *dst, size_t dst_size, const void *src, 
     memcpy(dst, src, n < dst_size ? n : dst_size);
     memcpy(dst, &dst_size, sizeof dst_size);
     return 0;
+}
+
+/* transport.h: a transport and its ops of at least the first release's
+ * sizes (then every op and field of 0.3 is there to read directly; one
+ * added later must be read only when within t->size or t->ops->size). */
+static inline int cshw__transport_ok(const cshw_transport *t)
+{
+    return t && t->size >= CSHW_TRANSPORT_SIZE_0_3 && t->ops &&
+           t->ops->size >= CSHW_TRANSPORT_OPS_SIZE_0_3;
+}
+
+/* A copy of a transport the caller made, read by its size (the fields it
+ * did not know: 0). */
+static inline void cshw__transport_copy(cshw_transport *dst, const cshw_transport *src)
+{
+    memset(dst, 0, sizeof *dst);
+    dst->size = sizeof *dst;
+    (void)cshw__sized_copy(dst, sizeof *dst, src, CSHW_TRANSPORT_SIZE_0_3);
 }
 
 #endif

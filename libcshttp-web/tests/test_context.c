@@ -191,6 +191,13 @@ static void test_begin_run_end_misuse(void **state)
     ops.write = NULL;
     t.ops = &ops;
     assert_int_equal(cshw_context_begin(ctx, get11, &p.msg, &t), -EINVAL);
+    /* transport.h: a transport or ops of a size below the first version's */
+    ops = *cshw_memory_transport(m)->ops;
+    ops.size = CSHW_TRANSPORT_OPS_SIZE_0_3 - 1;
+    assert_int_equal(cshw_context_begin(ctx, get11, &p.msg, &t), -EINVAL);
+    ops.size = sizeof ops;
+    t.size = CSHW_TRANSPORT_SIZE_0_3 - 1;
+    assert_int_equal(cshw_context_begin(ctx, get11, &p.msg, &t), -EINVAL);
     assert_int_equal(cshw_context_end(ctx), CSHW_E_NOT_ACTIVE);
 
     /* the header array is copied: the caller may reuse its own */

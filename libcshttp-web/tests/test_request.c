@@ -1038,9 +1038,11 @@ static int timeout_write(void *io, const void *data, size_t len)
 static void test_read_timeout(void **state)
 {
     (void)state;
-    static const cshw_transport_ops ops = {timeout_peek, timeout_consume, timeout_write, NULL,
-                                           NULL, NULL};
-    cshw_transport t = {&ops, NULL, 0, NULL, 0};
+    static const cshw_transport_ops ops = {.size = sizeof(cshw_transport_ops),
+                                           .peek = timeout_peek,
+                                           .consume = timeout_consume,
+                                           .write = timeout_write};
+    cshw_transport t = {.size = sizeof t, .ops = &ops};
     timeout_out = cshw_memory_new("", 0, 0);
     cshw_context *ctx = cshw_context_new(NULL);
     static const char head[] = POST("/", "", 5);
@@ -1098,8 +1100,11 @@ static void body_to_end(cshw_context *ctx)
 static void test_length_body_end_needs_no_more_input(void **state)
 {
     (void)state;
-    static const cshw_transport_ops ops = {eob_peek, eob_consume, timeout_write, NULL, NULL, NULL};
-    cshw_transport t = {&ops, NULL, 0, NULL, 0};
+    static const cshw_transport_ops ops = {.size = sizeof(cshw_transport_ops),
+                                           .peek = eob_peek,
+                                           .consume = eob_consume,
+                                           .write = timeout_write};
+    cshw_transport t = {.size = sizeof t, .ops = &ops};
     timeout_out = cshw_memory_new("", 0, 0);
     cshw_context *ctx = cshw_context_new(NULL);
     eob_data = "hello";

@@ -346,10 +346,12 @@ static resp *serve_wrapped(const char *raw, int with_send_file, int *calls)
     wrap w;
     memset(&w, 0, sizeof w);
     w.under = cshw_memory_transport(m);
+    w.ops.size = sizeof w.ops;
     w.ops.peek = w_peek;
     w.ops.consume = w_consume;
     w.ops.write = w_write;
     w.ops.send_file = with_send_file ? w_send_file : NULL;
+    w.t.size = sizeof w.t;
     w.t.ops = &w.ops;
     w.t.io = &w;
     csh_header fields[32];

@@ -57,7 +57,7 @@ CSHW_EXPORT void cshw_context_free(cshw_context *ctx);
  * any, is read through `transport` (copied; peek/consume: its first bytes
  * are the ones right after the head). A request still in progress is ended
  * first. Returns 0, -EINVAL (a NULL argument, a transport without peek,
- * consume or write) or -ENOMEM. */
+ * consume or write, or of a size below transport.h's first) or -ENOMEM. */
 CSHW_EXPORT int cshw_context_begin(cshw_context *ctx, const char *head, const csh_message *msg,
                                    const cshw_transport *transport);
 

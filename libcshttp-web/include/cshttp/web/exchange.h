@@ -186,7 +186,8 @@ CSHW_EXPORT void cshw_exchange_reset(cshw_exchange *x);
 
 /* Reads and processes what the transport has without waiting: WANT_INPUT,
  * READY, CLOSE (after an answer of its own or the end of input), or a
- * negative error (close). */
+ * negative error (close; -EINVAL for a transport, or its ops, of a size
+ * below transport.h's first, as for every function here that takes one). */
 CSHW_EXPORT int cshw_exchange_input(cshw_exchange *x, const cshw_transport *t);
 
 /* Runs the ready request with ctx (a context of the same options) and
@@ -198,7 +199,7 @@ CSHW_EXPORT int cshw_exchange_run(cshw_exchange *x, cshw_context *ctx, const csh
 /* A deadline passed while the exchange waited for input (request head,
  * body rate or read timeout): a request in progress is answered 408
  * (RFC 9110 §15.5.9) and reported; nothing is sent between requests.
- * Returns CLOSE. */
+ * Returns CLOSE (-EINVAL for a NULL exchange or a bad transport). */
 CSHW_EXPORT int cshw_exchange_expire(cshw_exchange *x, const cshw_transport *t);
 
 CSHW_EXPORT cshw_exchange_phase cshw_exchange_phase_of(const cshw_exchange *x);
