@@ -83,7 +83,9 @@ typedef struct cshs_options {
      * each run by one thread at a time (default 0: one per online CPU).
      * Quick handlers run on the loop's thread; a handler that takes longer
      * than grow_after_us (default 1000) while its loop has events waiting
-     * loses the loop to a spare thread, and for offload_ms after a handler
+     * loses the loop to a spare thread (within 8 grow_after_us when the
+     * handlers before it were quick: the supervisor then looks less
+     * often), and for offload_ms after a handler
      * took that long (default 1000; 0: never) that loop's handlers run on
      * other threads, so blocking ones do not cost a hand-over each.
      * Threads are kept up to
