@@ -676,7 +676,7 @@ static void *worker_main(void *arg)
             /* idle for park_after_ms beyond the threads kept: leaves, and
              * its slot with it (a server that grows and shrinks for days
              * must not run out of slots) */
-            if (timed_out && s->alive > s->o.min_threads && s->alive > s->nloops + 1) {
+            if (s->alive > s->o.min_threads && s->alive > s->nloops + 1) {
                 for (unsigned i = 0; i < s->nworkers; i++)
                     if (s->workers[i] == w) {
                         s->workers[i] = s->workers[--s->nworkers];
