@@ -69,27 +69,33 @@ static ssize_t plain_read(cshs_conn *c, void *buf, size_t len)
     }
 }
 
+/* Writes set tls_wait only when they have to wait: after one that went,
+ * it still says what the last read waits for (park_input asks). */
 static ssize_t plain_write(cshs_conn *c, const void *buf, size_t len)
 {
-    c->tls_wait = POLLOUT;
     for (;;) {
         ssize_t n = send(c->fd, buf, len, MSG_NOSIGNAL);
         if (n >= 0) return n;
         if (errno == EINTR) continue;
-        if (errno == EAGAIN || errno == EWOULDBLOCK) return -EAGAIN;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            c->tls_wait = POLLOUT;
+            return -EAGAIN;
+        }
         return -errno;
     }
 }
 
 static ssize_t plain_sendfile(cshs_conn *c, int fd, off_t *off, size_t len)
 {
-    c->tls_wait = POLLOUT;
     for (;;) {
         ssize_t n = sendfile(c->fd, fd, off, len);
         if (n > 0) return n;
         if (n == 0) return -EIO; /* the file is shorter than said */
         if (errno == EINTR) continue;
-        if (errno == EAGAIN || errno == EWOULDBLOCK) return -EAGAIN;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            c->tls_wait = POLLOUT;
+            return -EAGAIN;
+        }
         return -errno;
     }
 }
@@ -619,6 +625,12 @@ static void park_input(cshs_worker *w, cshs_conn *c)
         }
         kind = EXP_BODY;
     }
+    /* TLS may have to write before it reads (a handshake's flight, a
+     * read that met a key update) */
+    if (c->tls_wait == POLLOUT && cshs__conn_want_out(c) < 0) {
+        deadline = now;
+        kind = EXP_NOWAIT;
+    }
     park(c, deadline, kind);
 }
 
@@ -627,7 +639,12 @@ static void park_output(cshs_conn *c)
 {
     cshs_server *s = c->srv;
     int64_t deadline = s->o.send_timeout_ms ? c->last_io_ms + (int64_t)s->o.send_timeout_ms : 0;
-    park(c, deadline, EXP_SEND);
+    int kind = EXP_SEND;
+    if (cshs__conn_want_out(c) < 0) {
+        deadline = cshs__now_ms(); /* no event would come: the next sweep closes it */
+        kind = EXP_NOWAIT;
+    }
+    park(c, deadline, kind);
 }
 
 /* What an idle connection holds besides its struct: a head in progress
@@ -951,9 +968,9 @@ void cshs__conn_sweep(cshs_worker *w, cshs_conn *c, int64_t now_ms)
 /* Before a TLS handshake starts, its first byte: a handshake record (22)
  * goes on to OpenSSL; a letter is a request line, plain HTTP sent to the
  * HTTPS port, answered 400 in plain text, as nginx does, then closed.
- * Nothing yet (the registration fires once at once, for writability): the
- * connection is parked, OpenSSL not called, so the first byte is still
- * looked at when it comes. 1 when the connection was dealt with here. */
+ * Nothing yet (an event that came before the bytes did): the connection
+ * is parked, OpenSSL not called, so the first byte is still looked at when
+ * it comes. 1 when the connection was dealt with here. */
 static int plain_on_tls(cshs_worker *w, cshs_conn *c)
 {
     unsigned char b;

@@ -31,7 +31,8 @@ enum {
     EXP_TLS,   /* TLS handshake */
     EXP_BODY,  /* body rate or read timeout while the body is read */
     EXP_SEND,  /* the client does not take the response */
-    EXP_LINGER /* lingering close over */
+    EXP_LINGER, /* lingering close over */
+    EXP_NOWAIT  /* the socket could not be waited for (epoll_ctl failed): closed */
 };
 enum { TLS_NONE = 0, TLS_HANDSHAKE = 1, TLS_OPEN = 2 };
 
@@ -79,7 +80,8 @@ typedef struct cshs_conn {
     char linger;            /* the close should linger (an error answer, unread input) */
     char eof;               /* the client's input ended */
     char rdhup;             /* an event said the input ends (read to its end) */
-    short tls_wait;         /* POLLIN or POLLOUT: what the last read or write waits for */
+    char out_armed;         /* registered for writability too (cshs__conn_want_out) */
+    short tls_wait;         /* POLLIN or POLLOUT: what the last read, or write that had to wait, waits for */
     int after_run;          /* a handler's result, for the loop that takes it back */
     int resume;             /* how that loop goes on (connection.c, RESUME_*) */
     int last_status;        /* of the last answer reported */
@@ -245,6 +247,9 @@ void cshs__worker_release(cshs_worker *w);
  * free), or comes back. */
 int cshs__offload(struct cshs_server *s, cshs_conn *c);
 void cshs__give_back(cshs_conn *c);
+/* The connection waits for its socket to take bytes: its registration gains
+ * writability (once in its life). 0, or a negative errno. */
+int cshs__conn_want_out(cshs_conn *c);
 /* Around a handler run by a loop's owner: begin returns the time it
  * stored, which end is given back; 0 from end when the loop was handed to
  * another thread meanwhile. */

@@ -133,9 +133,9 @@ int cshs__tls_handshake(cshs_conn *c)
 
 /* ---- the TLS stream (server_impl.h, cshs_stream_ops) ---- */
 
-/* -EAGAIN from OpenSSL may mean "wait to read" or "wait to write"; the
- * socket is registered for both (edge-triggered), so either edge brings
- * the next try. Records are read until the buffer is full or OpenSSL
+/* -EAGAIN from OpenSSL may mean "wait to read" or "wait to write"
+ * (tls_wait says which; a wait to write registers the socket for it,
+ * connection.c), and the edge of either brings the next try. Records are read until the buffer is full or OpenSSL
  * wants the socket: a short read then means the socket said EAGAIN, which
  * an edge-triggered registration needs (one SSL_read returns at most one
  * record, and the socket may hold more). */
@@ -170,8 +170,8 @@ static ssize_t tls_write(cshs_conn *c, const void *buf, size_t len)
     errno = 0;
     size_t n = 0;
     int r = SSL_write_ex(c->ssl, buf, len, &n);
+    if (r == 1) return (ssize_t)n; /* tls_wait stays the last read's (connection.c) */
     c->tls_wait = POLLOUT;
-    if (r == 1) return (ssize_t)n;
     r = map_error(c, r);
     if (r == -EAGAIN) c->tls_wait = POLLIN; /* OpenSSL wants to read first */
     if (r == -EINPROGRESS) return -EAGAIN;

@@ -1,6 +1,7 @@
 /* cshs_server through its API: start on an ephemeral port, a handler,
  * keep-alive, counters, a bound port refused, the Unix listener, wait from
- * another thread, a graceful stop and a stop that has to cut, free(NULL). */
+ * another thread, a graceful stop and a stop that has to cut, free(NULL),
+ * writability registered only once a write waits. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -12,6 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
@@ -505,6 +508,144 @@ static void test_slow_handler_holds_no_events(void **state)
     }
 }
 
+/* A response of `big` bytes for /big, else hello's. */
+static void big_or_hello(cshw_context *ctx)
+{
+    cshw_request *req = cshw_context_request(ctx);
+    if (strcmp(cshw_request_path(req), "/big") != 0) {
+        hello(ctx);
+        return;
+    }
+    cshw_response *res = cshw_context_response(ctx);
+    static char block[16384];
+    memset(block, 'b', sizeof block);
+    cshw_response_set_content_type(res, "application/octet-stream", NULL);
+    cshw_response_set_content_length(res, 1u << 20);
+    for (int i = 0; i < 64; i++) cshw_response_write(res, block, sizeof block); /* 1 MiB */
+}
+
+/* The descriptor of this process's end of the TCP connection whose other
+ * end is client_fd, or -1. */
+static int server_end_of(int client_fd)
+{
+    struct sockaddr_in mine;
+    socklen_t ml = sizeof mine;
+    if (getsockname(client_fd, (struct sockaddr *)&mine, &ml) < 0) return -1;
+    DIR *d = opendir("/proc/self/fd");
+    if (!d) return -1;
+    int found = -1;
+    struct dirent *e;
+    while (found < 0 && (e = readdir(d))) {
+        int n = atoi(e->d_name);
+        struct sockaddr_in peer;
+        socklen_t pl = sizeof peer;
+        if (n == client_fd || e->d_name[0] == '.') continue;
+        if (getpeername(n, (struct sockaddr *)&peer, &pl) == 0 && peer.sin_family == AF_INET &&
+            peer.sin_port == mine.sin_port)
+            found = n;
+    }
+    closedir(d);
+    return found;
+}
+
+/* The events an epoll set of this process registered fd for (the kernel's
+ * /proc/self/fdinfo of every epoll descriptor), or -1 when none has it. */
+static long registered_events(int fd)
+{
+    DIR *d = opendir("/proc/self/fdinfo");
+    if (!d) return -1;
+    long events = -1;
+    struct dirent *e;
+    char path[300], line[256];
+    while (events < 0 && (e = readdir(d))) {
+        if (e->d_name[0] == '.') continue;
+        snprintf(path, sizeof path, "/proc/self/fdinfo/%s", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f) continue;
+        while (fgets(line, sizeof line, f)) {
+            int tfd;
+            unsigned ev;
+            if (sscanf(line, "tfd: %d events: %x", &tfd, &ev) == 2 && tfd == fd) events = ev;
+        }
+        fclose(f);
+    }
+    closedir(d);
+    return events;
+}
+
+/* A connection is registered for input alone, as nginx's are: a new socket
+ * is writable at once, and with EPOLLOUT registered that would wake the
+ * loop for nothing. Once a response waits for the client to take it, the
+ * registration gains EPOLLOUT (or the rest would never be sent), and the
+ * whole response arrives. */
+static void test_writability_registered_when_a_write_waits(void **state)
+{
+    (void)state;
+    cshs_options o2 = o;
+    o2.unix_path = NULL;
+    o2.loops = 1;
+    o2.write_high_water = 4u << 20; /* the handler queues all of it and returns */
+    s2 = cshs_server_new(&o2, big_or_hello, NULL);
+    assert_non_null(s2);
+    assert_int_equal(cshs_server_start(s2), 0);
+    unsigned p2 = cshs_server_port(s2, 0);
+    f2 = socket(AF_INET, SOCK_STREAM, 0);
+    int small = 4096; /* the server's sends go short soon */
+    setsockopt(f2, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+    struct timeval tv = {10, 0}; /* a response that stalls fails the test, not hangs it */
+    setsockopt(f2, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_port = htons((uint16_t)p2);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(connect(f2, (struct sockaddr *)&a, sizeof a), 0);
+    assert_int_equal(
+        exchange(f2, "GET /a HTTP/1.1\r\nHost: x\r\n\r\n", "hello /a", buf, sizeof buf), 0);
+    int mine = server_end_of(f2);
+    assert_true(mine >= 0);
+    long ev = registered_events(mine);
+    assert_true(ev >= 0);
+    assert_true(ev & EPOLLIN);
+    assert_true(ev & EPOLLET);
+    assert_false(ev & EPOLLOUT);
+
+    /* the server's end holds little, so that most of the response waits
+     * in the engine's queue (loopback would otherwise take it all) */
+    int little = 16384;
+    assert_int_equal(setsockopt(mine, SOL_SOCKET, SO_SNDBUF, &little, sizeof little), 0);
+    const char *big = "GET /big HTTP/1.1\r\nHost: x\r\n\r\n";
+    assert_int_equal(send(f2, big, strlen(big), MSG_NOSIGNAL), (ssize_t)strlen(big));
+    /* nothing read: the loop parks the rest and waits for writability */
+    for (int i = 0; i < 1000 && !(registered_events(mine) & EPOLLOUT); i++) {
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    assert_true(registered_events(mine) & EPOLLOUT);
+    /* and all of it comes: the head, then 1 MiB of body */
+    size_t got = 0, body = 0;
+    char *end = NULL;
+    static char rb[65536];
+    while (!end || body < (1u << 20)) {
+        ssize_t r = recv(f2, rb + (end ? 0 : got), end ? sizeof rb : sizeof rb - 1 - got, 0);
+        assert_true(r > 0);
+        if (end) {
+            body += (size_t)r;
+            continue;
+        }
+        got += (size_t)r;
+        rb[got] = '\0';
+        if ((end = strstr(rb, "\r\n\r\n"))) {
+            assert_non_null(strstr(rb, "Content-Length: 1048576\r\n"));
+            body = got - (size_t)(end + 4 - rb);
+        }
+    }
+    assert_int_equal(body, 1u << 20);
+    /* the connection goes on */
+    assert_int_equal(
+        exchange(f2, "GET /c HTTP/1.1\r\nHost: x\r\n\r\n", "hello /c", buf, sizeof buf), 0);
+}
+
 /* Blocking handlers at once on several connections of one loop: the loop
  * is handed over and the handlers run as jobs on threads made for them.
  * Idle for park_after_ms, the threads beyond those kept leave; a second
@@ -609,6 +750,7 @@ int main(void)
         cmocka_unit_test_teardown(test_streaming_route, teardown),
         cmocka_unit_test_teardown(test_slow_handler_holds_no_events, teardown),
         cmocka_unit_test_teardown(test_spares_leave_and_come_back, teardown),
+        cmocka_unit_test_teardown(test_writability_registered_when_a_write_waits, teardown),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
