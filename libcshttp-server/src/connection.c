@@ -887,9 +887,12 @@ void cshs__conn_job(cshs_worker *w, cshs_conn *c)
             return;
         }
         c->served++;
-        /* events the loop ignored meanwhile: read rather than trust an
-         * earlier short read */
-        cshw_exchange_recheck(c->x);
+        /* events the loop ignored meanwhile (busy 2): read rather than
+         * trust an earlier short read. With none, no byte came since that
+         * read (each arrival makes an event), and the read that would only
+         * say EAGAIN is saved: a system call per request of a blocking
+         * application. One that comes from here on fails the swap below. */
+        if (atomic_load(&c->busy) == 2) cshw_exchange_recheck(c->x);
         int in = cshw_exchange_input(c->x, &t);
         if (in == CSHW_EXCHANGE_READY) continue;
         if (in != CSHW_EXCHANGE_WANT_INPUT || c->rdhup || c->io->pending(c) || c->spos < c->slen)
