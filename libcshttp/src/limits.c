@@ -1,8 +1,15 @@
 /* csh_limits: the defaults, and a caller's struct read by its size. */
 #include "limits.h"
 
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+
+/* A limit appended into tail padding would lie within an older caller's
+ * sizeof, and be read from whatever that caller left there: the struct
+ * must end with its last field (the rule of every sized struct). */
+_Static_assert(sizeof(csh_limits) == offsetof(csh_limits, max_method) + sizeof(size_t),
+               "csh_limits must not end in padding");
 
 static const csh_limits defaults = {
     .size = sizeof(csh_limits),
