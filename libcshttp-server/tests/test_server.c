@@ -41,9 +41,12 @@ static void hello(cshw_context *ctx)
     cshw_response_printf(res, "hello %s", cshw_request_path(req));
 }
 
-static int dial(unsigned port)
+/* A connection to port; rcvbuf, when not 0, is its receive buffer (set
+ * before connect, so that the window the server sees is that small). */
+static int dial_with(unsigned port, int rcvbuf)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (rcvbuf) setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
     struct sockaddr_in a;
     memset(&a, 0, sizeof a);
     a.sin_family = AF_INET;
@@ -56,6 +59,11 @@ static int dial(unsigned port)
         return -1;
     }
     return fd;
+}
+
+static int dial(unsigned port)
+{
+    return dial_with(port, 0);
 }
 
 /* Sends req and reads until `until` appears (or EOF / timeout). */
@@ -589,17 +597,8 @@ static void test_writability_registered_when_a_write_waits(void **state)
     assert_non_null(s2);
     assert_int_equal(cshs_server_start(s2), 0);
     unsigned p2 = cshs_server_port(s2, 0);
-    f2 = socket(AF_INET, SOCK_STREAM, 0);
-    int small = 4096; /* the server's sends go short soon */
-    setsockopt(f2, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
-    struct timeval tv = {10, 0}; /* a response that stalls fails the test, not hangs it */
-    setsockopt(f2, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    struct sockaddr_in a;
-    memset(&a, 0, sizeof a);
-    a.sin_family = AF_INET;
-    a.sin_port = htons((uint16_t)p2);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    assert_int_equal(connect(f2, (struct sockaddr *)&a, sizeof a), 0);
+    f2 = dial_with(p2, 4096); /* the server's sends go short soon */
+    assert_true(f2 >= 0);
     assert_int_equal(
         exchange(f2, "GET /a HTTP/1.1\r\nHost: x\r\n\r\n", "hello /a", buf, sizeof buf), 0);
     int mine = server_end_of(f2);
