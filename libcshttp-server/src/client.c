@@ -1343,10 +1343,11 @@ static ssize_t conn_read(conn *cn, void *buf, size_t cap, int64_t deadline_ms)
 
 static int early_answer(cshs_call *call);
 
-/* While a body is sent on a plain connection: waits until the socket
- * takes more (0), or the origin's response head is here (1: an answer
- * before the end of the body), or the deadline (-ETIMEDOUT), or an error.
- * Bytes that arrive without completing a head are kept for wait_head. */
+/* While a body is sent: waits until the socket takes more (0), or the
+ * origin's response head is here (1: an answer before the end of the
+ * body), or the deadline (-ETIMEDOUT), or an error. Bytes that arrive
+ * without completing a head are kept for wait_head (over TLS, decrypted;
+ * records that carry no data, a session ticket, are taken by OpenSSL). */
 static int wait_send_or_answer(cshs_call *call, short events, int64_t deadline_ms)
 {
     conn *cn = call->cn;
@@ -1429,8 +1430,8 @@ static int conn_send(cshs_call *call, struct iovec *iov, int n)
         if (i == n) break;
         if (full) {
             int64_t deadline = now_ms() + call->send_ms;
-            int w = call->watch && !cn->ssl ? wait_send_or_answer(call, ev, deadline)
-                                            : wait_fd(cn->fd, ev, deadline);
+            int w = call->watch ? wait_send_or_answer(call, ev, deadline)
+                                : wait_fd(cn->fd, ev, deadline);
             if (w != 0) return w;
         }
     }
@@ -1811,19 +1812,52 @@ static int wait_head(cshs_call *call)
     }
 }
 
+/* What early_answer reads over TLS, without waiting: > 0 bytes, -EAGAIN
+ * (nothing whole yet, or OpenSSL wants the socket), 0 at the origin's end
+ * of input (close_notify, or none), or -EIO. A write OpenSSL could not
+ * finish stays in its buffer: the session allows a read in between, and
+ * after an answer the connection is never used again anyway. */
+static ssize_t tls_read_now(conn *cn)
+{
+    size_t n = 0;
+    sigpipe_guard g;
+    sigpipe_block(&g);
+    ERR_clear_error();
+    errno = 0;
+    int r = SSL_read_ex(cn->ssl, cn->buf + cn->end, cn->cap - cn->end, &n);
+    int e = r == 1 ? SSL_ERROR_NONE : SSL_get_error(cn->ssl, r);
+    int se = errno;
+    ERR_clear_error();
+    sigpipe_restore(&g);
+    if (r == 1) return (ssize_t)n;
+    if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) return -EAGAIN;
+    if (e == SSL_ERROR_ZERO_RETURN || (e == SSL_ERROR_SYSCALL && se == 0)) return 0;
+    return -EIO;
+}
+
 /* An answer before the end of the request body (RFC 9112 §9.5 lets a
  * server answer early, and close): reads what the origin sent, without
- * waiting, on a plain connection. 1 when a final response head is here,
- * 0 when not (yet), or an error code: the response is malformed (the
- * caller fails the call). The origin's end of input is remembered: the
- * body's send then fails on its own. */
+ * waiting. 1 when a final response head is here, 0 when not (yet), or an
+ * error code: the response is malformed (the caller fails the call). The
+ * origin's end of input is remembered: the body's send then fails on its
+ * own. */
 static int early_answer(cshs_call *call)
 {
     conn *cn = call->cn;
-    if (cn->ssl) return 0;
     for (;;) {
         int e = make_room(cn);
         if (e < 0) return e;
+        if (cn->ssl) {
+            ssize_t n = tls_read_now(cn);
+            if (n > 0) {
+                cn->end += (size_t)n;
+                e = head_parse(call);
+                if (e != 0) return e;
+                continue;
+            }
+            if (n != -EAGAIN) call->peer_eof = 1;
+            return head_parse(call);
+        }
         ssize_t n = recv(cn->fd, cn->buf + cn->end, cn->cap - cn->end, MSG_DONTWAIT);
         if (n > 0) {
             cn->end += (size_t)n;

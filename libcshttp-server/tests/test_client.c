@@ -10,6 +10,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -290,6 +291,11 @@ static void *conn_main(void *arg)
             if (strstr(head, "\r\n\r\n")) break;
         }
         if (mode != M_CLOSE_AT_HEAD) {
+            /* the answer leaves at once: Nagle would hold it behind the
+             * unacknowledged session tickets (TLS), and the close below,
+             * with input unread, resets and drops what was not sent */
+            int one = 1;
+            setsockopt(p->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
             char a[160];
             snprintf(a, sizeof a,
                      "HTTP/1.1 413 Content Too Large\r\n%sContent-Length: %zu\r\n\r\n%s",
@@ -1734,24 +1740,35 @@ static void test_one_mib_both_ways(void **state)
     origin_free(og);
 }
 
+static char cert_path[64]; /* tls_origin_ctx's certificate */
+static SSL_CTX *tls_origin_ctx(void);
+
 /* An origin that answers before the request body is all sent (RFC 9112
  * §9.5): at once and closing, or holding the connection and reading no
- * more. cshs_call_write says so (1) and sends nothing more, cshs_call_end
- * gives the head, the body reads whole, and the connection is not reused
- * (the request was cut): the next request opens another. */
+ * more, over plain TCP and over TLS. cshs_call_write says so (1) and sends
+ * nothing more, cshs_call_end gives the head, the body reads whole, and
+ * the connection is not reused (the request was cut): the next request
+ * opens another. */
 static void test_answer_before_the_body_ended(void **state)
 {
     (void)state;
     static const int modes[] = {M_EARLY_CLOSE, M_EARLY_HOLD};
     static char piece[65536];
     memset(piece, 'b', sizeof piece);
-    for (int k = 0; k < 2; k++) {
-        origin *og = origin_new_on(0, NULL);
-        og->modes[0] = og->modes[1] = modes[k]; /* Content-Length, then chunked */
+    SSL_CTX *ctx = tls_origin_ctx();
+    for (int k = 0; k < 4; k++) {
+        int tls = k >= 2;
+        origin *og = origin_new_on(0, tls ? ctx : NULL);
+        og->modes[0] = og->modes[1] = modes[k % 2]; /* Content-Length, then chunked */
         origin_start(og);
         char url[64];
         origin_url(og, url, sizeof url);
-        cshs_client *c = client_with(1, 1);
+        cshs_client_options co;
+        cshs_client_options_init(&co);
+        co.pool_size = 1;
+        co.tls_insecure = tls;
+        cshs_client *c = cshs_client_new(&co);
+        assert_non_null(c);
         for (int chunked = 0; chunked <= 1; chunked++) {
             cshs_client_request rq;
             cshs_client_request_init(&rq);
@@ -1789,6 +1806,8 @@ static void test_answer_before_the_body_ended(void **state)
         cshs_client_free(c);
         origin_free(og);
     }
+    SSL_CTX_free(ctx);
+    unlink(cert_path);
 }
 
 static void test_1xx_skipped(void **state)
@@ -2079,8 +2098,6 @@ static void test_from_handlers(void **state)
 }
 
 /* ---- HTTPS ---- */
-
-static char cert_path[64];
 
 /* A self-signed certificate for 127.0.0.1 only, written to cert_path. */
 static SSL_CTX *tls_origin_ctx(void)

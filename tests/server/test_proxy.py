@@ -18,6 +18,7 @@ import os
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -243,11 +244,16 @@ class Origin:
 class EarlyOrigin:
     """An origin that answers as soon as it has a request's head, before
     its body: 413 with a body, then closes (`close`), or stops reading and
-    holds the connection open until the test ends (`stall`)."""
+    holds the connection open until the test ends (`stall`). Over TLS when
+    given a certificate and key."""
     BODY = b"too large: this origin takes no more than a head\n" * 20
 
-    def __init__(self, mode):
+    def __init__(self, mode, tls=None):
         self.mode = mode
+        self.tls = None
+        if tls:
+            self.tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            self.tls.load_cert_chain(*tls)
         self.ls = socket.socket()
         self.ls.bind(("127.0.0.1", 0))
         self.ls.listen(16)
@@ -258,7 +264,7 @@ class EarlyOrigin:
         self.t.start()
 
     def url(self):
-        return "http://127.0.0.1:%d" % self.port
+        return "%s://127.0.0.1:%d" % ("https" if self.tls else "http", self.port)
 
     def loop(self):
         while True:
@@ -266,8 +272,14 @@ class EarlyOrigin:
                 c, _ = self.ls.accept()
             except OSError:
                 return
+            # the answer leaves at once: Nagle would hold it behind the
+            # unacknowledged session tickets (TLS), and a close with input
+            # unread resets and drops what was not sent
+            c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             buf = b""
             try:
+                if self.tls:
+                    c = self.tls.wrap_socket(c, server_side=True)
                 while b"\r\n\r\n" not in buf:
                     d = c.recv(65536)
                     if not d:
@@ -667,18 +679,20 @@ def t_origin_answers_early(tmp):
     client still uploads 4 MiB: the client gets the 413 and its body, not
     502, and the connection is closed after it (its body was not read);
     whether the origin closes at once or stops reading and holds on. The
-    origin's connection is not reused: the next request opens a new one."""
-    for mode in ("close", "stall"):
-        o = EarlyOrigin(mode)
+    origin's connection is not reused: the next request opens a new one.
+    The same with the origin on HTTPS."""
+    cert_key = T.make_cert(tmp, "early")
+    for mode, tls in (("close", None), ("stall", None), ("close", cert_key), ("stall", cert_key)):
+        o = EarlyOrigin(mode, tls)
         try:
-            with proxy(tmp, "/early=" + o.url()) as px:
+            with proxy(tmp, "/early=" + o.url(), extra=("--proxy-insecure",)) as px:
                 for _ in range(2):
                     st, h, body = upload_early_answered(px.port, 4 << 20)
-                    assert st == 413 and body == EarlyOrigin.BODY, (mode, st, h, body[:200])
-                    assert h.get("connection") == "close", (mode, h)
-                assert o.heads == 2, (mode, o.heads)
+                    assert st == 413 and body == EarlyOrigin.BODY, (mode, tls, st, h, body[:200])
+                    assert h.get("connection") == "close", (mode, tls, h)
+                assert o.heads == 2, (mode, tls, o.heads)
                 p = pools(px)[o.url()]
-                assert p["opens"] == 2, (mode, p)
+                assert p["opens"] == 2, (mode, tls, p)
         finally:
             o.close()
 

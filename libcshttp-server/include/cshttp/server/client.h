@@ -402,8 +402,8 @@ CSHS_EXPORT int cshs_client_begin(cshs_client *c, const cshs_client_request *r, 
  * writes return 1 and send nothing, cshs_call_end returns 0 with that
  * response, whose body is read as any other; the connection is closed
  * after it, never reused. A proxy passes that response on and stops
- * reading its own client's body. Plain (http://) origins only: over TLS
- * the send runs to its end or fails as before. */
+ * reading its own client's body. The same over TLS (https://) since
+ * 0.3.1. */
 CSHS_EXPORT int cshs_call_write(cshs_call *call, const void *data, size_t len);
 
 /* Ends the request (CSHS_CLIENT_BODY_CHUNKED: the last chunk;
