@@ -26,11 +26,11 @@ enum { TAG_CONN = 1, TAG_LISTENER = 2, TAG_WAKE = 3 };
 /* Which deadline a parked connection's deadline_ms is. */
 enum {
     EXP_NONE = 0,
-    EXP_HEAD,  /* a request head (or a new connection's first) */
-    EXP_IDLE,  /* keep-alive idle */
-    EXP_TLS,   /* TLS handshake */
-    EXP_BODY,  /* body rate or read timeout while the body is read */
-    EXP_SEND,  /* the client does not take the response */
+    EXP_HEAD,   /* a request head (or a new connection's first) */
+    EXP_IDLE,   /* keep-alive idle */
+    EXP_TLS,    /* TLS handshake */
+    EXP_BODY,   /* body rate or read timeout while the body is read */
+    EXP_SEND,   /* the client does not take the response */
     EXP_LINGER, /* lingering close over */
     EXP_NOWAIT  /* the socket could not be waited for (epoll_ctl failed): closed */
 };
@@ -81,7 +81,7 @@ typedef struct cshs_conn {
     char eof;               /* the client's input ended */
     char rdhup;             /* an event said the input ends (read to its end) */
     char out_armed;         /* registered for writability too (cshs__conn_want_out) */
-    short tls_wait;         /* POLLIN or POLLOUT: what the last read, or write that had to wait, waits for */
+    short tls_wait;         /* POLLIN or POLLOUT: the last read's wait, or a write's that had to */
     int after_run;          /* a handler's result, for the loop that takes it back */
     int resume;             /* how that loop goes on (connection.c, RESUME_*) */
     int last_status;        /* of the last answer reported */

@@ -135,10 +135,11 @@ int cshs__tls_handshake(cshs_conn *c)
 
 /* -EAGAIN from OpenSSL may mean "wait to read" or "wait to write"
  * (tls_wait says which; a wait to write registers the socket for it,
- * connection.c), and the edge of either brings the next try. Records are read until the buffer is full or OpenSSL
- * wants the socket: a short read then means the socket said EAGAIN, which
- * an edge-triggered registration needs (one SSL_read returns at most one
- * record, and the socket may hold more). */
+ * connection.c), and the edge of either brings the next try. Records are
+ * read until the buffer is full or OpenSSL wants the socket: a short read
+ * then means the socket said EAGAIN, which an edge-triggered registration
+ * needs (one SSL_read returns at most one record, and the socket may hold
+ * more). */
 static ssize_t tls_read(cshs_conn *c, void *buf, size_t len)
 {
     size_t got = 0;
