@@ -1766,6 +1766,7 @@ static void test_answer_before_the_body_ended(void **state)
         cshs_client_options co;
         cshs_client_options_init(&co);
         co.pool_size = 1;
+        co.tick_thread = 1;
         co.tls_insecure = tls;
         cshs_client *c = cshs_client_new(&co);
         assert_non_null(c);

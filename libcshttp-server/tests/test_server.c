@@ -3,6 +3,7 @@
  * another thread, a graceful stop and a stop that has to cut, free(NULL),
  * writability registered only once a write waits. */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -13,7 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <dirent.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -516,7 +516,7 @@ static void test_slow_handler_holds_no_events(void **state)
     }
 }
 
-/* A response of `big` bytes for /big, else hello's. */
+/* 1 MiB for /big, else hello's answer. */
 static void big_or_hello(cshw_context *ctx)
 {
     cshw_request *req = cshw_context_request(ctx);
@@ -525,7 +525,7 @@ static void big_or_hello(cshw_context *ctx)
         return;
     }
     cshw_response *res = cshw_context_response(ctx);
-    static char block[16384];
+    char block[16384];
     memset(block, 'b', sizeof block);
     cshw_response_set_content_type(res, "application/octet-stream", NULL);
     cshw_response_set_content_length(res, 1u << 20);
