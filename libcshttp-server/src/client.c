@@ -1305,6 +1305,29 @@ static int wait_fd(int fd, short events, int64_t deadline_ms)
     }
 }
 
+/* One SSL_read without waiting: > 0 bytes, 0 at the end of input
+ * (close_notify, or none), -EAGAIN when OpenSSL wants the socket (*wait:
+ * POLLIN or POLLOUT), -errno or -EIO. */
+static ssize_t tls_read_now(conn *cn, void *buf, size_t cap, short *wait)
+{
+    size_t n = 0;
+    sigpipe_guard g;
+    sigpipe_block(&g);
+    ERR_clear_error();
+    errno = 0;
+    int r = SSL_read_ex(cn->ssl, buf, cap, &n);
+    int e = r == 1 ? SSL_ERROR_NONE : SSL_get_error(cn->ssl, r);
+    int se = errno;
+    ERR_clear_error();
+    sigpipe_restore(&g);
+    if (r == 1) return (ssize_t)n;
+    *wait = e == SSL_ERROR_WANT_WRITE ? POLLOUT : POLLIN;
+    if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) return -EAGAIN;
+    if (e == SSL_ERROR_ZERO_RETURN) return 0;
+    if (e == SSL_ERROR_SYSCALL) return se ? -se : 0; /* 0: the end without close_notify */
+    return -EIO;
+}
+
 /* Reads what is there, waiting until deadline_ms for something: > 0
  * bytes, 0 at the end of input, -ETIMEDOUT, -ECONNRESET, -EIO. */
 static ssize_t conn_read(conn *cn, void *buf, size_t cap, int64_t deadline_ms)
@@ -1317,24 +1340,8 @@ static ssize_t conn_read(conn *cn, void *buf, size_t cap, int64_t deadline_ms)
             if (errno == EINTR) continue;
             if (errno != EAGAIN && errno != EWOULDBLOCK) return -errno;
         } else {
-            size_t n = 0;
-            sigpipe_guard g;
-            sigpipe_block(&g);
-            ERR_clear_error();
-            errno = 0;
-            int r = SSL_read_ex(cn->ssl, buf, cap, &n);
-            int e = r == 1 ? SSL_ERROR_NONE : SSL_get_error(cn->ssl, r);
-            int se = errno;
-            ERR_clear_error();
-            sigpipe_restore(&g);
-            if (r == 1) return (ssize_t)n;
-            if (e == SSL_ERROR_ZERO_RETURN) return 0;
-            if (e == SSL_ERROR_WANT_WRITE)
-                ev = POLLOUT;
-            else if (e == SSL_ERROR_SYSCALL)
-                return se ? -se : 0; /* 0: the end of input without close_notify */
-            else if (e != SSL_ERROR_WANT_READ)
-                return -EIO;
+            ssize_t n = tls_read_now(cn, buf, cap, &ev);
+            if (n != -EAGAIN) return n;
         }
         int w = wait_fd(cn->fd, ev, deadline_ms);
         if (w < 0) return w;
@@ -1812,29 +1819,6 @@ static int wait_head(cshs_call *call)
     }
 }
 
-/* What early_answer reads over TLS, without waiting: > 0 bytes, -EAGAIN
- * (nothing whole yet, or OpenSSL wants the socket), 0 at the origin's end
- * of input (close_notify, or none), or -EIO. A write OpenSSL could not
- * finish stays in its buffer: the session allows a read in between, and
- * after an answer the connection is never used again anyway. */
-static ssize_t tls_read_now(conn *cn)
-{
-    size_t n = 0;
-    sigpipe_guard g;
-    sigpipe_block(&g);
-    ERR_clear_error();
-    errno = 0;
-    int r = SSL_read_ex(cn->ssl, cn->buf + cn->end, cn->cap - cn->end, &n);
-    int e = r == 1 ? SSL_ERROR_NONE : SSL_get_error(cn->ssl, r);
-    int se = errno;
-    ERR_clear_error();
-    sigpipe_restore(&g);
-    if (r == 1) return (ssize_t)n;
-    if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) return -EAGAIN;
-    if (e == SSL_ERROR_ZERO_RETURN || (e == SSL_ERROR_SYSCALL && se == 0)) return 0;
-    return -EIO;
-}
-
 /* An answer before the end of the request body (RFC 9112 §9.5 lets a
  * server answer early, and close): reads what the origin sent, without
  * waiting. 1 when a final response head is here, 0 when not (yet), or an
@@ -1848,7 +1832,11 @@ static int early_answer(cshs_call *call)
         int e = make_room(cn);
         if (e < 0) return e;
         if (cn->ssl) {
-            ssize_t n = tls_read_now(cn);
+            /* a write OpenSSL could not finish stays in its buffer: the
+             * session allows a read in between, and after an answer the
+             * connection is never used again anyway */
+            short wait;
+            ssize_t n = tls_read_now(cn, cn->buf + cn->end, cn->cap - cn->end, &wait);
             if (n > 0) {
                 cn->end += (size_t)n;
                 e = head_parse(call);
