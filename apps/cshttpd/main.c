@@ -732,12 +732,12 @@ int main(int argc, char **argv)
      * up sooner on a full pool (a refused origin fails at once anyway) */
     co.acquire_timeout_ms = 2000;
     check_proxy(&conf, &px, &co);
-    /* A proxied request waits for its origin in the kernel: under the
-     * engine's offload mode every one of them would go to another thread
-     * (2-3 context switches a request more); handed over only when one
-     * blocks its loop past grow_after_us, a proxy spends about a third of
-     * the CPU per request (bench/README.md, W6). Given explicitly, the
-     * option stands. */
+    /* A proxied request without a body defers its handler and waits for
+     * its origin on the loop (proxy.c), which only a handler run on its
+     * loop's thread can do: under the engine's offload mode, after any
+     * handler that blocked, every request would go to another thread and
+     * wait there (2-3 context switches a request more; bench/README.md,
+     * W6). Given explicitly, the option stands. */
     if (px.n && !option_given(argc, argv, "offload_ms")) o.offload_ms = 0;
 
     if (m.install || m.uninstall) {

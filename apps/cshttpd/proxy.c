@@ -335,6 +335,132 @@ static int origin_length(cshs_call *call, uint64_t *len)
     return 1;
 }
 
+/* The origin's answer onto ours, once cshs_call_end has it (the head is
+ * here, or the error; the body is read as it comes); frees the call.
+ * `early`: the origin answered before the client's whole body was sent. */
+static void answer(cshw_context *ctx, const proxy_route *r, cshs_call *call, int early)
+{
+    cshw_request *req = cshw_context_request(ctx);
+    cshw_response *res = cshw_context_response(ctx);
+    /* after a failed write, cshs_call_end returns that error */
+    int e = cshs_call_end(call);
+    if (e < 0) {
+        fail(r, req, res, e, "sending the request:");
+        cshs_call_free(call);
+        return;
+    }
+
+    cshw_response_set_status(res, cshs_call_status(call));
+    cshw_response_disable_gzip(res);
+    response_fields(ctx, call);
+    /* the client's body was not read to its end: the connection cannot
+     * carry another request (the engine reads what still comes, lingering,
+     * before it closes) */
+    if (early) cshw_response_close_connection(res);
+    const csh_message *m = cshs_call_message(call);
+    /* Content-Length as the origin sent it, the toolkit holding the body
+     * to it (a body cut short by the origin closes the client's
+     * connection); a body that fits the response buffer goes out whole,
+     * any other is streamed, each piece sent as it comes (chunked when the
+     * origin gave no length) */
+    uint64_t length;
+    if (origin_length(call, &length)) cshw_response_set_content_length(res, length);
+    const cshw_options *wo = cshw_context_options(ctx);
+    int whole = m->body == CSH_BODY_NONE ||
+                (m->body == CSH_BODY_LENGTH && wo && m->content_length <= wo->response_buffer);
+    char buf[16384];
+    for (;;) {
+        ssize_t n = cshs_call_read(call, buf, sizeof buf);
+        if (n < 0) {
+            fail(r, req, res, (int)n, "reading the response:");
+            break;
+        }
+        if (n == 0) break;
+        if (cshw_response_write(res, buf, (size_t)n) < 0) break; /* the client left */
+        if (!whole && cshw_response_flush(res) < 0) break;
+    }
+    cshs_call_free(call);
+}
+
+/* The error page is written already (fail): nothing more to do. */
+static void answer_failed(cshw_context *ctx, void *arg)
+{
+    (void)ctx;
+    (void)arg;
+}
+
+/* A request without a body whose handler deferred: what its continuation
+ * needs (in the request's arena). */
+typedef struct waiting {
+    proxy *p;
+    const proxy_route *r;
+    cshs_client_request rq;
+    cshs_call *call;
+    cshs_deferred *d;
+} waiting;
+
+static void answer_later(cshw_context *ctx, void *arg)
+{
+    waiting *wt = arg;
+    answer(ctx, wt->r, wt->call, 0);
+}
+
+/* The origin's head is here, or the call failed (on the loop's thread). */
+static void origin_ready(void *arg)
+{
+    waiting *wt = arg;
+    cshs_deferred_resume(wt->d, answer_later, wt);
+}
+
+/* On a thread of its own (cshs_deferred_run): no connection was idle, so
+ * taking one waits for a connect or for another request's release. */
+static void send_and_answer(cshw_context *ctx, void *arg)
+{
+    waiting *wt = arg;
+    int e = cshs_client_begin(wt->p->client, &wt->rq, &wt->call);
+    if (e < 0) {
+        fail(wt->r, cshw_context_request(ctx), cshw_context_response(ctx), e, "connecting:");
+        return;
+    }
+    answer(ctx, wt->r, wt->call, 0);
+}
+
+/* A request without a body, its handler deferred (0 when it could not
+ * be: the caller proxies it itself). With an idle connection to the
+ * origin, the request is sent from here and its answer waited for on the
+ * loop, holding no thread; without one, waiting for a connection is done
+ * on a thread of its own, never on the loop (whose continuations release
+ * the connections). */
+static int proxy_deferred(proxy *p, const proxy_route *r, cshw_context *ctx,
+                          const cshs_client_request *rq)
+{
+    waiting *wt = cshw_arena_alloc(cshw_context_arena(ctx), sizeof *wt);
+    cshs_deferred *d = wt ? cshs_defer(ctx) : NULL;
+    if (!d) return 0;
+    wt->p = p;
+    wt->r = r;
+    wt->rq = *rq; /* its strings and fields live in the request (arena, head) */
+    wt->call = NULL;
+    wt->d = d;
+    if (!cshs_client_idle(p->client, r->origin)) {
+        cshs_deferred_run(d, send_and_answer, wt);
+        return 1;
+    }
+    int e = cshs_client_begin(p->client, rq, &wt->call);
+    if (e < 0) {
+        cshw_request *req = cshw_context_request(ctx);
+        fail(r, req, cshw_context_response(ctx), e, "connecting:");
+        cshs_deferred_resume(d, answer_failed, NULL);
+        return 1;
+    }
+    /* 0: origin_ready resumes it; else nothing to wait for (or the loop
+     * could not watch the socket): resumed at once, the continuation runs
+     * when this handler returns */
+    if (cshs_call_end_async(wt->call, cshs_deferred_reactor(d), origin_ready, wt) != 0)
+        cshs_deferred_resume(d, answer_later, wt);
+    return 1;
+}
+
 void proxy_serve(proxy *p, const proxy_route *r, cshw_context *ctx)
 {
     cshw_request *req = cshw_context_request(ctx);
@@ -361,70 +487,40 @@ void proxy_serve(proxy *p, const proxy_route *r, cshw_context *ctx)
     }
     if (p->timeout_ms) rq.head_timeout_ms = rq.read_timeout_ms = p->timeout_ms;
 
+    /* Nothing more to send: the origin's answer is waited for on the
+     * connection's loop when the engine lets this handler defer (it runs
+     * on its loop's thread); else here. */
+    if (rq.body_mode == CSHS_CLIENT_BODY_WHOLE && proxy_deferred(p, r, ctx, &rq)) return;
     cshs_call *call = NULL;
     int e = cshs_client_begin(p->client, &rq, &call);
     if (e < 0) {
         fail(r, req, res, e, "connecting:");
         return;
     }
-    char buf[16384];
-    int early = 0; /* the origin answered before the whole body was sent */
-    if (rq.body_mode != CSHS_CLIENT_BODY_WHOLE) {
-        /* the first read answers Expect: 100-continue: the client sends its
-         * body once the origin was reached and its head sent */
-        for (;;) {
-            ssize_t n = cshw_request_read(req, buf, sizeof buf);
-            if (n < 0) {
-                /* the client's body failed: the toolkit answers it (400,
-                 * 408, 413) and closes; the origin's connection is dropped
-                 * with the unfinished request */
-                cshs_call_free(call);
-                return;
-            }
-            if (n == 0) break;
-            e = cshs_call_write(call, buf, (size_t)n);
-            if (e < 0) break;
-            if (e == 1) { /* a 413, a 401...: the rest of the body is not sent */
-                early = 1;
-                break;
-            }
-        }
-    }
-    /* after a failed write, cshs_call_end returns that error */
-    e = cshs_call_end(call);
-    if (e < 0) {
-        fail(r, req, res, e, "sending the request:");
-        cshs_call_free(call);
+    if (rq.body_mode == CSHS_CLIENT_BODY_WHOLE) {
+        answer(ctx, r, call, 0);
         return;
     }
-
-    cshw_response_set_status(res, cshs_call_status(call));
-    cshw_response_disable_gzip(res);
-    response_fields(ctx, call);
-    /* the client's body was not read to its end: the connection cannot
-     * carry another request (the engine reads what still comes, lingering,
-     * before it closes) */
-    if (early) cshw_response_close_connection(res);
-    const csh_message *m = cshs_call_message(call);
-    /* Content-Length as the origin sent it, the toolkit holding the body
-     * to it (a body cut short by the origin closes the client's
-     * connection); a body that fits the response buffer goes out whole,
-     * any other is streamed, each piece sent as it comes (chunked when the
-     * origin gave no length) */
-    uint64_t length;
-    if (origin_length(call, &length)) cshw_response_set_content_length(res, length);
-    const cshw_options *wo = cshw_context_options(ctx);
-    int whole = m->body == CSH_BODY_NONE ||
-                (m->body == CSH_BODY_LENGTH && wo && m->content_length <= wo->response_buffer);
+    char buf[16384];
+    int early = 0; /* the origin answered before the whole body was sent */
+    /* the first read answers Expect: 100-continue: the client sends its
+     * body once the origin was reached and its head sent */
     for (;;) {
-        ssize_t n = cshs_call_read(call, buf, sizeof buf);
+        ssize_t n = cshw_request_read(req, buf, sizeof buf);
         if (n < 0) {
-            fail(r, req, res, (int)n, "reading the response:");
-            break;
+            /* the client's body failed: the toolkit answers it (400,
+             * 408, 413) and closes; the origin's connection is dropped
+             * with the unfinished request */
+            cshs_call_free(call);
+            return;
         }
         if (n == 0) break;
-        if (cshw_response_write(res, buf, (size_t)n) < 0) break; /* the client left */
-        if (!whole && cshw_response_flush(res) < 0) break;
+        e = cshs_call_write(call, buf, (size_t)n);
+        if (e < 0) break;
+        if (e == 1) { /* a 413, a 401...: the rest of the body is not sent */
+            early = 1;
+            break;
+        }
     }
-    cshs_call_free(call);
+    answer(ctx, r, call, early);
 }

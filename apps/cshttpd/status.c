@@ -142,7 +142,8 @@ int acl_allows(const acl *a, const char *remote_addr)
     X(tls_handshakes)                                                                              \
     X(loops)                                                                                       \
     X(handovers)                                                                                   \
-    X(offloaded)
+    X(offloaded)                                                                                   \
+    X(deferred)
 
 #define POOL_FIELDS(X)                                                                             \
     X(open)                                                                                        \

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -289,6 +290,11 @@ struct cshs_call {
     size_t head_len;
     char *all; /* cshs_call_read_all */
     size_t all_len;
+    /* cshs_call_end_async: the watch on the reactor, and what to call */
+    cshs_watch rw;
+    void (*done)(void *arg);
+    void *done_arg;
+    uint64_t got; /* response bytes read there */
     csh_header fields[MAX_FIELDS]; /* last: not cleared (call_start) */
 };
 
@@ -1706,7 +1712,10 @@ static int body_done(cshs_call *call, int keep)
     const csh_message *m = &call->parser.msg;
     keep =
         keep && !call->early && (m->flags & CSH_MSG_KEEP_ALIVE) && m->body != CSH_BODY_UNTIL_CLOSE;
-    if (keep) {
+    /* A response read on a reactor (cshs_call_end_async) skips this look:
+     * the connection's next use looks first (conn_fresh) and drops it for
+     * bytes nobody asked for, and the tick looks at it while idle. */
+    if (keep && !call->done) {
         /* what already arrived after the response: a second answer that
          * nobody asked for fails this one; a FIN only ends the connection */
         struct pollfd pf = {cn->fd, POLLIN | POLLRDHUP, 0};
@@ -2028,6 +2037,16 @@ int cshs_call_end(cshs_call *call)
     if (!call) return -EINVAL;
     switch (call->state) {
     case K_FAILED:
+        /* cshs_call_end_async met the origin's close of a reused
+         * connection: the retry rule, as wait_head's failure below */
+        if (call->again && may_retry(call, 0)) {
+            int e = send_again(call);
+            if (e == 0) e = wait_head(call);
+            call->retryable = 0;
+            free(call->again);
+            call->again = NULL;
+            return e;
+        }
         return call->err;
     case K_BODY_IN:
     case K_DONE:
@@ -2072,6 +2091,113 @@ int cshs_call_end(cshs_call *call)
         return e;
     }
     }
+}
+
+/* ---- the head awaited on a reactor ---- */
+
+/* Reads and parses what the origin sent without waiting: 0 when the
+ * socket has to be waited for; 1 when nothing more is waited for here
+ * (the head is here, with a Content-Length body that fits the buffer; or
+ * something the blocking calls handle: a TLS read that must write, the
+ * end of input within a body); 2 when the response has no body; or the
+ * error that fails the call. The connection is neither closed nor given
+ * back here: the watch goes first (async_ready), so that its socket is
+ * never reused, or closed and its number reused, while registered. */
+static int async_step(cshs_call *call)
+{
+    conn *cn = call->cn;
+    for (;;) {
+        if (call->state == K_HEAD_WAIT) {
+            int r = head_parse(call);
+            if (r < 0) return r;
+            if (r == 1 && call->parser.msg.body == CSH_BODY_NONE) return 2;
+            if (r == 0 && (r = make_room(cn)) < 0) return r;
+        }
+        if (call->state != K_HEAD_WAIT) {
+            /* the body: waited for here only when its length is known and
+             * all of it fits the buffer */
+            if (call->body.kind != CSH_BODY_LENGTH) return 1;
+            uint64_t want = call->parser.msg.content_length - call->body.received;
+            size_t have = cn->end - cn->start;
+            if (have >= want || want > cn->cap) return 1;
+            if (cn->start + want > cn->cap) {
+                memmove(cn->buf, cn->buf + cn->start, have);
+                cn->start = 0;
+                cn->end = have;
+            }
+        }
+        ssize_t n;
+        if (!cn->ssl) {
+            n = recv(cn->fd, cn->buf + cn->end, cn->cap - cn->end, MSG_DONTWAIT);
+            if (n < 0) n = errno == EWOULDBLOCK ? -EAGAIN : -errno;
+            if (n == -EINTR) continue;
+        } else {
+            short wait = POLLIN;
+            n = tls_read_now(cn, cn->buf + cn->end, cn->cap - cn->end, &wait);
+            if (n == -EAGAIN && wait == POLLOUT) return 1; /* cshs_call_end waits for that */
+        }
+        if (n > 0) {
+            cn->end += (size_t)n;
+            call->got += (uint64_t)n;
+            continue;
+        }
+        if (n == -EAGAIN) return 0;
+        if (call->state != K_HEAD_WAIT) return 1; /* cshs_call_read sees the body's end */
+        if (!is_closed_errno((int)n)) return (int)n;
+        call->retryable = call->reused && call->got == 0;
+        return CSHS_CLIENT_E_ORIGIN_CLOSED;
+    }
+}
+
+/* What async_step found, once the watch is gone: the call fails, or its
+ * bodiless response ends (the connection goes back). */
+static void async_settle(cshs_call *call, int r)
+{
+    if (r < 0)
+        call_fail(call, r);
+    else if (r == 2)
+        body_done(call, 1);
+}
+
+static void async_ready(cshs_watch *w, uint32_t events)
+{
+    cshs_call *call = w->arg;
+    int r = CSHS_CLIENT_E_HEAD_TIMEOUT; /* given 0: the deadline, or the reactor stops */
+    if (events) {
+        r = async_step(call);
+        if (r == 0) return; /* more to come */
+    } else if (call->state != K_HEAD_WAIT) {
+        r = 1; /* the head is here: cshs_call_read waits for the body */
+    }
+    cshs_reactor_remove(w);
+    async_settle(call, r);
+    call->done(call->done_arg); /* last: it may free the call */
+}
+
+int cshs_call_end_async(cshs_call *call, cshs_reactor *r, void (*done)(void *arg), void *arg)
+{
+    if (!call || !r || !done) return -EINVAL;
+    if (call->state == K_FAILED || call->state == K_BODY_IN || call->state == K_DONE) return 1;
+    if (call->state != K_HEAD_WAIT) return -EINVAL;
+    conn *cn = call->cn;
+    /* bytes already read (or decrypted by OpenSSL) fire no event */
+    if (cn->end > cn->start || (cn->ssl && SSL_has_pending(cn->ssl))) {
+        int step = async_step(call);
+        if (step != 0) {
+            async_settle(call, step);
+            return 1;
+        }
+    }
+    call->done = done;
+    call->done_arg = arg;
+    memset(&call->rw, 0, sizeof call->watch);
+    call->rw.fd = cn->fd;
+    call->rw.events = EPOLLIN | EPOLLRDHUP;
+    call->rw.deadline_ms = call->head_deadline_ms;
+    call->rw.ready = async_ready;
+    call->rw.arg = call;
+    /* last: from here the reactor's thread may run async_ready */
+    return cshs_reactor_add(r, &call->rw);
 }
 
 static int have_head(const cshs_call *call)
@@ -2240,6 +2366,16 @@ int cshs_call_read_all(cshs_call *call, size_t limit, const char **body, size_t 
 void cshs_call_free(cshs_call *call)
 {
     call_destroy(call);
+}
+
+unsigned cshs_client_idle(cshs_client *c, const char *origin)
+{
+    if (!c || !origin) return 0;
+    pthread_mutex_lock(&c->mu);
+    pool *p = pool_find(c, origin);
+    unsigned n = p ? p->nidle : 0;
+    pthread_mutex_unlock(&c->mu);
+    return n;
 }
 
 ssize_t cshs_client_stats_sized(cshs_client *c, cshs_client_pool_stats *out, size_t cap,

@@ -53,7 +53,14 @@
 #define TLS_FILE_CHUNK 16384u /* a file sent over TLS is read this much at a time */
 #define OUT_MIN 4096u         /* the smallest output block */
 #define DRIVE_TURNS 32        /* exchanges in a row before others go first */
-enum { RESUME_AFTER_RUN = 0, RESUME_EVENT = 1 }; /* cshs_conn.resume */
+#define SPARE_CTX_MAX 64       /* contexts a worker keeps for handlers that defer */
+/* cshs_conn.resume: how a connection given back goes on */
+enum { RESUME_AFTER_RUN = 0, RESUME_EVENT = 1, RESUME_DEFERRED = 2 };
+
+/* The connection whose handler runs inline on this thread, and the
+ * worker running it: what cshs_defer finds. */
+static _Thread_local cshs_conn *running_conn;
+static _Thread_local cshs_worker *running_worker;
 
 /* ---- the plain stream (server_impl.h, cshs_stream_ops) ---- */
 
@@ -485,6 +492,31 @@ void cshs__worker_release(cshs_worker *w)
 {
     cshw_exchange_free(w->spare_x);
     w->spare_x = NULL;
+    for (unsigned i = 0; i < w->nspare_ctx; i++) cshw_context_free(w->spare_ctx[i]);
+    free(w->spare_ctx);
+    w->spare_ctx = NULL;
+    w->nspare_ctx = 0;
+}
+
+/* A context for a worker whose own went with a deferred request: one it
+ * kept, or a new one. NULL when out of memory. */
+static cshw_context *spare_ctx_take(cshs_worker *w, cshs_server *s)
+{
+    if (w->nspare_ctx) return w->spare_ctx[--w->nspare_ctx];
+    cshw_context *ctx = cshw_context_new(s->o.web);
+    if (ctx) cshw_context_set_app_data(ctx, s->app_data);
+    return ctx;
+}
+
+/* A deferred request's context, its request ended: kept for the next one
+ * (up to SPARE_CTX_MAX, then freed). Each worker keeps its own: no lock. */
+static void spare_ctx_put(cshs_worker *w, cshw_context *ctx)
+{
+    if (!w->spare_ctx) w->spare_ctx = calloc(SPARE_CTX_MAX, sizeof *w->spare_ctx);
+    if (w->spare_ctx && w->nspare_ctx < SPARE_CTX_MAX)
+        w->spare_ctx[w->nspare_ctx++] = ctx;
+    else
+        cshw_context_free(ctx);
 }
 
 /* A parked connection waits for its socket (counted idle, no thread);
@@ -511,6 +543,12 @@ static void unpark(cshs_conn *c)
     atomic_fetch_add_explicit(&k->active, 1, memory_order_relaxed);
 }
 
+static void answer_unavailable(cshw_context *ctx, void *arg)
+{
+    (void)arg;
+    cshw_response_send_error(cshw_context_response(ctx), 503);
+}
+
 void cshs__conn_close(cshs_worker *w, cshs_conn *c)
 {
     cshs_server *s = c->srv;
@@ -523,6 +561,13 @@ void cshs__conn_close(cshs_worker *w, cshs_conn *c)
         atomic_fetch_sub_explicit(&l->k.active, 1, memory_order_relaxed);
     }
     c->parked = 0;
+    if (c->dctx) {
+        /* a deferred request never resumed (the server's end, past a
+         * forced stop): ended with a 503 rather than left active */
+        cshw_exchange_resume(c->x, &c->t, answer_unavailable, NULL);
+        cshw_context_free(c->dctx);
+        c->dctx = NULL;
+    }
     if (c->io) c->io->close(c);
     out_clear(c);
     release_exchange(w, c);
@@ -754,8 +799,9 @@ static int after_exchange(cshs_worker *w, cshs_conn *c, int r, int ran)
     return 1;
 }
 
-/* Goes on after the batch: it had its turns, others go first. */
-static void post(cshs_conn *c)
+/* Goes on after the batch: it had its turns, others go first (or its
+ * deferred handler's continuation is due). */
+void cshs__conn_post(cshs_conn *c)
 {
     cshs_loop *l = c->loop;
     if (c->posted) return;
@@ -764,30 +810,141 @@ static void post(cshs_conn *c)
     l->posted = c;
 }
 
-/* Runs a ready request's handler on the loop's thread. 0 when the loop
- * was handed to another thread meanwhile: the connection went back to
- * the loop, and this thread leaves it. */
+/* A deferred request's continuation is due (both its handler's return
+ * and its resume came): on a job thread when it may wait
+ * (cshs_deferred_run), else on the loop's thread, after the batch when
+ * this is the loop's owner (`owner`), or given back to the loop. */
+static void continuation_due(cshs_conn *c, int owner)
+{
+    c->resume = RESUME_DEFERRED;
+    if (c->djob && cshs__offload(c->srv, c)) return;
+    c->djob = 0; /* no thread free: the loop runs it */
+    if (owner)
+        cshs__conn_post(c);
+    else
+        cshs__give_back(c);
+}
+
+/* What follows a handler (or a continuation) run by a loop's thread:
+ * r from cshw_exchange_run or _resume; `owner`: the thread still owns
+ * the loop (not handed over meanwhile). 1 when the caller goes on with
+ * the connection (after_exchange); 0 when it left this thread: deferred
+ * (it waits for its resume, busy), or given back to the loop. */
+static int after_handler(cshs_worker *w, cshs_conn *c, int r, int owner)
+{
+    if (!owner) w->lost = 1; /* the loop was handed over: this thread leaves it */
+    if (r == CSHW_EXCHANGE_DEFERRED) {
+        /* the handler returned; when its resume came first, the
+         * continuation is due */
+        if (atomic_fetch_sub(&c->dpending, 1) == 1) continuation_due(c, owner);
+        return 0;
+    }
+    if (c->dctx) { /* the deferred request ended: its context is kept */
+        spare_ctx_put(w, c->dctx);
+        c->dctx = NULL;
+    }
+    if (!owner) {
+        /* this handler held the loop past grow_after_us with events
+         * waiting (the supervisor decided whether the loop's next handlers
+         * run elsewhere): the connection goes back to the loop */
+        c->after_run = r;
+        cshs__give_back(c);
+        return 0;
+    }
+    atomic_store_explicit(&c->busy, 0, memory_order_relaxed);
+    return 1;
+}
+
+/* Runs a ready request's handler on the loop's thread. 0 when the
+ * connection left this thread (after_handler). The transport lives in the
+ * connection: a deferred request writes through it later. */
 static int run_inline(cshs_worker *w, cshs_conn *c, int *r)
 {
-    cshs_server *s = c->srv;
     cshs_loop *l = c->loop;
     /* busy first: a thread that takes the loop over leaves c alone */
     atomic_store_explicit(&c->busy, 1, memory_order_relaxed);
     int64_t start = cshs__handler_begin(l);
-    cshw_transport t = transport_of(c);
-    *r = cshw_exchange_run(c->x, w->ctx, &t);
-    if (!cshs__handler_end(l, start)) {
-        /* the loop was handed over: this handler held it past
-         * grow_after_us with events waiting (the supervisor decided
-         * whether the loop's next handlers run elsewhere) */
-        c->after_run = *r;
-        w->lost = 1;
-        cshs__give_back(c);
-        return 0;
+    c->t = transport_of(c);
+    running_conn = c;
+    running_worker = w;
+    *r = cshw_exchange_run(c->x, w->ctx, &c->t);
+    running_conn = NULL;
+    return after_handler(w, c, *r, cshs__handler_end(l, start));
+}
+
+static void drive(cshs_worker *w, cshs_conn *c);
+
+void cshs__conn_continue(cshs_worker *w, cshs_conn *c)
+{
+    cshs_loop *l = c->loop;
+    c->resume = RESUME_AFTER_RUN;
+    /* events the loop noted while the request waited (busy 2; 0: given
+     * back, unknown): the next input reads rather than trusting an
+     * earlier short read */
+    if (atomic_exchange(&c->busy, 1) != 1) cshw_exchange_recheck(c->x);
+    int64_t start = cshs__handler_begin(l);
+    c->t = transport_of(c);
+    running_conn = c;
+    running_worker = w;
+    int r = cshw_exchange_resume(c->x, &c->t, c->dfn, c->darg);
+    running_conn = NULL;
+    if (after_handler(w, c, r, cshs__handler_end(l, start)) && after_exchange(w, c, r, 1))
+        drive(w, c);
+}
+
+cshs_deferred *cshs_defer(cshw_context *ctx)
+{
+    cshs_conn *c = running_conn;
+    cshs_worker *w = running_worker;
+    /* only a handler run inline (not a job), once per run */
+    if (!c || !ctx || atomic_load(&c->dpending) != 0) return NULL;
+    if (ctx != c->dctx) {
+        if (ctx != w->ctx) return NULL;
+        /* the context goes with the request; the worker takes another */
+        cshw_context *spare = spare_ctx_take(w, c->srv);
+        if (!spare) return NULL;
+        if (cshw_exchange_defer(c->x) < 0) {
+            spare_ctx_put(w, spare);
+            return NULL;
+        }
+        c->dctx = ctx;
+        w->ctx = spare;
+    } else if (cshw_exchange_defer(c->x) < 0) {
+        return NULL;
     }
-    (void)s;
-    atomic_store_explicit(&c->busy, 0, memory_order_relaxed);
-    return 1;
+    c->dfn = NULL;
+    atomic_store(&c->dpending, 2);
+    atomic_fetch_add_explicit(&c->srv->c_deferred, 1, memory_order_relaxed);
+    return (cshs_deferred *)c;
+}
+
+cshs_reactor *cshs_deferred_reactor(cshs_deferred *d)
+{
+    return d ? (cshs_reactor *)((cshs_conn *)d)->loop : NULL;
+}
+
+static void resume(cshs_conn *c, void (*fn)(cshw_context *ctx, void *arg), void *arg, int job)
+{
+    if (!c || !fn) return;
+    c->dfn = fn;
+    c->darg = arg;
+    c->djob = (char)job;
+    /* the handler has not returned yet: after_handler sees it due. Else,
+     * on the loop's thread between handlers (a watch's ready), it runs
+     * after the batch with no wake-up; from anywhere else it is given
+     * back */
+    if (atomic_fetch_sub(&c->dpending, 1) == 1)
+        continuation_due(c, !running_conn && cshs__self_loop() == c->loop);
+}
+
+void cshs_deferred_resume(cshs_deferred *d, void (*fn)(cshw_context *ctx, void *arg), void *arg)
+{
+    resume((cshs_conn *)d, fn, arg, 0);
+}
+
+void cshs_deferred_run(cshs_deferred *d, void (*fn)(cshw_context *ctx, void *arg), void *arg)
+{
+    resume((cshs_conn *)d, fn, arg, 1);
 }
 
 /* Reads, runs and answers requests until the socket says EAGAIN, the
@@ -799,7 +956,7 @@ static void drive(cshs_worker *w, cshs_conn *c)
     int rechecked = 0;
     for (int turn = 0;; turn++) {
         if (turn == DRIVE_TURNS) {
-            post(c);
+            cshs__conn_post(c);
             return;
         }
         if (!c->x) {
@@ -869,7 +1026,19 @@ void cshs__conn_job(cshs_worker *w, cshs_conn *c)
         cshw_transport t = transport_of(c);
         int streams = cshw_exchange_streams(c->x);
         long waits = voluntary_switches();
-        int r = cshw_exchange_run(c->x, w->ctx, &t);
+        int r;
+        if (c->resume == RESUME_DEFERRED) {
+            /* a deferred request's continuation that may wait
+             * (cshs_deferred_run): it cannot defer again here */
+            c->resume = RESUME_AFTER_RUN;
+            c->djob = 0;
+            c->t = t;
+            r = cshw_exchange_resume(c->x, &c->t, c->dfn, c->darg);
+            spare_ctx_put(w, c->dctx);
+            c->dctx = NULL;
+        } else {
+            r = cshw_exchange_run(c->x, w->ctx, &t);
+        }
         /* A handler that blocked (the thread waited in the kernel) keeps
          * the loop's handlers on other threads; one that only took long,
          * preempted on a machine short of cores, does not. A streamed body
@@ -910,6 +1079,10 @@ void cshs__conn_job(cshs_worker *w, cshs_conn *c)
 void cshs__conn_resume(cshs_worker *w, cshs_conn *c)
 {
     int how = c->resume;
+    if (how == RESUME_DEFERRED) {
+        cshs__conn_continue(w, c);
+        return;
+    }
     c->resume = RESUME_AFTER_RUN;
     /* the loop ignored its events while another thread had it: the next
      * input reads rather than trusting an earlier short read */

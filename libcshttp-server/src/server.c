@@ -397,7 +397,97 @@ int cshs__conn_want_out(cshs_conn *c)
     return 0;
 }
 
+/* ---- the loops as reactors (reactor.h) ---- */
+
+int cshs_reactor_add(cshs_reactor *r, cshs_watch *w)
+{
+    if (!r || !w || !w->ready || w->reg) return -EINVAL;
+    cshs_loop *l = (cshs_loop *)r;
+    w->tag = TAG_WATCH;
+    struct epoll_event ev;
+    ev.events = w->events | EPOLLET;
+    ev.data.ptr = w;
+    /* listed and registered under the lock: the deadline check (the
+     * loop's owner) never meets a watch half added */
+    pthread_mutex_lock(&l->mu);
+    int e = epoll_ctl(l->epfd, EPOLL_CTL_ADD, w->fd, &ev) < 0 ? -errno : 0;
+    if (e == 0) {
+        w->reg = r;
+        w->prev = NULL;
+        w->next = l->watches;
+        if (l->watches) l->watches->prev = w;
+        l->watches = w;
+        w->listed = 1;
+    }
+    pthread_mutex_unlock(&l->mu);
+    return e;
+}
+
+int cshs_reactor_modify(cshs_watch *w, uint32_t events)
+{
+    if (!w || !w->reg) return -EINVAL;
+    cshs_loop *l = (cshs_loop *)w->reg;
+    struct epoll_event ev;
+    ev.events = events | EPOLLET;
+    ev.data.ptr = w;
+    if (epoll_ctl(l->epfd, EPOLL_CTL_MOD, w->fd, &ev) < 0) return -errno;
+    w->events = events;
+    return 0;
+}
+
+static void unlist(cshs_loop *l, cshs_watch *w)
+{
+    if (!w->listed) return;
+    if (w->prev)
+        w->prev->next = w->next;
+    else
+        l->watches = w->next;
+    if (w->next) w->next->prev = w->prev;
+    w->prev = w->next = NULL;
+    w->listed = 0;
+}
+
+void cshs_reactor_remove(cshs_watch *w)
+{
+    if (!w || !w->reg) return;
+    cshs_loop *l = (cshs_loop *)w->reg;
+    pthread_mutex_lock(&l->mu);
+    unlist(l, w);
+    epoll_ctl(l->epfd, EPOLL_CTL_DEL, w->fd, NULL);
+    w->reg = NULL;
+    pthread_mutex_unlock(&l->mu);
+}
+
+void cshs__expire_watches(cshs_loop *l, int64_t now_ms)
+{
+    int all = atomic_load(&l->srv->forced);
+    cshs_watch *due = NULL;
+    pthread_mutex_lock(&l->mu);
+    for (cshs_watch *w = l->watches, *next; w; w = next) {
+        next = w->next;
+        if (!all && (!w->deadline_ms || now_ms < w->deadline_ms)) continue;
+        unlist(l, w); /* given 0 once: its ready removes it */
+        w->next = due;
+        due = w;
+    }
+    pthread_mutex_unlock(&l->mu);
+    while (due) {
+        cshs_watch *w = due;
+        due = w->next;
+        w->next = NULL;
+        w->ready(w, 0);
+    }
+}
+
 /* ---- the loops ---- */
+
+/* The loop this thread runs (its owner), else NULL. */
+static _Thread_local cshs_loop *self_loop;
+
+cshs_loop *cshs__self_loop(void)
+{
+    return self_loop;
+}
 
 static void wake_loop(cshs_loop *l)
 {
@@ -537,7 +627,10 @@ static void take_posted(cshs_worker *w, cshs_loop *l)
         list = c->link;
         c->link = NULL;
         c->posted = 0;
-        if (!c->closed && claim(c)) cshs__conn_event(w, c);
+        if (c->resume == 2 /* RESUME_DEFERRED */)
+            cshs__conn_continue(w, c);
+        else if (!c->closed && claim(c))
+            cshs__conn_event(w, c);
     }
     /* a lost loop's posts stay with the loop */
     while (list) {
@@ -550,16 +643,21 @@ static void take_posted(cshs_worker *w, cshs_loop *l)
 
 /* Runs the loop until the thread loses it (handed over while in a
  * handler) or the server exits. */
-static void run_loop(cshs_worker *w, cshs_loop *l)
+static void serve_loop(cshs_worker *w, cshs_loop *l)
 {
     cshs_server *s = l->srv;
-    w->lost = 0;
-    atomic_store(&l->owner_tid, w->tid);
     while (!atomic_load(&s->exiting)) {
         int next = atomic_load_explicit(&l->next, memory_order_relaxed);
         int nev = atomic_load_explicit(&l->nev, memory_order_relaxed);
         if (next >= nev) {
             bury(l);
+            /* between batches, so that no event taken meets a watch its
+             * ready removed */
+            int64_t now = cshs__now_ms();
+            if (now >= l->next_watch_check_ms || atomic_load(&s->forced)) {
+                l->next_watch_check_ms = now + (int64_t)s->o.sweep_interval_ms;
+                cshs__expire_watches(l, now);
+            }
             int64_t wait = 0;
             if (!l->posted) {
                 wait =
@@ -599,6 +697,9 @@ static void run_loop(cshs_worker *w, cshs_loop *l)
                 }
             } else if (tag == TAG_LISTENER) {
                 if (!atomic_load(&s->stopping)) accept_one(w, l, ptr);
+            } else if (tag == TAG_WATCH) {
+                cshs_watch *wa = ptr;
+                wa->ready(wa, l->evs[next].events);
             } else {
                 take_returned(w, l);
             }
@@ -611,6 +712,15 @@ static void run_loop(cshs_worker *w, cshs_loop *l)
             if (w->lost) return;
         }
     }
+}
+
+static void run_loop(cshs_worker *w, cshs_loop *l)
+{
+    w->lost = 0;
+    atomic_store(&l->owner_tid, w->tid);
+    self_loop = l;
+    serve_loop(w, l);
+    self_loop = NULL;
 }
 
 /* ---- threads ---- */
@@ -764,7 +874,8 @@ static cshs_worker *take_spare(cshs_server *s)
  * 0 when there is none (max_threads): the loop's own thread runs it. */
 int cshs__offload(cshs_server *s, cshs_conn *c)
 {
-    atomic_store_explicit(&c->busy, 1, memory_order_relaxed);
+    /* a deferred request's connection is busy already, and stays so */
+    int was = atomic_exchange(&c->busy, 1);
     pthread_mutex_lock(&s->mu);
     cshs_worker *w = take_spare(s);
     int post = w != NULL;
@@ -777,7 +888,7 @@ int cshs__offload(cshs_server *s, cshs_conn *c)
     if (w)
         atomic_fetch_add(&s->c_offloaded, 1);
     else
-        atomic_store_explicit(&c->busy, 0, memory_order_relaxed);
+        atomic_store(&c->busy, was);
     return w != NULL;
 }
 
@@ -1242,7 +1353,7 @@ void cshs_server_free(cshs_server *s)
     }
 }
 
-CSHS__SIZED_NO_TAIL_PADDING(cshs_counters, offloaded);
+CSHS__SIZED_NO_TAIL_PADDING(cshs_counters, deferred);
 CSHS__SIZED_NO_TAIL_PADDING(cshs_request_log, duration_us);
 
 int cshs_server_counters_sized(const cshs_server *s, cshs_counters *out, size_t size)
@@ -1272,6 +1383,7 @@ int cshs_server_counters_sized(const cshs_server *s, cshs_counters *out, size_t 
     o->loops = m->nloops;
     o->handovers = atomic_load(&m->c_handovers);
     o->offloaded = atomic_load(&m->c_offloaded);
+    o->deferred = atomic_load(&m->c_deferred);
     o->err_parse = atomic_load(&m->e_parse);
     o->err_rejected = atomic_load(&m->e_rejected);
     o->err_head_timeout = atomic_load(&m->e_head);

@@ -13,12 +13,13 @@
 #include <openssl/ssl.h>
 
 #include <cshttp/parser.h>
+#include <cshttp/server/reactor.h>
 #include <cshttp/server/server.h>
 #include <cshttp/web/context.h>
 #include <cshttp/web/exchange.h>
 
 /* What an epoll registration points at: the first member of each. */
-enum { TAG_CONN = 1, TAG_LISTENER = 2, TAG_WAKE = 3 };
+enum { TAG_CONN = 1, TAG_LISTENER = 2, TAG_WAKE = 3, TAG_WATCH = 4 };
 
 /* Events a loop takes per epoll_wait. */
 #define CSHS_LOOP_BATCH 64
@@ -96,6 +97,17 @@ typedef struct cshs_conn {
     size_t out_bytes;                 /* bytes (not file ranges) queued */
     char *sbuf;                       /* streaming routes: the bytes the handler's reads use */
     size_t spos, slen;
+    /* A deferred handler (cshs_defer): its context, detached from the
+     * worker that ran it, and its continuation. pending counts the two
+     * events the continuation waits for, the handler's return and
+     * cshs_deferred_resume: whoever brings it to 0 sees it run. t is the
+     * transport the exchange writes through meanwhile. */
+    cshw_context *dctx;
+    void (*dfn)(cshw_context *ctx, void *arg);
+    void *darg;
+    char djob; /* the continuation runs as a job (cshs_deferred_run) */
+    _Atomic int dpending;
+    cshw_transport t;
     uint64_t lingered; /* bytes discarded while lingering */
     unsigned remote_port;
     char remote[46];
@@ -138,6 +150,8 @@ typedef struct cshs_loop {
     _Atomic pid_t owner_tid;          /* the owner's thread, for the supervisor's look */
     _Atomic int64_t offload_until_ms; /* run handlers on other threads until then */
     int listeners_paused;             /* owner only: out of descriptors, the sweep adds them back */
+    cshs_watch *watches;              /* registered (reactor.h), under mu: their deadlines */
+    int64_t next_watch_check_ms;      /* owner only */
     cshs_loop_counters k;
 } cshs_loop;
 
@@ -148,6 +162,8 @@ typedef struct cshs_worker {
     pthread_t thread;
     cshw_context *ctx;
     cshw_exchange *spare_x; /* an exchange kept for the next connection */
+    cshw_context **spare_ctx; /* contexts kept for handlers that defer (their own goes) */
+    unsigned nspare_ctx;
     sem_t wake;             /* a spare waits here for its assignment: posted once by
                                whoever takes it off the spare list (not by itself) */
     cshs_loop *loop;        /* assigned loop (under srv->mu until taken) */
@@ -208,7 +224,7 @@ struct cshs_server {
      * the loop that enters one wakes it, once */
     _Atomic int sup_sleeping;
     _Atomic uint64_t e_parse, e_rejected, e_head, e_idle, e_body, e_send, e_io, e_tls;
-    _Atomic uint64_t c_tls_handshakes, c_handovers, c_offloaded;
+    _Atomic uint64_t c_tls_handshakes, c_handovers, c_offloaded, c_deferred;
 };
 
 int64_t cshs__now_ms(void);
@@ -220,6 +236,13 @@ cshs_conn *cshs__conn_new(struct cshs_server *s, int fd, const struct sockaddr *
 void cshs__conn_event(cshs_worker *w, cshs_conn *c);
 /* A connection a handler's thread gave back: goes on after its handler. */
 void cshs__conn_resume(cshs_worker *w, cshs_conn *c);
+/* A deferred handler's continuation, due (the loop's owner; c posted or
+ * given back with RESUME_DEFERRED). */
+void cshs__conn_continue(cshs_worker *w, cshs_conn *c);
+/* Posts c to go on after the batch (the loop's owner). */
+void cshs__conn_post(cshs_conn *c);
+/* The loop this thread runs (its owner), else NULL. */
+cshs_loop *cshs__self_loop(void);
 /* Runs a connection's ready handler on a job thread, then parks it or
  * gives it back. */
 void cshs__conn_job(cshs_worker *w, cshs_conn *c);
@@ -240,6 +263,9 @@ void cshs__conn_free(cshs_conn *c);
 uint64_t cshs__conn_idle_held(const cshs_conn *c);
 /* Answers 503 and closes: beyond max_connections. */
 void cshs__reject(struct cshs_loop *l, int fd, const struct sockaddr *sa);
+/* Watches past their deadline (all of them at a forced stop) are given 0
+ * (the loop's owner, between batches). */
+void cshs__expire_watches(cshs_loop *l, int64_t now_ms);
 /* Gives a worker's spare exchange back (at the worker's end). */
 void cshs__worker_release(cshs_worker *w);
 

@@ -75,6 +75,17 @@ int cshw_context_begin(cshw_context *ctx, const char *head, const csh_message *m
 
 int cshw_context_run(cshw_context *ctx, cshw_handler handler)
 {
+    /* only an exchange lets a handler defer (cshw_exchange_defer) */
+    int r = cshw__context_run(ctx, handler);
+    if (r == CSHW__CONTEXT_DEFERRED) {
+        ctx->deferred = 0;
+        r = cshw_context_end(ctx);
+    }
+    return r;
+}
+
+int cshw__context_run(cshw_context *ctx, cshw_handler handler)
+{
     if (!ctx || !ctx->active) return CSHW_E_NOT_ACTIVE;
     cshw_context *saved = current;
     /* RFC 9110 §10.1.1: an expectation the server does not meet gets 417;
@@ -87,9 +98,11 @@ int cshw_context_run(cshw_context *ctx, cshw_handler handler)
         cshw__response_auto_error(&ctx->res, CSHW_E_TRANSFER_CODING);
         ctx->res.close = 1;
     } else {
+        ctx->deferred = 0;
         current = ctx;
         handler(ctx);
         current = saved;
+        if (ctx->deferred) return CSHW__CONTEXT_DEFERRED; /* it answers later */
     }
     return cshw_context_end(ctx);
 }

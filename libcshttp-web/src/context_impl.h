@@ -105,6 +105,9 @@ struct cshw_context {
     struct cshw_exchange *exchange; /* the one running this request (exchange.c) */
     cshw_pairs params;
     int active;
+    /* the handler returned before its answer (cshw_exchange_defer): the
+     * exchange ends the request after its continuation */
+    int deferred;
 
     /* reused from request to request */
     char *out;       /* the response buffer (options.response_buffer bytes) */
@@ -112,6 +115,12 @@ struct cshw_context {
     cshw_buf pend;   /* an unfinished chunked trailer section, copied */
     cshw_gzip *gzip; /* deflate state, made on first use */
 };
+
+/* ---- context.c ---- */
+/* cshw_context_run, except that a handler that deferred (ctx->deferred)
+ * leaves the request active and gets CSHW__CONTEXT_DEFERRED. */
+#define CSHW__CONTEXT_DEFERRED 2
+int cshw__context_run(cshw_context *ctx, cshw_handler handler);
 
 /* ---- request.c ---- */
 int cshw__request_begin(cshw_request *req, const char *head, const csh_message *msg);

@@ -71,6 +71,12 @@ struct cshw_exchange {
     const cshw_transport *under;
     cshw_transport view;
     csh_message msg_view;
+
+    /* a handler that answers later (cshw_exchange_defer): its context,
+     * from the handler's start to the end of its last continuation */
+    cshw_context *running;
+    int in_app;   /* the handler or a continuation is running now */
+    int deferred; /* it returned deferred: cshw_exchange_resume goes on */
 };
 
 static int64_t now_us(void)
@@ -171,6 +177,8 @@ void cshw_exchange_reset(cshw_exchange *x)
     x->len = x->raw = x->head_len = 0;
     x->phase = CSHW_PHASE_IDLE;
     x->streaming = x->short_read = 0;
+    x->running = NULL;
+    x->in_app = x->deferred = 0;
 }
 
 cshw_exchange_phase cshw_exchange_phase_of(const cshw_exchange *x)
@@ -661,13 +669,19 @@ static void run_app(cshw_context *ctx)
         cfg->handler(ctx);
     else
         cshw_router_dispatch(cfg->router, ctx);
-    if (cfg->closing && cfg->closing(cfg->arg)) cshw_response_close_connection(&ctx->res);
+    if (!ctx->deferred && cfg->closing && cfg->closing(cfg->arg))
+        cshw_response_close_connection(&ctx->res);
 }
+
+/* The end of a request whose handler (and continuations) returned: r from
+ * cshw_context_end (1: keep the connection). Reports it and moves on to
+ * the next pipelined request. */
+static int run_end(cshw_exchange *x, const cshw_transport *t, cshw_context *ctx, int r);
 
 int cshw_exchange_run(cshw_exchange *x, cshw_context *ctx, const cshw_transport *t)
 {
     if (!x || !ctx || !cshw__transport_ok(t)) return -EINVAL;
-    if (x->phase != CSHW_PHASE_READY) return CSHW_E_NOT_ACTIVE;
+    if (x->phase != CSHW_PHASE_READY || x->deferred) return CSHW_E_NOT_ACTIVE;
     const csh_message *m = &x->p.msg;
     int has_file = t->ops->send_file != NULL;
     x->under = t;
@@ -685,24 +699,69 @@ int cshw_exchange_run(cshw_exchange *x, cshw_context *ctx, const cshw_transport 
         x->msg_view.flags &= ~(unsigned)CSH_MSG_EXPECT_CONTINUE;
     }
     int r = cshw_context_begin(ctx, x->buf, &x->msg_view, &x->view);
-    int keep = 0, status = 0, error = 0;
-    if (r == 0) {
-        ctx->body_stored = !x->streaming;
-        ctx->exchange = x;
-        r = cshw_context_run(ctx, run_app);
-        ctx->exchange = NULL;
-        status = ctx->res.headers_sent || ctx->res.finished ? ctx->res.status : 0;
-        if (ctx->res.error) status = ctx->res.headers_sent ? ctx->res.status : 0;
-        error = ctx->req.body_error;
-        keep = r == 1;
-    } else {
+    if (r < 0) {
         /* out of memory before the handler: a 500 the exchange can still write */
         uint64_t written = 0;
         cshw__write_raw_error(t, &x->web, 500, NULL, m->method == CSH_METHOD_HEAD, &written);
         x->bytes_out += written;
-        status = 500;
-        error = r;
+        report(x, t, 500, r, m, x->head_len + x->raw_in, 0);
+        drop_body(x);
+        x->phase = CSHW_PHASE_CLOSED;
+        return r;
     }
+    ctx->body_stored = !x->streaming;
+    ctx->exchange = x;
+    x->running = ctx;
+    x->in_app = 1;
+    r = cshw__context_run(ctx, run_app);
+    x->in_app = 0;
+    if (r == CSHW__CONTEXT_DEFERRED) {
+        x->deferred = 1;
+        return CSHW_EXCHANGE_DEFERRED;
+    }
+    return run_end(x, t, ctx, r);
+}
+
+int cshw_exchange_defer(cshw_exchange *x)
+{
+    if (!x || !x->in_app || !x->running) return CSHW_E_NOT_ACTIVE;
+    x->running->deferred = 1;
+    return 0;
+}
+
+int cshw_exchange_resume(cshw_exchange *x, const cshw_transport *t,
+                         void (*fn)(cshw_context *ctx, void *arg), void *arg)
+{
+    if (!x || !fn || !cshw__transport_ok(t)) return -EINVAL;
+    if (!x->deferred || !x->running) return CSHW_E_NOT_ACTIVE;
+    cshw_context *ctx = x->running;
+    x->deferred = 0;
+    x->under = t; /* the view's writes go to the connection as it is now */
+    ctx->deferred = 0;
+    cshw_context *saved = cshw_context_current();
+    cshw_context_set_current(ctx);
+    x->in_app = 1;
+    fn(ctx, arg);
+    x->in_app = 0;
+    cshw_context_set_current(saved);
+    if (ctx->deferred) {
+        x->deferred = 1;
+        return CSHW_EXCHANGE_DEFERRED;
+    }
+    const cshw_exchange_config *cfg = &x->cfg;
+    if (cfg->closing && cfg->closing(cfg->arg)) cshw_response_close_connection(&ctx->res);
+    return run_end(x, t, ctx, cshw_context_end(ctx));
+}
+
+static int run_end(cshw_exchange *x, const cshw_transport *t, cshw_context *ctx, int r)
+{
+    const csh_message *m = &x->p.msg;
+    ctx->exchange = NULL;
+    x->running = NULL;
+    int status = ctx->res.headers_sent || ctx->res.finished ? ctx->res.status : 0;
+    if (ctx->res.error) status = ctx->res.headers_sent ? ctx->res.status : 0;
+    int error = ctx->req.body_error;
+    int keep = r == 1;
     /* a streamed body the handler did not finish leaves the connection's
      * framing unknown */
     report(x, t, status, error, m, x->head_len + x->raw_in, keep);

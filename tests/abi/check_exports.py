@@ -46,21 +46,32 @@ def header_names(include_dir, macro):
 
 
 def map_names(map_path):
-    """The version node and the names under its `global:` (one node only)."""
+    """{name: version node} of the names under each node's `global:`. The
+    first node (the SONAME's) ends with `local: *;`; each later one (a
+    compatible release's functions, README.md, Versioning) inherits the
+    node before it."""
     with open(map_path, encoding="utf-8") as fh:
         text = strip_comments(fh.read())
-    nodes = re.findall(r"([A-Za-z_][\w.]*)\s*\{(.*?)\}\s*[\w.]*\s*;", text, flags=re.S)
-    if len(nodes) != 1:
-        raise SystemExit(f"{map_path}: expected one version node, found {len(nodes)}")
-    node, body = nodes[0]
-    m = re.search(r"global\s*:(.*?)(local\s*:|$)", body, flags=re.S)
-    if not m:
-        raise SystemExit(f"{map_path}: no global: section")
-    names = {n.strip() for n in m.group(1).split(";") if n.strip()}
-    local = re.search(r"local\s*:\s*\*\s*;", body)
-    if not local:
-        raise SystemExit(f"{map_path}: the node must end with 'local: *;'")
-    return node, names
+    nodes = re.findall(r"([A-Za-z_][\w.]*)\s*\{(.*?)\}\s*([\w.]*)\s*;", text, flags=re.S)
+    if not nodes:
+        raise SystemExit(f"{map_path}: no version node")
+    names = {}
+    for i, (node, body, parent) in enumerate(nodes):
+        m = re.search(r"global\s*:(.*?)(local\s*:|$)", body, flags=re.S)
+        if not m:
+            raise SystemExit(f"{map_path}: {node} has no global: section")
+        if i == 0:
+            if parent or not re.search(r"local\s*:\s*\*\s*;", body):
+                raise SystemExit(f"{map_path}: the first node must end with 'local: *;' and "
+                                 f"inherit nothing")
+        elif parent != nodes[i - 1][0]:
+            raise SystemExit(f"{map_path}: {node} must inherit {nodes[i - 1][0]}, the node "
+                             f"before it (it names '{parent}')")
+        for n in m.group(1).split(";"):
+            n = n.strip()
+            if n:
+                names[n] = node
+    return names
 
 
 def lib_symbols(nm, lib):
@@ -83,7 +94,8 @@ def lib_symbols(nm, lib):
 def check(nm, macro, include, map_path, lib):
     errors = []
     declared = header_names(include, macro)
-    node, mapped = map_names(map_path)
+    nodes = map_names(map_path)
+    mapped = set(nodes)
     syms = lib_symbols(nm, lib)
     exported = set(syms)
     for what, a, b in (("declared in the headers but not in the map", declared, mapped),
@@ -93,8 +105,8 @@ def check(nm, macro, include, map_path, lib):
         for n in sorted(a - b):
             errors.append(f"{n}: {what}")
     for n in sorted(exported & mapped):
-        if syms[n] != "@@" + node:
-            errors.append(f"{n}: version '{syms[n] or 'none'}', not @@{node}")
+        if syms[n] != "@@" + nodes[n]:
+            errors.append(f"{n}: version '{syms[n] or 'none'}', not @@{nodes[n]}")
     return errors, len(declared)
 
 
@@ -126,6 +138,12 @@ T_EXPORT int t_extra(void) { return 3; }
         "map without local: *": (good_map.replace("local:\n    *;", "local:\n    t_x;"), "", True,
                                  "local"),
         "library linked without the map": (None, "", True, "t_extra"),
+        "a compatible release's node": (
+            good_map.replace("    t_two;\n", "") + "T_0.1.1 {\n  global:\n    t_two;\n} T_0.1;\n",
+            "", False, None),
+        "a later node that does not inherit the one before": (
+            good_map.replace("    t_two;\n", "") + "T_0.1.1 {\n  global:\n    t_two;\n};\n",
+            "", True, "inherit"),
     }
     failures = 0
     with tempfile.TemporaryDirectory() as d:

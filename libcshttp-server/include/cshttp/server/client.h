@@ -163,6 +163,7 @@
 #include <cshttp/parser.h>
 
 #include "export.h"
+#include "reactor.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -418,6 +419,29 @@ CSHS_EXPORT int cshs_call_write(cshs_call *call, const void *data, size_t len);
  * failed with no response there, the send's error. */
 CSHS_EXPORT int cshs_call_end(cshs_call *call);
 
+/* Waits for the response head on a reactor instead of the calling thread
+ * (0.3.2): a handler that deferred (server.h, cshs_defer) waits for its
+ * origin on its loop, holding no thread. For a call whose request was
+ * sent whole (cshs_client_begin with CSHS_CLIENT_BODY_WHOLE); a streamed
+ * body ends with cshs_call_end. The socket is watched on `r` for the
+ * response (1xx skipped), read and parsed there without waiting, and
+ * when the head is here (and with it a body of known length that fits
+ * the connection's buffer, so that reading it waits for nothing), or the
+ * call failed, or head_timeout_ms passed, done(arg) is called once on the
+ * reactor's thread. Then call cshs_call_end: it returns at once with the
+ * head or the error, or, when the origin had closed the reused
+ * connection, sends the request once more under the retry rule (on a
+ * connection it opens itself, waiting in the calling thread as
+ * cshs_call_end does). Until done runs, the call must not be touched.
+ *
+ * 0: done will be called. 1: nothing to wait for (the head is here, or
+ * the call failed): call cshs_call_end now; done is not called. -EINVAL
+ * for a call in another state or a NULL argument; -errno when the
+ * reactor could not watch the socket: cshs_call_end then waits in the
+ * calling thread. */
+CSHS_EXPORT int cshs_call_end_async(cshs_call *call, cshs_reactor *r, void (*done)(void *arg),
+                                    void *arg);
+
 /* The response, once the head is here (after cshs_client_send, or
  * cshs_call_end returned 0); valid until cshs_call_free.
  * cshs_call_status: 100..599. cshs_call_message: the parsed head (framing,
@@ -457,6 +481,13 @@ CSHS_EXPORT int cshs_call_read_all(cshs_call *call, size_t limit, const char **b
  * the request not ended, an error) is closed. NULL does nothing. Any
  * thread (the one using the call). */
 CSHS_EXPORT void cshs_call_free(cshs_call *call);
+
+/* Idle connections to `origin` now (0 when it has no pool yet): a
+ * request would take one without waiting for a connect or a release,
+ * unless another thread takes it first. For a caller that must not wait
+ * (a deferred handler on its loop, server.h) and does its waiting
+ * elsewhere when there is none. Any thread (0.3.2). */
+CSHS_EXPORT unsigned cshs_client_idle(cshs_client *c, const char *origin);
 
 /* One origin's pool, read at one moment (under the client's lock).
  *

@@ -33,6 +33,7 @@
 
 #include "export.h"
 #include "options.h"
+#include "reactor.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -106,6 +107,7 @@ typedef struct cshs_counters {
     uint64_t loops;          /* event loops */
     uint64_t handovers;      /* loops handed to another thread (a handler blocked) */
     uint64_t offloaded;      /* handlers run on another thread than their loop's */
+    uint64_t deferred;       /* handlers that answered later (cshs_defer; 0.3.2) */
 } cshs_counters;
 
 /* A server with a copy of `options` (NULL: defaults) that runs `handler`
@@ -183,6 +185,63 @@ static inline int cshs_server_counters(const cshs_server *s, cshs_counters *out)
 {
     return cshs_server_counters_sized(s, out, sizeof *out);
 }
+
+/* ---- a handler that answers later (0.3.2) ----
+ *
+ * A handler that waits for something other than its own client (an
+ * origin's answer, for a proxy) can return without answering and hold no
+ * thread while it waits, as System.Web's asynchronous handlers do:
+ *
+ *   static void answer(cshw_context *ctx, void *arg) { ... the response ... }
+ *   static void on_ready(cshs_watch *w, uint32_t ev)  // on the loop's thread
+ *   {
+ *       cshs_reactor_remove(w);
+ *       cshs_deferred_resume(w->arg, answer, NULL);
+ *   }
+ *   static void handler(cshw_context *ctx)
+ *   {
+ *       cshs_deferred *d = cshs_defer(ctx);
+ *       if (!d) { ... wait here, as any handler may ...; return; }
+ *       watch.arg = d;  ... cshs_reactor_add(cshs_deferred_reactor(d), &watch);
+ *   }                   // returns: the connection waits, no thread does
+ *
+ * cshs_defer is called by a handler the engine runs on its loop's thread
+ * (a quick handler, and every handler of a loop whose handlers are not
+ * sent to other threads: see README.md, Threads). NULL when the handler
+ * runs elsewhere (a job: a streaming route, or a loop offloading its
+ * handlers), or out of memory: the handler then does its waiting itself.
+ * After it, the handler returns without ending the response; the
+ * connection keeps its request and reads nothing more (its events are
+ * noted, as while a handler runs) until the request ends.
+ *
+ * cshs_deferred_resume(d, fn, arg), exactly once per cshs_defer: fn(ctx,
+ * arg) then runs on the loop's thread, after the batch of events being
+ * served (or after the handler returned, when resumed from inside it), as
+ * a handler does: it writes the response and may block (the loop is then
+ * handed over as for any handler), or defers again. When it returns, the
+ * request ends as a handler's does: the response is completed, reported
+ * and logged, and the connection goes on. Any thread. A request never
+ * resumed keeps its connection (and a graceful stop waits for it to the
+ * stop's deadline): a handler that defers must arrange its resume on
+ * every path, its waits' deadlines included.
+ *
+ * cshs_deferred_run(d, fn, arg), instead of cshs_deferred_resume: fn runs
+ * on a thread of its own (a job, as a streaming route's handler), where
+ * it may wait as long as it likes without holding the loop; with no
+ * thread free (max_threads), on the loop's. For a handler that finds it
+ * must wait after all (a full pool): it defers and has the rest run
+ * there. fn cannot defer again.
+ *
+ * cshs_deferred_reactor: the loop of the connection, for the handler's
+ * waits (reactor.h, cshs_call_end_async in client.h). Its watches are
+ * given 0 at a forced stop. */
+typedef struct cshs_deferred cshs_deferred;
+CSHS_EXPORT cshs_deferred *cshs_defer(cshw_context *ctx);
+CSHS_EXPORT cshs_reactor *cshs_deferred_reactor(cshs_deferred *d);
+CSHS_EXPORT void cshs_deferred_resume(cshs_deferred *d, void (*fn)(cshw_context *ctx, void *arg),
+                                      void *arg);
+CSHS_EXPORT void cshs_deferred_run(cshs_deferred *d, void (*fn)(cshw_context *ctx, void *arg),
+                                   void *arg);
 
 /* The port a TCP listener is bound to (index 0: address, 1: address6), or
  * 0 when there is none; useful with port 0. */

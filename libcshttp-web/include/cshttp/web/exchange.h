@@ -81,7 +81,9 @@ enum {
     CSHW_EXCHANGE_WANT_INPUT = 1, /* wait until the connection is readable, call input again */
     CSHW_EXCHANGE_READY = 2,      /* a request is ready: cshw_exchange_run */
     CSHW_EXCHANGE_CLOSE = 3,      /* done: send what is queued, then close (lingering) */
-    CSHW_EXCHANGE_NEXT = 4        /* run: the connection goes on, call input again */
+    CSHW_EXCHANGE_NEXT = 4,       /* run: the connection goes on, call input again */
+    CSHW_EXCHANGE_DEFERRED = 5    /* run or resume: the handler answers later (0.3.1):
+                                   * cshw_exchange_resume, once its owner says so */
 };
 
 /* Where a connection stands between calls: for the owner's deadlines. */
@@ -195,6 +197,29 @@ CSHW_EXPORT int cshw_exchange_input(cshw_exchange *x, const cshw_transport *t);
  * negative error (close). `t` is the connection's transport; for a
  * streaming request its peek/consume may wait for body bytes. */
 CSHW_EXPORT int cshw_exchange_run(cshw_exchange *x, cshw_context *ctx, const cshw_transport *t);
+
+/* A handler that answers later (0.3.1), as System.Web's asynchronous
+ * handlers do: a proxy waiting for its origin holds no thread.
+ *
+ * cshw_exchange_defer is called by the exchange's owner on behalf of the
+ * handler running now (the handler or a continuation, inside
+ * cshw_exchange_run or cshw_exchange_resume, on the same thread): when
+ * it returns, cshw_exchange_run (or _resume) returns
+ * CSHW_EXCHANGE_DEFERRED instead of ending the request. The context
+ * stays active and belongs to the exchange (the owner must not begin
+ * another request on it) until the request ends; the exchange reads no
+ * input meanwhile. 0, or CSHW_E_NOT_ACTIVE outside a handler.
+ *
+ * cshw_exchange_resume runs fn(ctx, arg) with that context (the thread's
+ * current context meanwhile), then ends, reports and moves on as
+ * cshw_exchange_run does, returning what it would: NEXT, CLOSE, an error,
+ * or DEFERRED again when fn deferred too. `t` is the connection's
+ * transport now (it must live until the request ends). -EINVAL for a
+ * NULL x or fn or a bad transport; CSHW_E_NOT_ACTIVE when nothing was
+ * deferred. One thread at a time, as every call on an exchange. */
+CSHW_EXPORT int cshw_exchange_defer(cshw_exchange *x);
+CSHW_EXPORT int cshw_exchange_resume(cshw_exchange *x, const cshw_transport *t,
+                                     void (*fn)(cshw_context *ctx, void *arg), void *arg);
 
 /* A deadline passed while the exchange waited for input (request head,
  * body rate or read timeout): a request in progress is answered 408
