@@ -1026,8 +1026,8 @@ void cshs__conn_job(cshs_worker *w, cshs_conn *c)
         cshw_transport t = transport_of(c);
         int streams = cshw_exchange_streams(c->x);
         long waits = voluntary_switches();
-        int r;
-        if (c->resume == RESUME_DEFERRED) {
+        int r, deferred = c->resume == RESUME_DEFERRED;
+        if (deferred) {
             /* a deferred request's continuation that may wait
              * (cshs_deferred_run): it cannot defer again here */
             c->resume = RESUME_AFTER_RUN;
@@ -1042,8 +1042,9 @@ void cshs__conn_job(cshs_worker *w, cshs_conn *c)
         /* A handler that blocked (the thread waited in the kernel) keeps
          * the loop's handlers on other threads; one that only took long,
          * preempted on a machine short of cores, does not. A streamed body
-         * is waited for by design. */
-        if (!streams && voluntary_switches() != waits) cshs__offload_more(c->loop);
+         * is waited for by design, and so is what a deferred handler sent
+         * here (cshs_deferred_run). */
+        if (!streams && !deferred && voluntary_switches() != waits) cshs__offload_more(c->loop);
         /* The common end is done here rather than on the loop, a wake-up
          * less per request: the response went out whole and the client may
          * send more. A next request already here runs on this thread too;

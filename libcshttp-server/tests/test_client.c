@@ -35,6 +35,7 @@
 #include <cshttp/body.h>
 #include <cshttp/parser.h>
 #include <cshttp/server.h>
+#include <cshttp/web/arena.h>
 #include <cshttp/web/context.h>
 #include <cshttp/web/request.h>
 #include <cshttp/web/response.h>
@@ -2098,6 +2099,138 @@ static void test_from_handlers(void **state)
     origin_free(og);
 }
 
+/* ---- the response head awaited on the loop (cshs_call_end_async) ---- */
+
+static char async_origins[3][64]; /* /a...: echo; /s...: silent; /t...: answers twice */
+
+typedef struct async_wait {
+    cshs_call *call;
+    cshs_deferred *d;
+    pthread_t loop_thread;
+} async_wait;
+
+/* The continuation: what the origin answered, or the error's name. It
+ * runs on the loop's thread, as the handler did. */
+static void async_answer(cshw_context *ctx, void *arg)
+{
+    async_wait *aw = arg;
+    cshw_response *res = cshw_context_response(ctx);
+    int r = cshs_call_end(aw->call);
+    const char *body = NULL;
+    size_t len = 0;
+    if (r == 0) r = cshs_call_read_all(aw->call, 1 << 16, &body, &len);
+    if (r < 0) {
+        cshw_response_set_status(res, cshs_client_error_status(r));
+        cshw_response_puts(res, cshs_client_error_name(r));
+    } else if (!pthread_equal(pthread_self(), aw->loop_thread)) {
+        cshw_response_puts(res, "not on the loop's thread");
+    } else {
+        cshw_response_write(res, body, len);
+    }
+    cshs_call_free(aw->call);
+}
+
+static void async_answer_none(cshw_context *ctx, void *arg)
+{
+    (void)ctx;
+    (void)arg;
+}
+
+static void async_ready(void *arg)
+{
+    async_wait *aw = arg;
+    cshs_deferred_resume(aw->d, async_answer, aw);
+}
+
+/* Sends the request and waits for the answer on the loop, holding no
+ * thread (a proxy's way, server.h). */
+static void async_handler(cshw_context *ctx)
+{
+    cshw_request *req = cshw_context_request(ctx);
+    cshw_response *res = cshw_context_response(ctx);
+    const char *path = cshw_request_path(req);
+    async_wait *aw = cshw_arena_alloc(cshw_context_arena(ctx), sizeof *aw);
+    cshs_client_request rq;
+    cshs_client_request_init(&rq);
+    rq.origin = async_origins[path[1] == 's' ? 1 : path[1] == 't' ? 2 : 0];
+    rq.target = path;
+    rq.head_timeout_ms = 200;
+    aw->d = cshs_defer(ctx);
+    aw->loop_thread = pthread_self();
+    if (!aw->d) {
+        cshw_response_puts(res, "not deferred");
+        return;
+    }
+    int r = cshs_client_begin(handler_client, &rq, &aw->call);
+    if (r < 0) {
+        cshw_response_set_status(res, cshs_client_error_status(r));
+        cshw_response_puts(res, cshs_client_error_name(r));
+        cshs_deferred_resume(aw->d, async_answer_none, NULL);
+        return;
+    }
+    if (cshs_call_end_async(aw->call, cshs_deferred_reactor(aw->d), async_ready, aw) != 0)
+        cshs_deferred_resume(aw->d, async_answer, aw);
+}
+
+/* Each answer comes from the origin's bytes read on the loop: the pooled
+ * connection reused; a reused connection the origin closed unanswered
+ * sent again on a new one (the retry rule, by cshs_call_end); a silent
+ * origin failed at head_timeout_ms by the loop's look at its deadlines
+ * (504); two answers to one request fail it and drop the connection. And
+ * every one of these handlers was deferred: no thread waited. */
+static void test_answer_awaited_on_the_loop(void **state)
+{
+    (void)state;
+    origin *og[3];
+    for (int i = 0; i < 3; i++) {
+        og[i] = origin_new();
+        origin_url(og[i], async_origins[i], sizeof async_origins[i]);
+    }
+    og[0]->modes[0] = M_CLOSE_SECOND; /* conn 0 answers once, then closes */
+    og[1]->modes[0] = M_SILENT;
+    og[2]->modes[0] = M_TWICE;
+    handler_client = client_with(4, 0);
+    cshs_options so;
+    cshs_options_init(&so);
+    so.port = 0;
+    so.loops = 1;
+    so.sweep_interval_ms = 50;
+    cshs_server *srv = cshs_server_new(&so, async_handler, NULL);
+    assert_non_null(srv);
+    assert_int_equal(cshs_server_add_tick(srv, client_tick, handler_client), 0);
+    assert_int_equal(cshs_server_start(srv), 0);
+    unsigned port = cshs_server_port(srv, 0);
+    char body[256];
+    assert_int_equal(ask_server(port, "/a1", body, sizeof body), 200);
+    assert_string_equal(body, "conn 0 req 0");
+    /* the pooled connection, closed by the origin as it reads the request */
+    assert_int_equal(ask_server(port, "/a2", body, sizeof body), 200);
+    assert_string_equal(body, "conn 1 req 0");
+    assert_int_equal(ask_server(port, "/a3", body, sizeof body), 200);
+    assert_string_equal(body, "conn 1 req 1");
+    int64_t t0 = mono_ms();
+    assert_int_equal(ask_server(port, "/s", body, sizeof body), 504);
+    assert_string_equal(body, "CSHS_CLIENT_E_HEAD_TIMEOUT");
+    assert_true(mono_ms() - t0 >= 200);
+    assert_int_equal(ask_server(port, "/t1", body, sizeof body), 502);
+    assert_string_equal(body, "CSHS_CLIENT_E_MALFORMED");
+    assert_int_equal(ask_server(port, "/t2", body, sizeof body), 200);
+    assert_string_equal(body, "conn 1 req 0"); /* not the second answer's connection */
+    cshs_client_pool_stats ps[4];
+    ssize_t np = cshs_client_stats(handler_client, ps, 4);
+    assert_int_equal(np, 3);
+    uint64_t retries = 0;
+    for (ssize_t i = 0; i < np; i++) retries += ps[i].retries;
+    assert_int_equal(retries, 1);
+    cshs_counters k;
+    assert_int_equal(cshs_server_counters(srv, &k), 0);
+    assert_int_equal(k.deferred, 6);
+    assert_int_equal(k.handovers, 0);
+    cshs_server_free(srv);
+    cshs_client_free(handler_client);
+    for (int i = 0; i < 3; i++) origin_free(og[i]);
+}
+
 /* ---- HTTPS ---- */
 
 /* A self-signed certificate for 127.0.0.1 only, written to cert_path. */
@@ -2272,6 +2405,7 @@ int main(void)
         cmocka_unit_test(test_1xx_skipped),
         cmocka_unit_test(test_answer_before_the_body_ended),
         cmocka_unit_test(test_answered_twice),
+        cmocka_unit_test(test_answer_awaited_on_the_loop),
         cmocka_unit_test(test_malformed_and_timeouts),
         cmocka_unit_test(test_threads),
         cmocka_unit_test(test_from_handlers),

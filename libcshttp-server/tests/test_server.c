@@ -1,10 +1,13 @@
 /* cshs_server through its API: start on an ephemeral port, a handler,
  * keep-alive, counters, a bound port refused, the Unix listener, wait from
  * another thread, a graceful stop and a stop that has to cut, free(NULL),
- * writability registered only once a write waits. */
+ * writability registered only once a write waits, handlers that answer
+ * later (cshs_defer) and the loops as reactors. */
+#define _GNU_SOURCE /* pipe2 */
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -24,6 +27,7 @@
 #include <stdatomic.h>
 
 #include <cshttp/server.h>
+#include <cshttp/web/arena.h>
 #include <cshttp/web/request.h>
 #include <cshttp/web/response.h>
 
@@ -731,6 +735,239 @@ static void test_stop_cuts_at_deadline(void **state)
     assert_int_equal(cshs_server_handlers_running(s3), 1);
 }
 
+/* ---- handlers that answer later (cshs_defer) ---- */
+
+/* One deferred request: its pipe (the thing it waits for), its watch on
+ * the loop, and how it ended. */
+typedef struct later {
+    cshs_deferred *d;
+    cshs_watch w;
+    int pipe[2];
+    pthread_t handler_thread;
+    int given_zero; /* the watch was given 0 (a deadline, a forced stop) */
+} later;
+
+static atomic_int later_waiting;   /* deferred and not yet resumed */
+static atomic_int later_zeros;     /* watches given 0 */
+static later *later_all[64];
+static atomic_int later_n;
+
+static void later_answer(cshw_context *ctx, void *arg)
+{
+    later *lt = arg;
+    cshw_response *res = cshw_context_response(ctx);
+    cshw_request *req = cshw_context_request(ctx);
+    if (lt && lt->given_zero) {
+        cshw_response_send_error(res, 503);
+        return;
+    }
+    const char *where = !lt || pthread_equal(pthread_self(), lt->handler_thread) ? "same" : "other";
+    cshw_response_printf(res, "later %s %s", cshw_request_path(req), where);
+}
+
+static void later_ready(cshs_watch *w, uint32_t events)
+{
+    later *lt = w->arg;
+    char b;
+    if (events == 0) {
+        lt->given_zero = 1;
+        atomic_fetch_add(&later_zeros, 1);
+    } else if (read(lt->pipe[0], &b, 1) != 1) {
+        return; /* not yet */
+    }
+    cshs_reactor_remove(w);
+    close(lt->pipe[0]);
+    close(lt->pipe[1]);
+    atomic_fetch_sub(&later_waiting, 1);
+    cshs_deferred_resume(lt->d, later_answer, lt);
+}
+
+static void *later_resumer(void *arg)
+{
+    later *lt = arg;
+    struct timespec ts = {0, 30 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    atomic_fetch_sub(&later_waiting, 1);
+    cshs_deferred_resume(lt->d, later_answer, lt);
+    return NULL;
+}
+
+static void later_sleeps(cshw_context *ctx, void *arg)
+{
+    struct timespec ts = {0, 20 * 1000 * 1000};
+    nanosleep(&ts, NULL); /* it may wait: a thread of its own */
+    later_answer(ctx, arg);
+}
+
+/* /pipe: waits for a byte on a pipe, on the loop (the test writes it);
+ * /thread: resumed by another thread; /now: resumed before it returns;
+ * /job: the rest runs on a thread where it may wait; /forever: a watch
+ * with no deadline, never written (a forced stop gives it 0). A
+ * streaming route (/stream) runs as a job: cshs_defer says no. */
+static void later_handler(cshw_context *ctx)
+{
+    cshw_request *req = cshw_context_request(ctx);
+    const char *path = cshw_request_path(req);
+    if (!strcmp(path, "/stream")) {
+        cshw_response_printf(cshw_context_response(ctx), "%s %s", path,
+                             cshs_defer(ctx) ? "deferred" : "not deferred");
+        return;
+    }
+    later *lt = cshw_arena_alloc(cshw_context_arena(ctx), sizeof *lt);
+    memset(lt, 0, sizeof *lt);
+    lt->handler_thread = pthread_self();
+    lt->d = cshs_defer(ctx);
+    if (!lt->d) { /* (a cmocka assertion off the test's thread cannot report) */
+        fprintf(stderr, "cshs_defer refused %s\n", path);
+        abort();
+    }
+    atomic_fetch_add(&later_waiting, 1);
+    if (!strcmp(path, "/now") || !strcmp(path, "/quick")) {
+        atomic_fetch_sub(&later_waiting, 1);
+        cshs_deferred_resume(lt->d, later_answer, lt);
+    } else if (!strcmp(path, "/job")) {
+        atomic_fetch_sub(&later_waiting, 1);
+        cshs_deferred_run(lt->d, later_sleeps, lt);
+    } else if (!strcmp(path, "/thread")) {
+        pthread_t t;
+        assert_int_equal(pthread_create(&t, NULL, later_resumer, lt), 0);
+        pthread_detach(t);
+    } else {
+        assert_int_equal(pipe2(lt->pipe, O_NONBLOCK | O_CLOEXEC), 0);
+        lt->w.fd = lt->pipe[0];
+        lt->w.events = EPOLLIN;
+        lt->w.ready = later_ready;
+        lt->w.arg = lt;
+        later_all[atomic_fetch_add(&later_n, 1) % 64] = lt;
+        assert_int_equal(cshs_reactor_add(cshs_deferred_reactor(lt->d), &lt->w), 0);
+    }
+}
+
+static int later_streams(void *arg, const char *head, const csh_message *msg)
+{
+    (void)arg;
+    return msg->target.len == 7 && !memcmp(head + msg->target.off, "/stream", 7);
+}
+
+/* Writes the byte each /pipe request waits for, once `n` of them wait. */
+static void release_pipes(int n)
+{
+    for (int i = 0; i < 1000 && atomic_load(&later_waiting) < n; i++) {
+        struct timespec ts = {0, 5 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    assert_int_equal(atomic_load(&later_waiting), n);
+    int k = atomic_load(&later_n);
+    for (int i = 0; i < k && i < 64; i++) assert_int_equal(write(later_all[i]->pipe[1], "x", 1), 1);
+}
+
+/* Each kind of deferral answers, in order on a pipelined connection, on
+ * the loop's thread unless it asked for a thread of its own; counted in
+ * `deferred`; a job's handler is refused (it may wait anyway). */
+static void test_deferred_handlers(void **state)
+{
+    (void)state;
+    atomic_store(&later_n, 0);
+    cshs_options od = o;
+    od.unix_path = NULL;
+    od.loops = 1;
+    s2 = cshs_server_new(&od, later_handler, NULL);
+    assert_non_null(s2);
+    cshs_server_set_streaming(s2, later_streams, NULL);
+    assert_int_equal(cshs_server_start(s2), 0);
+    f2 = dial(cshs_server_port(s2, 0));
+    assert_true(f2 >= 0);
+    const char *one[][2] = {{"/now", "later /now same"},
+                            {"/thread", "later /thread same"},
+                            {"/job", "later /job other"},
+                            {"/quick", "later /quick same"}};
+    char rq[128];
+    for (size_t i = 0; i < sizeof one / sizeof one[0]; i++) {
+        snprintf(rq, sizeof rq, "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", one[i][0]);
+        assert_int_equal(exchange(f2, rq, one[i][1], buf, sizeof buf), 0);
+    }
+    /* a streaming route's handler (a request with a body) runs as a job */
+    assert_int_equal(exchange(f2, "POST /stream HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nab",
+                              "/stream not deferred", buf, sizeof buf),
+                     0);
+    /* pipelined: a deferred request holds the ones behind it until it is
+     * answered */
+    const char *pipelined = "GET /pipe HTTP/1.1\r\nHost: x\r\n\r\n"
+                            "GET /now HTTP/1.1\r\nHost: x\r\n\r\n";
+    assert_int_equal(send(f2, pipelined, strlen(pipelined), MSG_NOSIGNAL),
+                     (ssize_t)strlen(pipelined));
+    release_pipes(1);
+    assert_int_equal(exchange(f2, NULL, "later /now same", buf, sizeof buf), 0);
+    assert_non_null(strstr(buf, "later /pipe same"));
+    assert_true(strstr(buf, "later /pipe") < strstr(buf, "later /now"));
+    cshs_counters k;
+    assert_int_equal(cshs_server_counters(s2, &k), 0);
+    assert_int_equal(k.deferred, 6); /* /now, /thread, /job, /quick, /pipe, /now */
+}
+
+/* 16 requests wait at once, deferred, with at most two threads in all:
+ * none holds a thread while it waits (were it so, the 16th would never
+ * begin and release_pipes would fail). */
+static void test_deferred_hold_no_thread(void **state)
+{
+    (void)state;
+    atomic_store(&later_n, 0);
+    atomic_store(&later_waiting, 0);
+    cshs_options od = o;
+    od.unix_path = NULL;
+    od.loops = 1;
+    od.min_threads = 1;
+    od.max_threads = 2;
+    s2 = cshs_server_new(&od, later_handler, NULL);
+    assert_non_null(s2);
+    assert_int_equal(cshs_server_start(s2), 0);
+    int fds[16];
+    for (int i = 0; i < 16; i++) {
+        fds[i] = dial(cshs_server_port(s2, 0));
+        assert_true(fds[i] >= 0);
+        assert_int_equal(send(fds[i], "GET /pipe HTTP/1.1\r\nHost: x\r\n\r\n", 32, MSG_NOSIGNAL),
+                         32);
+    }
+    release_pipes(16);
+    for (int i = 0; i < 16; i++) {
+        assert_int_equal(exchange(fds[i], NULL, "later /pipe same", buf, sizeof buf), 0);
+        close(fds[i]);
+    }
+    cshs_counters k;
+    assert_int_equal(cshs_server_counters(s2, &k), 0);
+    assert_true(k.workers_total <= 2);
+    assert_int_equal(k.deferred, 16);
+}
+
+/* A request waiting on a watch with no deadline at a stop that has to
+ * cut: its watch is given 0, its continuation answers, and the stop ends
+ * with no handler left behind. */
+static void test_deferred_at_forced_stop(void **state)
+{
+    (void)state;
+    atomic_store(&later_n, 0);
+    atomic_store(&later_waiting, 0);
+    atomic_store(&later_zeros, 0);
+    cshs_options od = o;
+    od.unix_path = NULL;
+    od.loops = 1;
+    s2 = cshs_server_new(&od, later_handler, NULL);
+    assert_non_null(s2);
+    assert_int_equal(cshs_server_start(s2), 0);
+    f2 = dial(cshs_server_port(s2, 0));
+    assert_true(f2 >= 0);
+    assert_int_equal(send(f2, "GET /forever HTTP/1.1\r\nHost: x\r\n\r\n", 35, MSG_NOSIGNAL), 35);
+    for (int i = 0; i < 1000 && atomic_load(&later_waiting) < 1; i++) {
+        struct timespec ts = {0, 5 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    assert_int_equal(atomic_load(&later_waiting), 1);
+    assert_int_equal(cshs_server_stop(s2, 100), 1);
+    assert_int_equal(atomic_load(&later_zeros), 1);
+    assert_int_equal(atomic_load(&later_waiting), 0);
+    assert_int_equal(cshs_server_handlers_running(s2), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -750,6 +987,9 @@ int main(void)
         cmocka_unit_test_teardown(test_slow_handler_holds_no_events, teardown),
         cmocka_unit_test_teardown(test_spares_leave_and_come_back, teardown),
         cmocka_unit_test_teardown(test_writability_registered_when_a_write_waits, teardown),
+        cmocka_unit_test_teardown(test_deferred_handlers, teardown),
+        cmocka_unit_test_teardown(test_deferred_hold_no_thread, teardown),
+        cmocka_unit_test_teardown(test_deferred_at_forced_stop, teardown),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
