@@ -10,7 +10,9 @@
  *                                 ▼                                   │
  *                  run the handler (cshw_exchange_run): inline on the │
  *                  loop's thread, or as a job on another thread while │
- *                  handlers wait (busy: the loop leaves it alone)     │
+ *                  handlers wait (busy: the loop leaves it alone); a  │
+ *                  deferred one (cshs_defer) stays busy, no thread    │
+ *                  held, until its continuation runs                  │
  *                                 │  output the socket does not take  │
  *                                 │  is queued (bytes, file ranges)   │
  *                                 ▼                                   │
