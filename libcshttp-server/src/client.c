@@ -198,6 +198,12 @@ typedef struct conn {
     unsigned connect_ms;    /* opening by the tick: its deadline */
     char *buf;              /* the head built here; the response read here */
     size_t cap, start, end; /* unread input: buf[start .. end) */
+    /* cshs_call_end_async: the watch on a reactor, armed while `waiting`
+     * waits there. Its socket stays registered (inert) with the reactor it
+     * was armed on last, so the next wait there re-arms it with one
+     * epoll_ctl; closing the socket unregisters it. */
+    cshs_watch rw;
+    struct cshs_call *waiting;
 } conn;
 
 typedef struct waiter {
@@ -290,8 +296,7 @@ struct cshs_call {
     size_t head_len;
     char *all; /* cshs_call_read_all */
     size_t all_len;
-    /* cshs_call_end_async: the watch on the reactor, and what to call */
-    cshs_watch rw;
+    /* cshs_call_end_async: what to call when the head is here */
     void (*done)(void *arg);
     void *done_arg;
     uint64_t got; /* response bytes read there */
@@ -2101,8 +2106,8 @@ int cshs_call_end(cshs_call *call)
  * something the blocking calls handle: a TLS read that must write, the
  * end of input within a body); 2 when the response has no body; or the
  * error that fails the call. The connection is neither closed nor given
- * back here: the watch goes first (async_ready), so that its socket is
- * never reused, or closed and its number reused, while registered. */
+ * back here: its watch is inert first (async_ready), so that no event of
+ * it meets the connection in another call's hands, or freed. */
 static int async_step(cshs_call *call)
 {
     conn *cn = call->cn;
@@ -2161,15 +2166,20 @@ static void async_settle(cshs_call *call, int r)
 
 static void async_ready(cshs_watch *w, uint32_t events)
 {
-    cshs_call *call = w->arg;
+    conn *cn = w->arg;
+    cshs_call *call = cn->waiting;
     int r = CSHS_CLIENT_E_HEAD_TIMEOUT; /* given 0: the deadline, or the reactor stops */
     if (events) {
         r = async_step(call);
-        if (r == 0) return; /* more to come */
+        if (r == 0) { /* more to come: one shot more */
+            r = cshs_reactor_arm(w->reg, w);
+            if (r == 0) return;
+        }
     } else if (call->state != K_HEAD_WAIT) {
         r = 1; /* the head is here: cshs_call_read waits for the body */
     }
-    cshs_reactor_remove(w);
+    /* the watch is inert now: the connection may go back or be closed */
+    cn->waiting = NULL;
     async_settle(call, r);
     call->done(call->done_arg); /* last: it may free the call */
 }
@@ -2190,14 +2200,16 @@ int cshs_call_end_async(cshs_call *call, cshs_reactor *r, void (*done)(void *arg
     }
     call->done = done;
     call->done_arg = arg;
-    memset(&call->rw, 0, sizeof call->watch);
-    call->rw.fd = cn->fd;
-    call->rw.events = EPOLLIN | EPOLLRDHUP;
-    call->rw.deadline_ms = call->head_deadline_ms;
-    call->rw.ready = async_ready;
-    call->rw.arg = call;
+    cn->waiting = call;
+    cn->rw.fd = cn->fd;
+    cn->rw.events = EPOLLIN | EPOLLRDHUP;
+    cn->rw.deadline_ms = call->head_deadline_ms;
+    cn->rw.ready = async_ready;
+    cn->rw.arg = cn;
     /* last: from here the reactor's thread may run async_ready */
-    return cshs_reactor_add(r, &call->rw);
+    int e = cshs_reactor_arm(r, &cn->rw);
+    if (e < 0) cn->waiting = NULL;
+    return e;
 }
 
 static int have_head(const cshs_call *call)

@@ -399,63 +399,86 @@ int cshs__conn_want_out(cshs_conn *c)
 
 /* ---- the loops as reactors (reactor.h) ---- */
 
-int cshs_reactor_add(cshs_reactor *r, cshs_watch *w)
-{
-    if (!r || !w || !w->ready || w->reg) return -EINVAL;
-    cshs_loop *l = (cshs_loop *)r;
-    w->tag = TAG_WATCH;
-    struct epoll_event ev;
-    ev.events = w->events | EPOLLET;
-    ev.data.ptr = w;
-    /* listed and registered under the lock: the deadline check (the
-     * loop's owner) never meets a watch half added */
-    pthread_mutex_lock(&l->mu);
-    int e = epoll_ctl(l->epfd, EPOLL_CTL_ADD, w->fd, &ev) < 0 ? -errno : 0;
-    if (e == 0) {
-        w->reg = r;
-        w->prev = NULL;
-        w->next = l->watches;
-        if (l->watches) l->watches->prev = w;
-        l->watches = w;
-        w->listed = 1;
-    }
-    pthread_mutex_unlock(&l->mu);
-    return e;
-}
-
-int cshs_reactor_modify(cshs_watch *w, uint32_t events)
-{
-    if (!w || !w->reg) return -EINVAL;
-    cshs_loop *l = (cshs_loop *)w->reg;
-    struct epoll_event ev;
-    ev.events = events | EPOLLET;
-    ev.data.ptr = w;
-    if (epoll_ctl(l->epfd, EPOLL_CTL_MOD, w->fd, &ev) < 0) return -errno;
-    w->events = events;
-    return 0;
-}
-
 static void unlist(cshs_loop *l, cshs_watch *w)
 {
-    if (!w->listed) return;
     if (w->prev)
         w->prev->next = w->next;
     else
         l->watches = w->next;
     if (w->next) w->next->prev = w->prev;
     w->prev = w->next = NULL;
-    w->listed = 0;
 }
 
-void cshs_reactor_remove(cshs_watch *w)
+/* Under l->mu: the watch's registration in l, inert (no event reported
+ * until armed again). */
+static void make_inert(cshs_loop *l, cshs_watch *w)
 {
-    if (!w || !w->reg) return;
+    struct epoll_event ev;
+    ev.events = EPOLLONESHOT;
+    ev.data.ptr = w;
+    epoll_ctl(l->epfd, EPOLL_CTL_MOD, w->fd, &ev);
+}
+
+int cshs_reactor_arm(cshs_reactor *r, cshs_watch *w)
+{
+    if (!r || !w || !w->ready) return -EINVAL;
+    cshs_loop *l = (cshs_loop *)r;
+    if (w->armed && w->reg != r) return -EINVAL;
+    w->tag = TAG_WATCH;
+    struct epoll_event ev;
+    ev.events = w->events | EPOLLONESHOT;
+    ev.data.ptr = w;
+    /* armed and listed under the lock: the event's dispatch and the
+     * deadline check (the loop's owner) take it too, and never meet a
+     * watch half armed. Registered already (the reactor it was armed on
+     * last): re-armed with one MOD. */
+    pthread_mutex_lock(&l->mu);
+    int op = w->reg == r ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
+    int e = epoll_ctl(l->epfd, op, w->fd, &ev) < 0 ? errno : 0;
+    if (e == ENOENT || e == EEXIST) {
+        op = e == ENOENT ? EPOLL_CTL_ADD : EPOLL_CTL_MOD;
+        e = epoll_ctl(l->epfd, op, w->fd, &ev) < 0 ? errno : 0;
+    }
+    if (e == 0) {
+        if (!w->armed) {
+            w->prev = NULL;
+            w->next = l->watches;
+            if (l->watches) l->watches->prev = w;
+            l->watches = w;
+        }
+        w->reg = r;
+        w->armed = 1;
+    }
+    pthread_mutex_unlock(&l->mu);
+    return -e;
+}
+
+void cshs_reactor_disarm(cshs_watch *w)
+{
+    if (!w || !w->armed) return;
     cshs_loop *l = (cshs_loop *)w->reg;
     pthread_mutex_lock(&l->mu);
-    unlist(l, w);
-    epoll_ctl(l->epfd, EPOLL_CTL_DEL, w->fd, NULL);
-    w->reg = NULL;
+    if (w->armed) {
+        unlist(l, w);
+        w->armed = 0;
+        make_inert(l, w);
+    }
     pthread_mutex_unlock(&l->mu);
+}
+
+/* The one event of an armed watch (the loop's owner): taken off the list,
+ * then given. One found not armed (none can be: a disarmed registration
+ * reports nothing) is ignored. */
+static void watch_event(cshs_loop *l, cshs_watch *w, uint32_t events)
+{
+    pthread_mutex_lock(&l->mu);
+    int armed = w->armed && w->reg == (cshs_reactor *)l;
+    if (armed) {
+        unlist(l, w);
+        w->armed = 0;
+    }
+    pthread_mutex_unlock(&l->mu);
+    if (armed) w->ready(w, events);
 }
 
 void cshs__expire_watches(cshs_loop *l, int64_t now_ms)
@@ -466,7 +489,9 @@ void cshs__expire_watches(cshs_loop *l, int64_t now_ms)
     for (cshs_watch *w = l->watches, *next; w; w = next) {
         next = w->next;
         if (!all && (!w->deadline_ms || now_ms < w->deadline_ms)) continue;
-        unlist(l, w); /* given 0 once: its ready removes it */
+        unlist(l, w);
+        w->armed = 0;
+        make_inert(l, w);
         w->next = due;
         due = w;
     }
@@ -698,8 +723,7 @@ static void serve_loop(cshs_worker *w, cshs_loop *l)
             } else if (tag == TAG_LISTENER) {
                 if (!atomic_load(&s->stopping)) accept_one(w, l, ptr);
             } else if (tag == TAG_WATCH) {
-                cshs_watch *wa = ptr;
-                wa->ready(wa, l->evs[next].events);
+                watch_event(l, ptr, l->evs[next].events);
             } else {
                 take_returned(w, l);
             }

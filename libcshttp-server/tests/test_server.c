@@ -773,10 +773,10 @@ static void later_ready(cshs_watch *w, uint32_t events)
         lt->given_zero = 1;
         atomic_fetch_add(&later_zeros, 1);
     } else if (read(lt->pipe[0], &b, 1) != 1) {
-        return; /* not yet */
+        if (cshs_reactor_arm(w->reg, w) != 0) abort(); /* not yet: one shot more */
+        return;
     }
-    cshs_reactor_remove(w);
-    close(lt->pipe[0]);
+    close(lt->pipe[0]); /* the watch is inert; closed, its socket unregisters */
     close(lt->pipe[1]);
     atomic_fetch_sub(&later_waiting, 1);
     cshs_deferred_resume(lt->d, later_answer, lt);
@@ -839,7 +839,7 @@ static void later_handler(cshw_context *ctx)
         later_all[atomic_fetch_add(&later_n, 1) % 64] = lt;
         /* counted once all of it is set: the test reads it then */
         atomic_fetch_add(&later_waiting, 1);
-        if (cshs_reactor_add(cshs_deferred_reactor(lt->d), &lt->w) != 0) abort();
+        if (cshs_reactor_arm(cshs_deferred_reactor(lt->d), &lt->w) != 0) abort();
     }
 }
 

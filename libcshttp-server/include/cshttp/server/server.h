@@ -195,14 +195,13 @@ static inline int cshs_server_counters(const cshs_server *s, cshs_counters *out)
  *   static void answer(cshw_context *ctx, void *arg) { ... the response ... }
  *   static void on_ready(cshs_watch *w, uint32_t ev)  // on the loop's thread
  *   {
- *       cshs_reactor_remove(w);
- *       cshs_deferred_resume(w->arg, answer, NULL);
+ *       cshs_deferred_resume(w->arg, answer, NULL);   // (ev 0: its deadline)
  *   }
  *   static void handler(cshw_context *ctx)
  *   {
  *       cshs_deferred *d = cshs_defer(ctx);
  *       if (!d) { ... wait here, as any handler may ...; return; }
- *       watch.arg = d;  ... cshs_reactor_add(cshs_deferred_reactor(d), &watch);
+ *       watch.arg = d;  ... cshs_reactor_arm(cshs_deferred_reactor(d), &watch);
  *   }                   // returns: the connection waits, no thread does
  *
  * cshs_defer is called by a handler the engine runs on its loop's thread
