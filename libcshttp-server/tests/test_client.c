@@ -2019,6 +2019,22 @@ static void client_tick(void *arg)
     cshs_client_tick(arg);
 }
 
+/* A server running `handler` whose tick drives handler_client (it has no
+ * tick thread), sweeping every 50 ms; loops 0: the default. */
+static cshs_server *handler_server(cshw_handler handler, unsigned loops)
+{
+    cshs_options so;
+    cshs_options_init(&so);
+    so.port = 0;
+    so.loops = loops;
+    so.sweep_interval_ms = 50;
+    cshs_server *srv = cshs_server_new(&so, handler, NULL);
+    assert_non_null(srv);
+    assert_int_equal(cshs_server_add_tick(srv, client_tick, handler_client), 0);
+    assert_int_equal(cshs_server_start(srv), 0);
+    return srv;
+}
+
 /* GET path from the server on 127.0.0.1:port; the status, the body in out. */
 static int ask_server(unsigned port, const char *path, char *out, size_t cap)
 {
@@ -2066,14 +2082,7 @@ static void test_from_handlers(void **state)
     origin_url(og, handler_origin, sizeof handler_origin);
     /* no tick thread: the server's tick drives the client */
     handler_client = client_with(1, 0);
-    cshs_options so;
-    cshs_options_init(&so);
-    so.port = 0;
-    so.sweep_interval_ms = 50;
-    cshs_server *srv = cshs_server_new(&so, proxy_handler, NULL);
-    assert_non_null(srv);
-    assert_int_equal(cshs_server_add_tick(srv, client_tick, handler_client), 0);
-    assert_int_equal(cshs_server_start(srv), 0);
+    cshs_server *srv = handler_server(proxy_handler, 0);
     unsigned port = cshs_server_port(srv, 0);
     char body[256];
     assert_int_equal(ask_server(port, "/a", body, sizeof body), 200);
@@ -2190,15 +2199,7 @@ static void test_answer_awaited_on_the_loop(void **state)
     og[1]->modes[0] = M_SILENT;
     og[2]->modes[0] = M_TWICE;
     handler_client = client_with(4, 0);
-    cshs_options so;
-    cshs_options_init(&so);
-    so.port = 0;
-    so.loops = 1;
-    so.sweep_interval_ms = 50;
-    cshs_server *srv = cshs_server_new(&so, async_handler, NULL);
-    assert_non_null(srv);
-    assert_int_equal(cshs_server_add_tick(srv, client_tick, handler_client), 0);
-    assert_int_equal(cshs_server_start(srv), 0);
+    cshs_server *srv = handler_server(async_handler, 1);
     unsigned port = cshs_server_port(srv, 0);
     char body[256];
     assert_int_equal(ask_server(port, "/a1", body, sizeof body), 200);

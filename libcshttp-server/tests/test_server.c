@@ -861,21 +861,34 @@ static void release_pipes(int n)
     for (int i = 0; i < k && i < 64; i++) assert_int_equal(write(later_all[i]->pipe[1], "x", 1), 1);
 }
 
+/* s2 with later_handler, one loop, the counters of the tests zeroed;
+ * max_threads 0: the group's. */
+static void start_later_server(unsigned max_threads)
+{
+    atomic_store(&later_n, 0);
+    atomic_store(&later_waiting, 0);
+    atomic_store(&later_zeros, 0);
+    cshs_options od = o;
+    od.unix_path = NULL;
+    od.loops = 1;
+    od.offload_ms = 0; /* a slow moment (a sanitizer) must not send handlers to jobs */
+    if (max_threads) {
+        od.min_threads = 1;
+        od.max_threads = max_threads;
+    }
+    s2 = cshs_server_new(&od, later_handler, NULL);
+    assert_non_null(s2);
+    cshs_server_set_streaming(s2, later_streams, NULL);
+    assert_int_equal(cshs_server_start(s2), 0);
+}
+
 /* Each kind of deferral answers, in order on a pipelined connection, on
  * the loop's thread unless it asked for a thread of its own; counted in
  * `deferred`; a job's handler is refused (it may wait anyway). */
 static void test_deferred_handlers(void **state)
 {
     (void)state;
-    atomic_store(&later_n, 0);
-    cshs_options od = o;
-    od.unix_path = NULL;
-    od.loops = 1;
-    od.offload_ms = 0; /* a slow moment (a sanitizer) must not send handlers to jobs */
-    s2 = cshs_server_new(&od, later_handler, NULL);
-    assert_non_null(s2);
-    cshs_server_set_streaming(s2, later_streams, NULL);
-    assert_int_equal(cshs_server_start(s2), 0);
+    start_later_server(0);
     f2 = dial(cshs_server_port(s2, 0));
     assert_true(f2 >= 0);
     const char *one[][2] = {{"/now", "later /now same"},
@@ -918,17 +931,7 @@ static void test_deferred_handlers(void **state)
 static void test_deferred_hold_no_thread(void **state)
 {
     (void)state;
-    atomic_store(&later_n, 0);
-    atomic_store(&later_waiting, 0);
-    cshs_options od = o;
-    od.unix_path = NULL;
-    od.loops = 1;
-    od.offload_ms = 0; /* a slow moment (a sanitizer) must not send handlers to jobs */
-    od.min_threads = 1;
-    od.max_threads = 2;
-    s2 = cshs_server_new(&od, later_handler, NULL);
-    assert_non_null(s2);
-    assert_int_equal(cshs_server_start(s2), 0);
+    start_later_server(2);
     int fds[16];
     for (int i = 0; i < 16; i++) {
         fds[i] = dial(cshs_server_port(s2, 0));
@@ -953,16 +956,7 @@ static void test_deferred_hold_no_thread(void **state)
 static void test_deferred_at_forced_stop(void **state)
 {
     (void)state;
-    atomic_store(&later_n, 0);
-    atomic_store(&later_waiting, 0);
-    atomic_store(&later_zeros, 0);
-    cshs_options od = o;
-    od.unix_path = NULL;
-    od.loops = 1;
-    od.offload_ms = 0; /* a slow moment (a sanitizer) must not send handlers to jobs */
-    s2 = cshs_server_new(&od, later_handler, NULL);
-    assert_non_null(s2);
-    assert_int_equal(cshs_server_start(s2), 0);
+    start_later_server(0);
     f2 = dial(cshs_server_port(s2, 0));
     assert_true(f2 >= 0);
     assert_int_equal(send(f2, "GET /forever HTTP/1.1\r\nHost: x\r\n\r\n", 35, MSG_NOSIGNAL), 35);
