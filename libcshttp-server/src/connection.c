@@ -56,8 +56,6 @@
 #define OUT_MIN 4096u         /* the smallest output block */
 #define DRIVE_TURNS 32        /* exchanges in a row before others go first */
 #define SPARE_CTX_MAX 64       /* contexts a worker keeps for handlers that defer */
-/* cshs_conn.resume: how a connection given back goes on */
-enum { RESUME_AFTER_RUN = 0, RESUME_EVENT = 1, RESUME_DEFERRED = 2 };
 
 /* The connection whose handler runs inline on this thread, and the
  * worker running it: what cshs_defer finds. */

@@ -652,17 +652,25 @@ static void take_posted(cshs_worker *w, cshs_loop *l)
         list = c->link;
         c->link = NULL;
         c->posted = 0;
-        if (c->resume == 2 /* RESUME_DEFERRED */)
+        if (c->resume == RESUME_DEFERRED)
             cshs__conn_continue(w, c);
         else if (!c->closed && claim(c))
             cshs__conn_event(w, c);
     }
-    /* a lost loop's posts stay with the loop */
+    /* A lost loop's posts go back to it through its returned list: its
+     * posted list is its new owner's now. Busy, so that the new owner
+     * leaves them alone until it takes them back. */
     while (list) {
         cshs_conn *c = list;
         list = c->link;
-        c->link = l->posted;
-        l->posted = c;
+        c->link = NULL;
+        c->posted = 0;
+        if (c->closed) continue;
+        if (c->resume != RESUME_DEFERRED) {
+            atomic_store(&c->busy, 1);
+            c->resume = RESUME_EVENT;
+        }
+        cshs__give_back(c);
     }
 }
 

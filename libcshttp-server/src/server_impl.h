@@ -37,6 +37,13 @@ enum {
 };
 enum { TLS_NONE = 0, TLS_HANDSHAKE = 1, TLS_OPEN = 2 };
 
+/* cshs_conn.resume: how a connection given back (or posted) goes on */
+enum {
+    RESUME_AFTER_RUN = 0, /* after its handler: after_run is its result */
+    RESUME_EVENT = 1,     /* as after an event: it reads on */
+    RESUME_DEFERRED = 2   /* its deferred handler's continuation is due */
+};
+
 /* Where a connection's life stands (connection.c has the diagram). */
 enum {
     CP_READ = 0, /* reading and answering requests */

@@ -757,6 +757,10 @@ static void later_answer(cshw_context *ctx, void *arg)
     later *lt = arg;
     cshw_response *res = cshw_context_response(ctx);
     cshw_request *req = cshw_context_request(ctx);
+    if (!strcmp(cshw_request_path(req), "/pipe-slow")) {
+        struct timespec ts = {0, 50 * 1000 * 1000};
+        nanosleep(&ts, NULL); /* a continuation that blocks: it loses the loop */
+    }
     if (lt && lt->given_zero) {
         cshw_response_send_error(res, 503);
         return;
@@ -950,6 +954,47 @@ static void test_deferred_hold_no_thread(void **state)
     assert_int_equal(k.deferred, 16);
 }
 
+/* Continuations due in one batch run one after the other after it; when
+ * the first blocks and loses the loop (another connection's request
+ * waits), the ones behind it go to the loop's new owner through its
+ * returned list and are answered (under TSan: without touching the posted
+ * list the new owner has). */
+static void test_deferred_behind_a_blocked_one(void **state)
+{
+    (void)state;
+    start_later_server(8);
+    int fds[4];
+    const char *paths[4] = {"/pipe-slow", "/pipe", "/pipe", "/pipe"};
+    char rq[128];
+    for (int i = 0; i < 4; i++) {
+        fds[i] = dial(cshs_server_port(s2, 0));
+        assert_true(fds[i] >= 0);
+        snprintf(rq, sizeof rq, "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", paths[i]);
+        assert_int_equal(send(fds[i], rq, strlen(rq), MSG_NOSIGNAL), (ssize_t)strlen(rq));
+        /* in this order: the slow one's watch fires first */
+        for (int k = 0; k < 1000 && atomic_load(&later_waiting) < i + 1; k++) {
+            struct timespec ts = {0, 2 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    f2 = dial(cshs_server_port(s2, 0)); /* waits on the loop while the slow one blocks */
+    assert_true(f2 >= 0);
+    release_pipes(4);
+    struct timespec ts = {0, 10 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    assert_int_equal(exchange(f2, "GET /now HTTP/1.1\r\nHost: x\r\n\r\n", "later /now", buf,
+                              sizeof buf),
+                     0);
+    for (int i = 0; i < 4; i++) {
+        snprintf(rq, sizeof rq, "later %s ", paths[i]); /* on whichever thread has the loop */
+        assert_int_equal(exchange(fds[i], NULL, rq, buf, sizeof buf), 0);
+        close(fds[i]);
+    }
+    cshs_counters k;
+    assert_int_equal(cshs_server_counters(s2, &k), 0);
+    assert_true(k.handovers >= 1);
+}
+
 /* A request waiting on a watch with no deadline at a stop that has to
  * cut: its watch is given 0, its continuation answers, and the stop ends
  * with no handler left behind. */
@@ -992,6 +1037,7 @@ int main(void)
         cmocka_unit_test_teardown(test_writability_registered_when_a_write_waits, teardown),
         cmocka_unit_test_teardown(test_deferred_handlers, teardown),
         cmocka_unit_test_teardown(test_deferred_hold_no_thread, teardown),
+        cmocka_unit_test_teardown(test_deferred_behind_a_blocked_one, teardown),
         cmocka_unit_test_teardown(test_deferred_at_forced_stop, teardown),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
