@@ -5,6 +5,9 @@ the same origin: an nginx (one worker) that answers /demo/plaintext itself
 connection idle for 1 s. The proxies and the origin are W6's own servers,
 started for each round and stopped after it; the CPU time per request is
 the proxy's alone (its process and children), never the origin's.
+cshttpd runs twice: with its default loops (cshttpd-proxy, one per core)
+and with one (cshttpd-proxy-1, `--loops 1`: nginx-proxy's one worker's
+terms, as cshttpd-1 against nginx-1 in W1-W3).
 
 Variants:
 - plaintext: `cshttp-load -c 32` on /demo/plaintext through each proxy;
@@ -104,12 +107,17 @@ class NginxProxy(_Nginx):
 
 
 class CshttpdProxy(servers.Server):
+    """cshttpd --proxy with its default loops (one per core), or with one
+    (`loops` 1: cshttpd-proxy-1, nginx-proxy's terms: one event loop)."""
     name = "cshttpd-proxy"
 
-    def __init__(self, origin, pool_size, *a):
+    def __init__(self, origin, pool_size, *a, loops=0):
         super().__init__(*a)
         self.origin = origin
         self.pool_size = pool_size
+        self.loops = loops
+        if loops:
+            self.name = "cshttpd-proxy-%d" % loops
 
     def available(self):
         p = self.paths["cshttpd"]
@@ -121,7 +129,7 @@ class CshttpdProxy(servers.Server):
                 "--proxy", "/demo=" + up, "--proxy", "/files=" + up,
                 "--proxy-pool-size", str(self.pool_size), "--status", "/status",
                 "--max-connections", "20000", "--keepalive-timeout-ms", "300000",
-                "--backlog", "4096"]
+                "--backlog", "4096"] + (["--loops", str(self.loops)] if self.loops else [])
 
     def pool(self):
         """The origin's pool from /status.json, or {}."""
@@ -153,7 +161,8 @@ def run(suite, rnd):
             suite.notes.append("W6: no origin: %s" % why)
             return
         started.append(origin)
-        proxies = [CshttpdProxy(origin, CONNECTIONS, *a), NginxProxy(origin, *a)]
+        proxies = [CshttpdProxy(origin, CONNECTIONS, *a),
+                   CshttpdProxy(origin, CONNECTIONS, *a, loops=1), NginxProxy(origin, *a)]
         live = []
         for p in proxies:
             why = p.available() or _start(suite, p)
@@ -185,8 +194,8 @@ def run(suite, rnd):
                 row["acquire_p50_us"] = pool.get("acquire_wait_p50_us")
                 row["acquire_p99_us"] = pool.get("acquire_wait_p99_us")
                 row["pool_opens"] = pool.get("opens")
-                suite.say("  W6    pool8     cshttpd-proxy acquire wait p50 %s us, p99 %s us, "
-                          "%s opens" % (row["acquire_p50_us"], row["acquire_p99_us"],
+                suite.say("  W6    pool8     %s acquire wait p50 %s us, p99 %s us, "
+                          "%s opens" % (p.name, row["acquire_p50_us"], row["acquire_p99_us"],
                                         row["pool_opens"]))
             else:
                 suite.load("W6", "pool8", p, rnd, "/demo/plaintext", ["-c", "64"], 64)
@@ -238,7 +247,8 @@ def markdown(t, add):
     add("")
     add("The origin: nginx, one worker, `return 200` for /demo/plaintext and sendfile for "
         "/files/, keep-alive timeout 1 s. cshttpd-proxy: `--proxy /demo=ORIGIN --proxy "
-        "/files=ORIGIN --proxy-pool-size 32` (8 in pool8); nginx-proxy: one worker, "
+        "/files=ORIGIN --proxy-pool-size 32` (8 in pool8), with its default loops (one per "
+        "core) and, as cshttpd-proxy-1, with `--loops 1`; nginx-proxy: one worker, "
         "`proxy_pass` to an upstream with `keepalive 32`, HTTP/1.1, `Connection \"\"`. CPU/req "
         "is the proxy's own. idle-gaps: %d bursts of 1 s at 16 connections, each after %.1f s "
         "of silence in which the origin closed every pooled connection. pool8: 64 "
@@ -250,7 +260,7 @@ def markdown(t, add):
     add("|---|---|--:|--:|--:|--:|--:|--:|---|---|")
     for v in ("plaintext", "1MiB", "idle-gaps", "pool8"):
         ref = t.median("W6", v, "nginx-proxy", "cshttp-load", "rps")
-        for n in ("cshttpd-proxy", "nginx-proxy"):
+        for n in ("cshttpd-proxy", "cshttpd-proxy-1", "nginx-proxy"):
             runs = t.runs("W6", v, n, "cshttp-load")
             if not runs:
                 continue
@@ -260,7 +270,7 @@ def markdown(t, add):
             p99 = t.median("W6", v, n, "cshttp-load", "p99_ms")
             errs = sum(int(r.get("errors") or 0) for r in runs)
             acq = "-"
-            if v == "pool8" and n == "cshttpd-proxy":
+            if v == "pool8" and n.startswith("cshttpd-proxy"):
                 a50 = t.median("W6", v, n, "cshttp-load", "acquire_p50_us")
                 a99 = t.median("W6", v, n, "cshttp-load", "acquire_p99_us")
                 acq = "%s / %s" % ("%.0f" % a50 if a50 is not None else "-",

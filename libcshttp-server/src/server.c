@@ -424,7 +424,10 @@ int cshs_reactor_arm(cshs_reactor *r, cshs_watch *w)
     if (!r || !w || !w->ready) return -EINVAL;
     cshs_loop *l = (cshs_loop *)r;
     if (w->armed && w->reg != r) return -EINVAL;
-    w->tag = TAG_WATCH;
+    /* read by the loop's owner before anything else of an event (an
+     * atomic access: the arming thread may be another) */
+    if (__atomic_load_n(&w->tag, __ATOMIC_RELAXED) != TAG_WATCH)
+        __atomic_store_n(&w->tag, TAG_WATCH, __ATOMIC_RELAXED);
     struct epoll_event ev;
     ev.events = w->events | EPOLLONESHOT;
     ev.data.ptr = w;
@@ -714,7 +717,9 @@ static void serve_loop(cshs_worker *w, cshs_loop *l)
              * takes the loop over goes on with the next one */
             atomic_store_explicit(&l->next, next + 1, memory_order_relaxed);
             void *ptr = l->evs[next].data.ptr;
-            int tag = *(int *)ptr;
+            /* what the registration points at says what it is (a watch's
+             * tag may have been written by another thread: atomic) */
+            int tag = __atomic_load_n((int *)ptr, __ATOMIC_RELAXED);
             if (tag == TAG_CONN) {
                 cshs_conn *c = ptr;
                 uint32_t ev = l->evs[next].events;

@@ -692,9 +692,11 @@ def t_origin_answers_early(tmp):
                     st, h, body = upload_early_answered(px.port, 12 << 20)
                     assert st == 413 and body == EarlyOrigin.BODY, (mode, tls, st, h, body[:200])
                     assert h.get("connection") == "close", (mode, tls, h, body[:300])
+                # one head per connection: the origin never reads a second
                 assert o.heads == 2, (mode, tls, o.heads)
-                p = pools(px)[o.url()]
-                assert p["opens"] == 2, (mode, tls, p)
+                # (the pool, empty, may be dropped by the tick meanwhile)
+                p = pools(px).get(o.url())
+                assert p is None or p["opens"] == 2, (mode, tls, p)
         finally:
             o.close()
 
