@@ -128,7 +128,8 @@
  * deadline. Once it holds a connection, its I/O (send, the response, the
  * body) is done by the calling thread itself with poll() on that one
  * socket, within the request's deadlines: no thread per request and no
- * polling loop. The thread that opens a connection (a waiting request, or
+ * polling loop. Or no thread at all while the response head is awaited:
+ * cshs_call_end_async waits on a reactor (an engine loop) instead. The thread that opens a connection (a waiting request, or
  * the tick for min_idle) resolves the name with getaddrinfo(): a name that
  * needs DNS blocks that thread for as long as the resolver takes. A waiting
  * request connects with a blocking connect() whose deadline the kernel
