@@ -1,7 +1,8 @@
 /* cshw_exchange (src/exchange.c) over the memory transport: what it
  * reports for every kind of answer, the body stored in memory or in a
- * temporary file, the limits, the request checks, streaming routes, and
- * that the same bytes give the same answers whole and byte by byte. */
+ * temporary file, the limits, the request checks, streaming routes,
+ * that the same bytes give the same answers whole and byte by byte, and a
+ * handler that answers later. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -723,6 +724,91 @@ static void test_expire_and_refuse(void **state)
     cshw_exchange_free(NULL);
 }
 
+/* ---- a handler that answers later (cshw_exchange_defer, 0.3.1) ---- */
+
+static cshw_exchange *deferring_x; /* the exchange running deferring() */
+static cshw_context *deferred_ctx;
+
+static void deferring(cshw_context *ctx)
+{
+    handler_calls++;
+    deferred_ctx = ctx;
+    cshw_response_set_status(cshw_context_response(ctx), 201); /* kept until resumed */
+    assert_int_equal(cshw_exchange_defer(deferring_x), 0);
+}
+
+static void answer_later(cshw_context *ctx, void *arg)
+{
+    assert_ptr_equal(ctx, deferred_ctx);
+    assert_ptr_equal(cshw_context_current(), ctx);
+    cshw_response_printf(cshw_context_response(ctx), "later %s %s",
+                         cshw_request_path(cshw_context_request(ctx)), (const char *)arg);
+}
+
+static void defer_again(cshw_context *ctx, void *arg)
+{
+    (void)ctx;
+    (void)arg;
+    assert_int_equal(cshw_exchange_defer(deferring_x), 0);
+}
+
+/* The handler returns deferred: nothing is written or reported and the
+ * pipelined request behind it waits; resumed, the continuation answers in
+ * the same context (its request, its status), the exchange ends and
+ * reports it and goes on with the next request. A continuation may defer
+ * again. Outside a handler neither call applies (RFC 9112 §9.3.2: the
+ * answers stay in the order of the requests). */
+static void test_defer_and_resume(void **state)
+{
+    (void)state;
+    memset(&reports, 0, sizeof reports);
+    handler_calls = 0;
+    cshw_exchange_config cfg;
+    cshw_exchange_config_init(&cfg);
+    cfg.handler = deferring;
+    cfg.report = on_report;
+    static const char in[] = "GET /a HTTP/1.1\r\nHost: x\r\n\r\nGET /b HTTP/1.1\r\nHost: x\r\n\r\n";
+    cshw_memory *m = cshw_memory_new(in, sizeof in - 1, 0);
+    cshw_exchange *x = deferring_x = cshw_exchange_new(&cfg);
+    cshw_context *ctx = cshw_context_new(NULL);
+    const cshw_transport *t = cshw_memory_transport(m);
+    assert_int_equal(cshw_exchange_defer(x), CSHW_E_NOT_ACTIVE);
+    assert_int_equal(cshw_exchange_resume(x, t, answer_later, "x"), CSHW_E_NOT_ACTIVE);
+
+    assert_int_equal(cshw_exchange_input(x, t), CSHW_EXCHANGE_READY);
+    assert_int_equal(cshw_exchange_run(x, ctx, t), CSHW_EXCHANGE_DEFERRED);
+    size_t n;
+    cshw_memory_output(m, &n);
+    assert_int_equal(n, 0);
+    assert_int_equal(reports.n, 0);
+    assert_int_equal(cshw_exchange_run(x, ctx, t), CSHW_E_NOT_ACTIVE); /* still its request */
+    assert_int_equal(cshw_exchange_defer(x), CSHW_E_NOT_ACTIVE);      /* no handler running */
+    assert_int_equal(cshw_exchange_resume(x, t, defer_again, NULL), CSHW_EXCHANGE_DEFERRED);
+    assert_int_equal(reports.n, 0);
+    assert_int_equal(cshw_exchange_resume(x, t, answer_later, "one"), CSHW_EXCHANGE_NEXT);
+    assert_int_equal(reports.n, 1);
+    assert_int_equal(reports.status[0], 201);
+    assert_true(reports.keep[0]);
+
+    /* the pipelined request, deferred and resumed the same way */
+    assert_int_equal(cshw_exchange_input(x, t), CSHW_EXCHANGE_READY);
+    assert_int_equal(cshw_exchange_run(x, ctx, t), CSHW_EXCHANGE_DEFERRED);
+    assert_int_equal(cshw_exchange_resume(x, t, answer_later, "two"), CSHW_EXCHANGE_NEXT);
+    assert_int_equal(handler_calls, 2);
+    assert_int_equal(reports.n, 2);
+    tw_run run;
+    memset(&run, 0, sizeof run);
+    tw_collect(&run, m, in);
+    assert_int_equal(run.n, 2);
+    assert_int_equal(run.r[0].status, 201);
+    assert_string_equal(run.r[0].body, "later /a one");
+    assert_string_equal(run.r[1].body, "later /b two");
+    tw_free(&run);
+    cshw_context_free(ctx);
+    cshw_exchange_free(x);
+    cshw_memory_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -738,6 +824,7 @@ int main(void)
         cmocka_unit_test(test_config_own_size),
         cmocka_unit_test(test_transport_sizes),
         cmocka_unit_test(test_expire_and_refuse),
+        cmocka_unit_test(test_defer_and_resume),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
