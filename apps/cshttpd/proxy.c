@@ -382,13 +382,6 @@ static void answer(cshw_context *ctx, const proxy_route *r, cshs_call *call, int
     cshs_call_free(call);
 }
 
-/* The error page is written already (fail): nothing more to do. */
-static void answer_failed(cshw_context *ctx, void *arg)
-{
-    (void)ctx;
-    (void)arg;
-}
-
 /* A request without a body whose handler deferred: what its continuation
  * needs (in the request's arena). */
 typedef struct waiting {
@@ -450,7 +443,7 @@ static int proxy_deferred(proxy *p, const proxy_route *r, cshw_context *ctx,
     if (e < 0) {
         cshw_request *req = cshw_context_request(ctx);
         fail(r, req, cshw_context_response(ctx), e, "connecting:");
-        cshs_deferred_resume(d, answer_failed, NULL);
+        cshs_deferred_resume(d, NULL, NULL); /* the error page is all */
         return 1;
     }
     /* 0: origin_ready resumes it; else nothing to wait for (or the loop

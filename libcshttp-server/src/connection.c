@@ -923,10 +923,18 @@ cshs_reactor *cshs_deferred_reactor(cshs_deferred *d)
     return d ? (cshs_reactor *)((cshs_conn *)d)->loop : NULL;
 }
 
+/* The continuation of a resume given none: the request ends with what its
+ * handler wrote. */
+static void nothing_more(cshw_context *ctx, void *arg)
+{
+    (void)ctx;
+    (void)arg;
+}
+
 static void resume(cshs_conn *c, void (*fn)(cshw_context *ctx, void *arg), void *arg, int job)
 {
-    if (!c || !fn) return;
-    c->dfn = fn;
+    if (!c) return;
+    c->dfn = fn ? fn : nothing_more;
     c->darg = arg;
     c->djob = (char)job;
     /* the handler has not returned yet: after_handler sees it due. Else,

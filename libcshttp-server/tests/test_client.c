@@ -2139,12 +2139,6 @@ static void async_answer(cshw_context *ctx, void *arg)
     cshs_call_free(aw->call);
 }
 
-static void async_answer_none(cshw_context *ctx, void *arg)
-{
-    (void)ctx;
-    (void)arg;
-}
-
 static void async_ready(void *arg)
 {
     async_wait *aw = arg;
@@ -2174,7 +2168,7 @@ static void async_handler(cshw_context *ctx)
     if (r < 0) {
         cshw_response_set_status(res, cshs_client_error_status(r));
         cshw_response_puts(res, cshs_client_error_name(r));
-        cshs_deferred_resume(aw->d, async_answer_none, NULL);
+        cshs_deferred_resume(aw->d, NULL, NULL);
         return;
     }
     if (cshs_call_end_async(aw->call, cshs_deferred_reactor(aw->d), async_ready, aw) != 0)

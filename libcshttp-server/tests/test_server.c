@@ -749,6 +749,7 @@ typedef struct later {
 
 static atomic_int later_waiting;   /* deferred and not yet resumed */
 static atomic_int later_zeros;     /* watches given 0 */
+static atomic_int later_readies;   /* ready calls, 0 included */
 static later *later_all[64];
 static atomic_int later_n;
 
@@ -765,6 +766,10 @@ static void later_answer(cshw_context *ctx, void *arg)
         cshw_response_send_error(res, 503);
         return;
     }
+    if (lt && !strcmp(cshw_request_path(req), "/disarmed")) {
+        close(lt->pipe[0]); /* its watch inert: closed, the socket unregisters */
+        close(lt->pipe[1]);
+    }
     const char *where = !lt || pthread_equal(pthread_self(), lt->handler_thread) ? "same" : "other";
     cshw_response_printf(res, "later %s %s", cshw_request_path(req), where);
 }
@@ -773,6 +778,7 @@ static void later_ready(cshs_watch *w, uint32_t events)
 {
     later *lt = w->arg;
     char b;
+    atomic_fetch_add(&later_readies, 1);
     if (events == 0) {
         lt->given_zero = 1;
         atomic_fetch_add(&later_zeros, 1);
@@ -804,7 +810,9 @@ static void later_sleeps(cshw_context *ctx, void *arg)
 }
 
 /* /pipe: waits for a byte on a pipe, on the loop (the test writes it);
- * /thread: resumed by another thread; /now: resumed before it returns;
+ * /thread: resumed by another thread (/disarmed too, its watch armed,
+ * disarmed and its pipe made readable); /now: resumed before it returns;
+ * /ended: resumed with no continuation after writing its answer;
  * /job: the rest runs on a thread where it may wait; /forever: a watch
  * with no deadline, never written (a forced stop gives it 0). A
  * streaming route (/stream) runs as a job: cshs_defer says no. */
@@ -829,7 +837,21 @@ static void later_handler(cshw_context *ctx)
         cshs_deferred_resume(lt->d, later_answer, lt);
     } else if (!strcmp(path, "/job")) {
         cshs_deferred_run(lt->d, later_sleeps, lt);
-    } else if (!strcmp(path, "/thread")) {
+    } else if (!strcmp(path, "/ended")) {
+        cshw_response_puts(cshw_context_response(ctx), "ended by its handler");
+        cshs_deferred_resume(lt->d, NULL, NULL);
+    } else if (!strcmp(path, "/thread") || !strcmp(path, "/disarmed")) {
+        if (path[1] == 'd') {
+            /* armed, disarmed, then made readable: its ready must not run */
+            if (pipe2(lt->pipe, O_NONBLOCK | O_CLOEXEC) != 0) abort();
+            lt->w.fd = lt->pipe[0];
+            lt->w.events = EPOLLIN;
+            lt->w.ready = later_ready;
+            lt->w.arg = lt;
+            if (cshs_reactor_arm(cshs_deferred_reactor(lt->d), &lt->w) != 0) abort();
+            cshs_reactor_disarm(&lt->w);
+            if (write(lt->pipe[1], "x", 1) != 1) abort();
+        }
         atomic_fetch_add(&later_waiting, 1);
         pthread_t t;
         if (pthread_create(&t, NULL, later_resumer, lt) != 0) abort();
@@ -888,7 +910,9 @@ static void start_later_server(unsigned max_threads)
 
 /* Each kind of deferral answers, in order on a pipelined connection, on
  * the loop's thread unless it asked for a thread of its own; counted in
- * `deferred`; a job's handler is refused (it may wait anyway). */
+ * `deferred`; a job's handler is refused (it may wait anyway). Resumed
+ * with no continuation, a request ends with what its handler wrote; a
+ * watch disarmed is not given the event that comes after. */
 static void test_deferred_handlers(void **state)
 {
     (void)state;
@@ -898,11 +922,15 @@ static void test_deferred_handlers(void **state)
     const char *one[][2] = {{"/now", "later /now same"},
                             {"/thread", "later /thread same"},
                             {"/quick", "later /quick same"},
+                            {"/ended", "ended by its handler"},
+                            {"/disarmed", "later /disarmed "},
                             {"/job", "later /job other"}};
     char rq[128];
     for (size_t i = 0; i < sizeof one / sizeof one[0]; i++) {
+        int readies = atomic_load(&later_readies);
         snprintf(rq, sizeof rq, "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", one[i][0]);
         assert_int_equal(exchange(f2, rq, one[i][1], buf, sizeof buf), 0);
+        assert_int_equal(atomic_load(&later_readies), readies); /* (no watch but /pipe's) */
     }
     /* the job that ran /job's continuation may take the connection's next
      * request too (a job does, when it is already there): the rest go on
@@ -910,10 +938,6 @@ static void test_deferred_handlers(void **state)
     close_fd(&f2);
     f2 = dial(cshs_server_port(s2, 0));
     assert_true(f2 >= 0);
-    /* a streaming route's handler (a request with a body) runs as a job */
-    assert_int_equal(exchange(f2, "POST /stream HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nab",
-                              "/stream not deferred", buf, sizeof buf),
-                     0);
     /* pipelined: a deferred request holds the ones behind it until it is
      * answered */
     const char *pipelined = "GET /pipe HTTP/1.1\r\nHost: x\r\n\r\n"
@@ -924,9 +948,14 @@ static void test_deferred_handlers(void **state)
     assert_int_equal(exchange(f2, NULL, "later /now same", buf, sizeof buf), 0);
     assert_non_null(strstr(buf, "later /pipe same"));
     assert_true(strstr(buf, "later /pipe") < strstr(buf, "later /now"));
+    /* a streaming route's handler (a request with a body) runs as a job; last,
+     * since its job may take the connection's next request too */
+    assert_int_equal(exchange(f2, "POST /stream HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nab",
+                              "/stream not deferred", buf, sizeof buf),
+                     0);
     cshs_counters k;
     assert_int_equal(cshs_server_counters(s2, &k), 0);
-    assert_int_equal(k.deferred, 6); /* /now, /thread, /job, /quick, /pipe, /now */
+    assert_int_equal(k.deferred, 8); /* /now, /thread, /quick, /ended, /disarmed, /job, /pipe, /now */
 }
 
 /* 16 requests wait at once, deferred, with at most two threads in all:

@@ -219,7 +219,9 @@ static inline int cshs_server_counters(const cshs_server *s, cshs_counters *out)
  * a handler does: it writes the response and may block (the loop is then
  * handed over as for any handler), or defers again. When it returns, the
  * request ends as a handler's does: the response is completed, reported
- * and logged, and the connection goes on. Any thread. A request never
+ * and logged, and the connection goes on. fn NULL: nothing more runs,
+ * the request ends with what its handler wrote (an error page it sent,
+ * say). Any thread. A request never
  * resumed keeps its connection (and a graceful stop waits for it to the
  * stop's deadline): a handler that defers must arrange its resume on
  * every path, its waits' deadlines included.
