@@ -244,7 +244,7 @@ static const opt_def defs[] = {
     {"tls_port", T_UINT, O(tls_port), "HTTPS port on address and address6"},
     {"tls_handshake_timeout_ms", T_UINT, O(tls_handshake_timeout_ms),
      "TLS handshake deadline (0: off)"},
-    {"loops", T_UINT, O(loops), "event loops (0: one per CPU)"},
+    {"loops", T_UINT, O(loops), "event loops (0: one per CPU the process may use)"},
     {"offload_ms", T_UINT, O(offload_ms),
      "after a slow handler, run the loop's handlers on other threads this long (0: never)"},
     {"min_threads", T_UINT, O(min_threads), "threads kept (at least loops + 1)"},

@@ -20,6 +20,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,6 +66,47 @@ size_t cshs_idle_connection_bytes(void)
     return sizeof(cshs_conn);
 }
 
+/* ---- sizing ---- */
+
+/* The CPUs this process may run on: those of its affinity mask (taskset,
+ * a container's cpuset), fewer if its cgroup (v2) has a CPU quota
+ * (cpu.max "200000 100000" is two CPUs' worth, rounded up). A loop per
+ * CPU the machine has but the process may not use would only hold
+ * connections whose turn comes late. The online count when neither can
+ * be read. */
+static unsigned usable_cpus(void)
+{
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    unsigned n = online > 0 ? (unsigned)online : 1;
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+        n = (unsigned)CPU_COUNT(&set);
+    /* the process's own cgroup: "0::/path" (v2), its cpu.max under /sys/fs/cgroup */
+    char line[512], path[640];
+    FILE *f = fopen("/proc/self/cgroup", "re");
+    if (!f) return n;
+    path[0] = '\0';
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, "0::", 3) != 0) continue;
+        line[strcspn(line, "\n")] = '\0';
+        snprintf(path, sizeof path, "/sys/fs/cgroup%s/cpu.max", strcmp(line + 3, "/") ? line + 3 : "");
+        break;
+    }
+    fclose(f);
+    if (!path[0] || !(f = fopen(path, "re"))) return n;
+    long long quota = 0, period = 0;
+    char max[16];
+    if (fscanf(f, "%15s %lld", max, &period) == 2 && strcmp(max, "max") != 0 && period > 0) {
+        quota = atoll(max);
+        if (quota > 0) {
+            long long q = (quota + period - 1) / period;
+            if (q < (long long)n) n = (unsigned)q;
+        }
+    }
+    fclose(f);
+    return n;
+}
+
 cshs_server *cshs_server_new(const cshs_options *options, cshw_handler handler, cshw_router *router)
 {
     if ((handler == NULL) == (router == NULL)) return NULL;
@@ -87,7 +129,7 @@ cshs_server *cshs_server_new(const cshs_options *options, cshw_handler handler, 
     s->xcfg.report = cshs__report;
     s->xcfg.closing = cshs__closing;
     s->xcfg.arg = s;
-    s->nloops = s->o.loops ? s->o.loops : (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
+    s->nloops = s->o.loops ? s->o.loops : usable_cpus();
     if (s->nloops < 1) s->nloops = 1;
     if (s->nloops > s->o.max_threads) s->nloops = s->o.max_threads;
     s->workers = calloc(s->o.max_threads, sizeof *s->workers);

@@ -33,18 +33,21 @@ def test(group):
 
 
 class Server:
-    def __init__(self, *extra, root=None, max_fds=None, demo=True):
+    def __init__(self, *extra, root=None, max_fds=None, demo=True, cpus=None):
         # root=False: no --root (it comes from a config file); demo: the demo
         # application and /status (--demo), which most tests here talk to
         self.root = ARGS.root if root is None else root
         cmd = [ARGS.bin, "--port", "0"] + (["--root", self.root] if self.root else []) + \
             (["--demo"] if demo else []) + list(extra)
         pre = None
-        if max_fds:
+        if max_fds or cpus:
             import resource
 
             def pre():
-                resource.setrlimit(resource.RLIMIT_NOFILE, (max_fds, max_fds))
+                if max_fds:
+                    resource.setrlimit(resource.RLIMIT_NOFILE, (max_fds, max_fds))
+                if cpus:  # the affinity mask, as taskset sets it
+                    os.sched_setaffinity(0, cpus)
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      text=True, preexec_fn=pre)
         self.port = None
@@ -650,6 +653,19 @@ def t_many_blocking(_):
             st = get_json(srv, "/status.json")
         r = curl(srv.url("/demo/plaintext"))
         assert r.stdout == b"Hello, World!"
+
+
+@test("threads")
+def t_loops_per_usable_cpu(_):
+    """By default a loop per CPU the process may run on: its affinity mask
+    (taskset, a container's cpuset) counts, not the CPUs online; --loops
+    still decides when given."""
+    with Server(cpus={min(os.sched_getaffinity(0))}) as srv:
+        st = get_json(srv, "/status.json")
+        assert st["loops"] == 1, st["loops"]
+        assert curl(srv.url("/demo/plaintext")).stdout == b"Hello, World!"
+    with Server("--loops", "3", "--threads", "4", cpus={min(os.sched_getaffinity(0))}) as srv:
+        assert get_json(srv, "/status.json")["loops"] == 3
 
 
 @test("threads")

@@ -922,6 +922,10 @@ def t_offload_default(tmp):
     with no thread held (deferred counts them) and no hand-over of theirs;
     only a request that finds no idle connection (the first of each
     client) waits for its connect on a thread of its own (offloaded).
+    All on one loop (--loops 1), and the proxied clients go on until the
+    blocking one is done: a hand-over needs the held loop to have events,
+    and the listener may give a burst of connections to one loop of
+    several, the blocking client's to another.
     With --proxy the engine's offload mode is off unless asked for: a
     handler that blocks (/demo/sleep) loses its loop (hand-overs) but the
     loop's next handlers stay on it (offloaded stays 0), so proxied
@@ -936,19 +940,31 @@ def t_offload_default(tmp):
     try:
         for extra, want_offloaded in (((), False), (("--offload-ms", "60000"), True),
                                       (("--config", cfg), True)):
-            with proxy(tmp, "/o=" + o.url(), extra=extra) as px:
+            # one loop: every connection on the loop the blocked handler
+            # holds, whichever loop the listener's wake-up picks
+            with proxy(tmp, "/o=" + o.url(), extra=extra + ("--loops", "1")) as px:
                 bad = []
+                slept = threading.Event()
 
-                def client(path, n):
+                def client(path, n, until=None):
                     c = http.client.HTTPConnection("127.0.0.1", px.port, timeout=30)
-                    for _ in range(n):
-                        c.request("GET", path)
-                        r = c.getresponse()
-                        body = r.read()
-                        if r.status != 200 or (path == "/o/slowish" and body != b"ok"):
-                            bad.append((path, r.status))
-                    c.close()
-                ts = [threading.Thread(target=client, args=("/o/slowish", 10)) for _ in range(8)]
+                    i = 0
+                    try:
+                        # the proxied clients go on while the blocking one
+                        # runs, so its loop has events to hand over
+                        while i < n or (until and not until.is_set()):
+                            c.request("GET", path)
+                            r = c.getresponse()
+                            body = r.read()
+                            if r.status != 200 or (path == "/o/slowish" and body != b"ok"):
+                                bad.append((path, r.status))
+                            i += 1
+                    finally:
+                        c.close()
+                        if not until:
+                            slept.set()
+                ts = [threading.Thread(target=client, args=("/o/slowish", 10, slept))
+                      for _ in range(8)]
                 ts.append(threading.Thread(target=client, args=("/demo/sleep?ms=30", 6)))
                 for t in ts:
                     t.start()

@@ -80,7 +80,8 @@ typedef struct cshs_options {
     int backlog; /* listen(2) backlog (default 511) */
 
     /* Threads (libcshttp-server/README.md, "Threads"). loops: event loops,
-     * each run by one thread at a time (default 0: one per online CPU).
+     * each run by one thread at a time (default 0: one per CPU the process
+     * may use: its affinity mask, or its cgroup's CPU quota if lower).
      * Quick handlers run on the loop's thread; a handler that takes longer
      * than grow_after_us (default 1000) while its loop has events waiting
      * loses the loop to a spare thread (within 8 grow_after_us when the
