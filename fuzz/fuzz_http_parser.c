@@ -139,6 +139,25 @@ static int field_has_option_prefix_element(const fz_message *m, const char *name
     return 0;
 }
 
+/* 1 when a Connection element other than the first starts with '_'
+ * ("x,_u,close"). */
+static int field_has_underscore_element(const fz_message *m, const char *name)
+{
+    const char *head = m->input + m->start;
+    for (size_t i = 0; i < m->msg.num_headers; i++) {
+        const csh_header *h = &m->msg.headers[i];
+        if (!csh_span_ieq(head, h->name, name)) continue;
+        const char *v = head + h->value.off;
+        for (size_t k = 0; k < h->value.len; k++) {
+            if (v[k] != ',') continue;
+            size_t j = k + 1;
+            while (j < h->value.len && (v[j] == ' ' || v[j] == '\t')) j++;
+            if (j < h->value.len && v[j] == '_') return 1;
+        }
+    }
+    return 0;
+}
+
 static int cshttp_message(void *ctx, const fz_message *m)
 {
     dlist *l = ctx;
@@ -181,6 +200,13 @@ static int cshttp_message(void *ctx, const fz_message *m)
      * in its matching state past the comma and misses the option after it
      * (the connection stays open to it). cshttp reads "close". */
     if (field_has_option_prefix_element(m, "connection")) d->compare_keep_alive = 0;
+    /* EXCEPTION: an element after a comma that starts with '_' ("x,_u,close"):
+     * http_parser lowercases a byte by setting bit 0x20 before its token
+     * check, which turns '_' into DEL, not a token; it then stops looking
+     * for options in that field and misses the "close" after it (the
+     * connection stays open to it). '_' is a tchar (RFC 9110 §5.6.2), and
+     * cshttp reads "close". */
+    if (field_has_underscore_element(m, "connection")) d->compare_keep_alive = 0;
     if (m->msg.method == CSH_METHOD_CONNECT) {
         /* EXCEPTION: http_parser hands the connection over right after a
          * CONNECT head (the rest is tunnel data), whatever the head says about
