@@ -193,32 +193,78 @@ void proxy_tick(void *arg)
 
 /* ---- hop-by-hop fields (RFC 9110 §7.6.1) ---- */
 
-/* Whether `name` is one of the comma-separated tokens of a Connection
- * value. */
-static int listed(const char *list, const char *name)
+/* Whether the n bytes at `name` are one of the comma-separated tokens of
+ * a Connection value. */
+static int listed(const char *list, const char *name, size_t nl)
 {
-    size_t nl = strlen(name);
     const char *p = list;
     while (*p) {
         while (*p == ' ' || *p == '\t' || *p == ',') p++;
         size_t n = strcspn(p, ",");
         size_t t = n;
         while (t && (p[t - 1] == ' ' || p[t - 1] == '\t')) t--;
-        if (t == nl && strncasecmp(p, name, nl) == 0) return 1;
+        if (t == nl && csh_mem_ieq(p, name, nl)) return 1;
         p += n;
     }
     return 0;
 }
 
-static int hop_by_hop(const char *name, const char *const *conn, size_t nconn)
+/* What the proxy does with a field, by its name. */
+typedef enum {
+    F_PASS,       /* passed on */
+    F_HOP,        /* hop-by-hop (RFC 9110 §7.6.1), never passed on */
+    F_LENGTH,     /* Content-Length: the client or the toolkit writes its own */
+    F_EXPECT,     /* the client answers 100-continue itself */
+    F_XFF,        /* X-Forwarded-For: extended */
+    F_XF_REPLACED /* X-Forwarded-Proto and -Host: set anew */
+} field_kind;
+
+/* The kind of the field named by the n bytes at `name`, one comparison
+ * by length: every header of every proxied request and response is
+ * classified, both ways. */
+static field_kind kind_of(const char *name, size_t n)
 {
-    static const char *const fixed[] = {"connection",        "keep-alive", "te",
-                                        "transfer-encoding", "upgrade",    "trailer"};
-    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
-        if (!strcasecmp(name, fixed[i])) return 1;
-    if (!strncasecmp(name, "proxy-", 6)) return 1;
+    switch (n) {
+    case 2:
+        if (csh_mem_ieq(name, "te", 2)) return F_HOP;
+        break;
+    case 6:
+        if (csh_mem_ieq(name, "expect", 6)) return F_EXPECT;
+        break;
+    case 7:
+        if (csh_mem_ieq(name, "upgrade", 7) || csh_mem_ieq(name, "trailer", 7)) return F_HOP;
+        break;
+    case 10:
+        if (csh_mem_ieq(name, "connection", 10) || csh_mem_ieq(name, "keep-alive", 10))
+            return F_HOP;
+        break;
+    case 14:
+        if (csh_mem_ieq(name, "content-length", 14)) return F_LENGTH;
+        break;
+    case 15:
+        if (csh_mem_ieq(name, "x-forwarded-for", 15)) return F_XFF;
+        break;
+    case 16:
+        if (csh_mem_ieq(name, "x-forwarded-host", 16)) return F_XF_REPLACED;
+        break;
+    case 17:
+        if (csh_mem_ieq(name, "transfer-encoding", 17)) return F_HOP;
+        if (csh_mem_ieq(name, "x-forwarded-proto", 17)) return F_XF_REPLACED;
+        break;
+    default:
+        break;
+    }
+    /* Proxy-Authorization, Proxy-Authenticate, Proxy-Connection: meant
+     * for this hop */
+    if (n >= 6 && csh_mem_ieq(name, "proxy-", 6)) return F_HOP;
+    return F_PASS;
+}
+
+/* Whether a field the Connection values `conn` name (hop-by-hop too). */
+static int named_by_connection(const char *name, size_t n, const char *const *conn, size_t nconn)
+{
     for (size_t i = 0; i < nconn; i++)
-        if (listed(conn[i], name)) return 1;
+        if (listed(conn[i], name, n)) return 1;
     return 0;
 }
 
@@ -256,16 +302,15 @@ static size_t request_fields(cshw_context *ctx, cshs_client_header **out)
         const char *value;
         const char *name = cshw_request_header_at(req, i, &value);
         if (!name) break;
-        if (hop_by_hop(name, conn, nconn) || !strcasecmp(name, "content-length") ||
-            !strcasecmp(name, "expect") || !strcasecmp(name, "x-forwarded-proto") ||
-            !strcasecmp(name, "x-forwarded-host"))
-            continue;
-        if (!strcasecmp(name, "x-forwarded-for")) {
+        size_t nl = strlen(name);
+        field_kind kind = kind_of(name, nl);
+        if (kind == F_XFF) {
             /* several lines become one list, in order */
             xff = xff ? cshw_arena_printf(a, "%s, %s", xff, value) : value;
             continue;
         }
-        h[k++] = (cshs_client_header){name, strlen(name), value, strlen(value)};
+        if (kind != F_PASS || named_by_connection(name, nl, conn, nconn)) continue;
+        h[k++] = (cshs_client_header){name, nl, value, strlen(value)};
     }
     const char *peer = cshw_request_remote_addr(req);
     if (!peer) peer = "unknown";
@@ -299,10 +344,13 @@ static void response_fields(cshw_context *ctx, cshs_call *call)
         if (!conn[i]) return;
     for (size_t i = 0; i < m->num_headers; i++) {
         const csh_header *f = &m->headers[i];
-        char *name = cshw_arena_strndup(a, csh_span_ptr(head, f->name), f->name.len);
+        const char *fn = csh_span_ptr(head, f->name);
+        field_kind kind = kind_of(fn, f->name.len);
+        if (kind == F_HOP || kind == F_LENGTH || named_by_connection(fn, f->name.len, conn, nconn))
+            continue;
+        char *name = cshw_arena_strndup(a, fn, f->name.len);
         char *value = cshw_arena_strndup(a, csh_span_ptr(head, f->value), f->value.len);
         if (!name || !value) return;
-        if (hop_by_hop(name, conn, nconn) || !strcasecmp(name, "content-length")) continue;
         /* a field the toolkit will not send (a reserved or invalid one) is
          * left out rather than failing the response */
         cshw_response_append_header(res, name, value);

@@ -263,7 +263,15 @@ struct cshs_client {
     pthread_mutex_t tick_mu;
     pthread_cond_t tick_cv;
     int tick_stop;
+    /* calls freed, kept for the next ones (under mu): a call is some 4 KiB
+     * (its field array), which malloc serves from its slow path, and a
+     * proxy makes one a request */
+    struct cshs_call *spare_calls;
+    unsigned nspare_calls;
 };
+
+/* Calls kept for reuse, at most. */
+#define SPARE_CALLS_MAX 64
 
 /* Call states. */
 enum { K_BODY_OUT = 0, K_HEAD_WAIT, K_BODY_IN, K_DONE, K_FAILED };
@@ -300,6 +308,7 @@ struct cshs_call {
     void (*done)(void *arg);
     void *done_arg;
     uint64_t got; /* response bytes read there */
+    struct cshs_call *next_spare; /* on the client's spare_calls */
     csh_header fields[MAX_FIELDS]; /* last: not cleared (call_start) */
 };
 
@@ -927,7 +936,7 @@ static int acquire(cshs_client *c, pool *p, unsigned acquire_ms, unsigned connec
     *out = NULL;
 
     pthread_mutex_lock(&c->mu);
-    int64_t now = now_ms();
+    int64_t now = w.since_us / 1000;
     if (!fresh) {
         while (p->idle && !p->wq) {
             conn *cn = p->idle;
@@ -1053,8 +1062,7 @@ static int acquire(cshs_client *c, pool *p, unsigned acquire_ms, unsigned connec
 /* Gives a call's connection back: reused when `keep`, else closed. */
 static void release(cshs_client *c, pool *p, conn *cn, int keep)
 {
-    int64_t now = now_ms();
-    if (keep && c->o.max_lifetime_ms && now - cn->born_ms >= (int64_t)c->o.max_lifetime_ms)
+    if (keep && c->o.max_lifetime_ms && now_ms() - cn->born_ms >= (int64_t)c->o.max_lifetime_ms)
         keep = 0;
     pthread_mutex_lock(&c->mu);
     if (keep) {
@@ -1257,6 +1265,10 @@ void cshs_client_free(cshs_client *c)
         close_list(p->idle);
         close_list(p->opening);
         free(p);
+    }
+    for (cshs_call *k = c->spare_calls, *n; k; k = n) {
+        n = k->next_spare;
+        free(k);
     }
     if (c->ssl_ctx) SSL_CTX_free(c->ssl_ctx);
     pthread_cond_destroy(&c->tick_cv);
@@ -1648,14 +1660,25 @@ static int call_start(cshs_client *c, const cshs_client_request *r, int fresh, i
     int e = request_check(r);
     if (e < 0) return e;
     if (!r->origin) return -EINVAL;
-    /* the field array is not cleared: the parser fills what it reports */
-    cshs_call *call = malloc(sizeof *call);
-    if (!call) return -ENOMEM;
-    memset(call, 0, offsetof(cshs_call, fields));
     pthread_mutex_lock(&c->mu);
+    cshs_call *call = c->spare_calls;
+    if (call) {
+        c->spare_calls = call->next_spare;
+        c->nspare_calls--;
+    }
     pool *p = pool_find(c, r->origin); /* an origin string seen before */
     if (p) p->users++;
     pthread_mutex_unlock(&c->mu);
+    if (!call && !(call = malloc(sizeof *call))) {
+        if (p) {
+            pthread_mutex_lock(&c->mu);
+            p->users--;
+            pthread_mutex_unlock(&c->mu);
+        }
+        return -ENOMEM;
+    }
+    /* the field array is not cleared: the parser fills what it reports */
+    memset(call, 0, offsetof(cshs_call, fields));
     if (!p) {
         origin_id id;
         e = parse_origin(r->origin, &id);
@@ -1894,12 +1917,19 @@ static void call_destroy(cshs_call *call)
 {
     if (!call) return;
     if (call->cn) release(call->c, call->p, call->cn, 0);
-    pthread_mutex_lock(&call->c->mu);
-    call->p->users--;
-    pthread_mutex_unlock(&call->c->mu);
     free(call->head);
     free(call->all);
     free(call->again);
+    cshs_client *c = call->c;
+    pthread_mutex_lock(&c->mu);
+    call->p->users--;
+    if (c->nspare_calls < SPARE_CALLS_MAX) {
+        call->next_spare = c->spare_calls;
+        c->spare_calls = call;
+        c->nspare_calls++;
+        call = NULL;
+    }
+    pthread_mutex_unlock(&c->mu);
     free(call);
 }
 

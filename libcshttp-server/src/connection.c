@@ -56,6 +56,7 @@
 #define OUT_MIN 4096u         /* the smallest output block */
 #define DRIVE_TURNS 32        /* exchanges in a row before others go first */
 #define SPARE_CTX_MAX 64       /* contexts a worker keeps for handlers that defer */
+#define SPARE_X_MAX 64         /* exchanges a worker keeps (one a request in flight) */
 
 /* The connection whose handler runs inline on this thread, and the
  * worker running it: what cshs_defer finds. */
@@ -474,14 +475,17 @@ cshs_conn *cshs__conn_new(cshs_server *s, int fd, const struct sockaddr *sa)
 }
 
 /* An idle connection with nothing pending gives its exchange back; the
- * worker keeps one for the next connection it serves (no malloc per
- * request) and frees the rest. */
+ * worker keeps it for the next request it reads (no malloc per request),
+ * up to SPARE_X_MAX: as many as its requests in flight at once, which
+ * handlers that defer make more than one (a proxy's 32 clients, 32). Each
+ * worker keeps its own: no lock. */
 static void release_exchange(cshs_worker *w, cshs_conn *c)
 {
     if (!c->x) return;
-    if (w && !w->spare_x) {
+    if (w && !w->spare_x) w->spare_x = calloc(SPARE_X_MAX, sizeof *w->spare_x);
+    if (w && w->spare_x && w->nspare_x < SPARE_X_MAX) {
         cshw_exchange_reset(c->x);
-        w->spare_x = c->x;
+        w->spare_x[w->nspare_x++] = c->x;
     } else {
         cshw_exchange_free(c->x);
     }
@@ -490,8 +494,10 @@ static void release_exchange(cshs_worker *w, cshs_conn *c)
 
 void cshs__worker_release(cshs_worker *w)
 {
-    cshw_exchange_free(w->spare_x);
+    for (unsigned i = 0; i < w->nspare_x; i++) cshw_exchange_free(w->spare_x[i]);
+    free(w->spare_x);
     w->spare_x = NULL;
+    w->nspare_x = 0;
     for (unsigned i = 0; i < w->nspare_ctx; i++) cshw_context_free(w->spare_ctx[i]);
     free(w->spare_ctx);
     w->spare_ctx = NULL;
@@ -968,9 +974,8 @@ static void drive(cshs_worker *w, cshs_conn *c)
             return;
         }
         if (!c->x) {
-            if (w->spare_x) {
-                c->x = w->spare_x;
-                w->spare_x = NULL;
+            if (w->nspare_x) {
+                c->x = w->spare_x[--w->nspare_x];
             } else if (!(c->x = cshw_exchange_new(&s->xcfg))) {
                 cshs__conn_close(w, c);
                 return;

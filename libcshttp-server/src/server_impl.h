@@ -168,7 +168,8 @@ typedef struct cshs_worker {
     struct cshs_server *srv;
     pthread_t thread;
     cshw_context *ctx;
-    cshw_exchange *spare_x; /* an exchange kept for the next connection */
+    cshw_exchange **spare_x; /* exchanges kept for the next requests (no malloc per request) */
+    unsigned nspare_x;
     cshw_context **spare_ctx; /* contexts kept for handlers that defer (their own goes) */
     unsigned nspare_ctx;
     sem_t wake;             /* a spare waits here for its assignment: posted once by
