@@ -1003,9 +1003,10 @@ static void drive(cshs_worker *w, cshs_conn *c)
         if (r == CSHW_EXCHANGE_READY) {
             /* a handler that reads its body from the network, or one on a
              * loop whose handlers lately took long, runs elsewhere */
+            int64_t offload_until =
+                atomic_load_explicit(&c->loop->offload_until_ms, memory_order_relaxed);
             if ((cshw_exchange_streams(c->x) ||
-                 cshs__now_ms() <
-                     atomic_load_explicit(&c->loop->offload_until_ms, memory_order_relaxed)) &&
+                 (offload_until && cshs__now_ms() < offload_until)) &&
                 cshs__offload(s, c))
                 return;
             if (!run_inline(w, c, &r)) return;
