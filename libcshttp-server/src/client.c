@@ -307,8 +307,8 @@ struct cshs_call {
     /* cshs_call_end_async: what to call when the head is here */
     void (*done)(void *arg);
     void *done_arg;
-    uint64_t got; /* response bytes read there */
-    struct cshs_call *next_spare; /* on the client's spare_calls */
+    uint64_t got;                  /* response bytes read there */
+    struct cshs_call *next_spare;  /* on the client's spare_calls */
     csh_header fields[MAX_FIELDS]; /* last: not cleared (call_start) */
 };
 

@@ -55,8 +55,8 @@
 #define TLS_FILE_CHUNK 16384u /* a file sent over TLS is read this much at a time */
 #define OUT_MIN 4096u         /* the smallest output block */
 #define DRIVE_TURNS 32        /* exchanges in a row before others go first */
-#define SPARE_CTX_MAX 64       /* contexts a worker keeps for handlers that defer */
-#define SPARE_X_MAX 64         /* exchanges a worker keeps (one a request in flight) */
+#define SPARE_CTX_MAX 64      /* contexts a worker keeps for handlers that defer */
+#define SPARE_X_MAX 64        /* exchanges a worker keeps (one a request in flight) */
 
 /* The connection whose handler runs inline on this thread, and the
  * worker running it: what cshs_defer finds. */

@@ -89,7 +89,8 @@ static unsigned usable_cpus(void)
     while (fgets(line, sizeof line, f)) {
         if (strncmp(line, "0::", 3) != 0) continue;
         line[strcspn(line, "\n")] = '\0';
-        snprintf(path, sizeof path, "/sys/fs/cgroup%s/cpu.max", strcmp(line + 3, "/") ? line + 3 : "");
+        snprintf(path, sizeof path, "/sys/fs/cgroup%s/cpu.max",
+                 strcmp(line + 3, "/") ? line + 3 : "");
         break;
     }
     fclose(f);

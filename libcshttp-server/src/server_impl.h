@@ -172,10 +172,10 @@ typedef struct cshs_worker {
     unsigned nspare_x;
     cshw_context **spare_ctx; /* contexts kept for handlers that defer (their own goes) */
     unsigned nspare_ctx;
-    sem_t wake;             /* a spare waits here for its assignment: posted once by
-                               whoever takes it off the spare list (not by itself) */
-    cshs_loop *loop;        /* assigned loop (under srv->mu until taken) */
-    cshs_conn *job;         /* assigned handler (under srv->mu until taken) */
+    sem_t wake;      /* a spare waits here for its assignment: posted once by
+                        whoever takes it off the spare list (not by itself) */
+    cshs_loop *loop; /* assigned loop (under srv->mu until taken) */
+    cshs_conn *job;  /* assigned handler (under srv->mu until taken) */
     struct cshs_worker *next_spare;
     int on_spares; /* on srv->spares (under srv->mu) */
     int lost;      /* its loop was handed over while it ran a handler */
