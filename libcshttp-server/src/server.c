@@ -478,8 +478,14 @@ int cshs_reactor_arm(cshs_reactor *r, cshs_watch *w)
      * deadline check (the loop's owner) take it too, and never meet a
      * watch half armed. Registered already (the reactor it was armed on
      * last): re-armed with one MOD. */
+    /* A socket armed on another loop since stays registered, inert, in
+     * this one too: a pooled connection used by the handlers of two loops
+     * in turn would otherwise pay an ADD that fails (EEXIST) before its
+     * MOD each time it comes back. */
+    size_t index = (size_t)(l - l->srv->loops);
+    uint64_t bit = index < 64 ? (uint64_t)1 << index : 0;
     pthread_mutex_lock(&l->mu);
-    int op = w->reg == r ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
+    int op = w->reg == r || (w->regs & bit) ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
     int e = epoll_ctl(l->epfd, op, w->fd, &ev) < 0 ? errno : 0;
     if (e == ENOENT || e == EEXIST) {
         op = e == ENOENT ? EPOLL_CTL_ADD : EPOLL_CTL_MOD;
@@ -493,6 +499,7 @@ int cshs_reactor_arm(cshs_reactor *r, cshs_watch *w)
             l->watches = w;
         }
         w->reg = r;
+        w->regs |= bit;
         w->armed = 1;
     }
     pthread_mutex_unlock(&l->mu);

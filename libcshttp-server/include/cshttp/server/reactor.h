@@ -54,6 +54,7 @@ struct cshs_watch {
     cshs_watch *prev, *next;  /* its list of armed watches (their deadlines) */
     struct cshs_reactor *reg; /* armed there (or was last), NULL: never armed */
     int armed;                /* armed, its one event not yet taken */
+    uint64_t regs;            /* the loops (the first 64) its socket is registered in */
 };
 
 /* Arms w (fd, events, deadline_ms, ready set) on r for one event: 0, or
