@@ -95,14 +95,12 @@ static unsigned usable_cpus(void)
     }
     fclose(f);
     if (!path[0] || !(f = fopen(path, "re"))) return n;
-    long long quota = 0, period = 0;
-    char max[16];
+    long long period = 0;
+    char max[16]; /* the quota, or "max": none */
     if (fscanf(f, "%15s %lld", max, &period) == 2 && strcmp(max, "max") != 0 && period > 0) {
-        quota = atoll(max);
-        if (quota > 0) {
-            long long q = (quota + period - 1) / period;
-            if (q < (long long)n) n = (unsigned)q;
-        }
+        long long quota = atoll(max);
+        long long q = quota > 0 ? (quota + period - 1) / period : 0;
+        if (q > 0 && q < (long long)n) n = (unsigned)q;
     }
     fclose(f);
     return n;

@@ -660,11 +660,16 @@ def t_loops_per_usable_cpu(_):
     """By default a loop per CPU the process may run on: its affinity mask
     (taskset, a container's cpuset) counts, not the CPUs online; --loops
     still decides when given."""
-    with Server(cpus={min(os.sched_getaffinity(0))}) as srv:
-        st = get_json(srv, "/status.json")
-        assert st["loops"] == 1, st["loops"]
-        assert curl(srv.url("/demo/plaintext")).stdout == b"Hello, World!"
-    with Server("--loops", "3", "--threads", "4", cpus={min(os.sched_getaffinity(0))}) as srv:
+    mine = os.sched_getaffinity(0)
+    if len(mine) < 2:
+        # one CPU here: one loop either way, nothing for the mask to tell
+        print("     (one CPU to run on: the affinity mask is not what is tested here)")
+    else:
+        with Server(cpus={min(mine)}) as srv:
+            st = get_json(srv, "/status.json")
+            assert st["loops"] == 1, st["loops"]
+            assert curl(srv.url("/demo/plaintext")).stdout == b"Hello, World!"
+    with Server("--loops", "3", "--threads", "4", cpus={min(mine)}) as srv:
         assert get_json(srv, "/status.json")["loops"] == 3
 
 
