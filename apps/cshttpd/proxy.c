@@ -446,32 +446,20 @@ static void answer_later(cshw_context *ctx, void *arg)
     answer(ctx, wt->r, wt->call, 0);
 }
 
-/* The origin's head is here, or the call failed (on the loop's thread). */
+/* The origin's head is here, or the call failed: on the loop's thread, or
+ * on the thread that failed it (the client's tick at the acquire deadline,
+ * say); the continuation runs on the loop's. */
 static void origin_ready(void *arg)
 {
     waiting *wt = arg;
     cshs_deferred_resume(wt->d, answer_later, wt);
 }
 
-/* On a thread of its own (cshs_deferred_run): no connection was idle, so
- * taking one waits for a connect or for another request's release. */
-static void send_and_answer(cshw_context *ctx, void *arg)
-{
-    waiting *wt = arg;
-    int e = cshs_client_begin(wt->p->client, &wt->rq, &wt->call);
-    if (e < 0) {
-        fail(wt->r, cshw_context_request(ctx), cshw_context_response(ctx), e, "connecting:");
-        return;
-    }
-    answer(ctx, wt->r, wt->call, 0);
-}
-
 /* A request without a body, its handler deferred (0 when it could not
- * be: the caller proxies it itself). With an idle connection to the
- * origin, the request is sent from here and its answer waited for on the
- * loop, holding no thread; without one, waiting for a connection is done
- * on a thread of its own, never on the loop (whose continuations release
- * the connections). */
+ * be: the caller proxies it itself). The request waits for a connection
+ * and then for the origin's answer holding no thread: sent from here
+ * with an idle connection, else by whichever thread gives one back, or
+ * on a connect the loop sees through (cshs_client_send_async). */
 static int proxy_deferred(proxy *p, const proxy_route *r, cshw_context *ctx,
                           const cshs_client_request *rq)
 {
@@ -483,22 +471,18 @@ static int proxy_deferred(proxy *p, const proxy_route *r, cshw_context *ctx,
     wt->rq = *rq; /* its strings and fields live in the request (arena, head) */
     wt->call = NULL;
     wt->d = d;
-    if (!cshs_client_idle(p->client, r->origin)) {
-        cshs_deferred_run(d, send_and_answer, wt);
-        return 1;
-    }
-    int e = cshs_client_begin(p->client, rq, &wt->call);
+    int e = cshs_client_send_async(p->client, &wt->rq, cshs_deferred_reactor(d), origin_ready, wt,
+                                   &wt->call);
     if (e < 0) {
         cshw_request *req = cshw_context_request(ctx);
         fail(r, req, cshw_context_response(ctx), e, "connecting:");
         cshs_deferred_resume(d, NULL, NULL); /* the error page is all */
         return 1;
     }
-    /* 0: origin_ready resumes it; else nothing to wait for (or the loop
+    /* 0: origin_ready resumes it; 1: nothing to wait for (or the loop
      * could not watch the socket): resumed at once, the continuation runs
      * when this handler returns */
-    if (cshs_call_end_async(wt->call, cshs_deferred_reactor(d), origin_ready, wt) != 0)
-        cshs_deferred_resume(d, answer_later, wt);
+    if (e == 1) cshs_deferred_resume(d, answer_later, wt);
     return 1;
 }
 

@@ -8,7 +8,10 @@
  * the thread that owns the connection at that moment (a request's thread,
  * or the tick for a min_idle connection, which sits on its pool's opening
  * list while it is being opened). The zero-timeout poll() of idle sockets
- * is done under the lock. */
+ * is done under the lock. What the lock's holder hands to async waiters
+ * (cshs_client_send_async: a connection, an error, a connect to start)
+ * waits on the client's handed list and is served by the same thread
+ * right after it lets go of the lock (unlock_and_serve). */
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -208,12 +211,16 @@ typedef struct conn {
 
 typedef struct waiter {
     struct waiter *prev, *next;
-    pthread_cond_t cv;
-    conn *got;   /* handed over by a release or an open */
-    int err;     /* failed: its deadline (the tick), or nothing left to serve it */
-    int expired; /* err is its deadline's (counted in acquire_timeouts) */
-    int queued;  /* on the pool's queue */
-    int opening; /* opening a connection, unlocked */
+    /* cshs_client_send_async's waiter (the call's own): no thread waits;
+     * whatever hands it a connection or fails it puts the call on the
+     * client's `handed` list, served after the lock is let go */
+    struct cshs_call *call;
+    pthread_cond_t cv; /* the others': their thread waits on it */
+    conn *got;         /* handed over by a release or an open */
+    int err;           /* failed: its deadline (the tick), or nothing left to serve it */
+    int expired;       /* err is its deadline's (counted in acquire_timeouts) */
+    int queued;        /* on the pool's queue */
+    int opening;       /* opening a connection, unlocked */
     int64_t deadline_ms;
     int64_t since_us;
 } waiter;
@@ -230,6 +237,7 @@ typedef struct origin_id {
 
 struct pool {
     pool *next;
+    struct cshs_client *c;
     char given[128]; /* the origin string as first given: found without parsing */
     char key[300];   /* "http://host:port": the origin */
     char host[256];
@@ -268,7 +276,21 @@ struct cshs_client {
      * proxy makes one a request */
     struct cshs_call *spare_calls;
     unsigned nspare_calls;
+    /* under mu, taken whole by the thread that let go of the lock and
+     * served unlocked (serve_handed): async waiters given a connection or
+     * failed (FIFO), and connects to start for them on a reactor */
+    struct cshs_call *handed, *handed_tail;
+    struct open_job *open_jobs;
 };
+
+/* A connect started for async waiters, without a thread: watched on the
+ * reactor of the waiter it was started for (open_ready). */
+typedef struct open_job {
+    struct open_job *next;
+    pool *p;
+    cshs_reactor *rx;
+    unsigned connect_ms;
+} open_job;
 
 /* Calls kept for reuse, at most. */
 #define SPARE_CALLS_MAX 64
@@ -307,8 +329,15 @@ struct cshs_call {
     /* cshs_call_end_async: what to call when the head is here */
     void (*done)(void *arg);
     void *done_arg;
-    uint64_t got;                  /* response bytes read there */
-    struct cshs_call *next_spare;  /* on the client's spare_calls */
+    uint64_t got;                 /* response bytes read there */
+    struct cshs_call *next_spare; /* on the client's spare_calls */
+    /* cshs_client_send_async: the request (its strings are the caller's
+     * until done runs), the reactor that waits for its head, its place in
+     * the pool's queue, and its link on the client's handed list */
+    cshs_client_request rq;
+    cshs_reactor *rx;
+    waiter aw;
+    struct cshs_call *handed_next;
     csh_header fields[MAX_FIELDS]; /* last: not cleared (call_start) */
 };
 
@@ -498,6 +527,7 @@ static pool *pool_get(cshs_client *c, const origin_id *id, const char *given)
     memcpy(p->hosthdr, id->hosthdr, sizeof p->hosthdr);
     p->tls = id->tls;
     p->host_is_ip = id->host_is_ip;
+    p->c = c;
     p->next = c->pools;
     c->pools = p;
     return p;
@@ -711,9 +741,10 @@ static int open_blocking(cshs_client *c, pool *p, unsigned timeout_ms, conn **ou
     return 0;
 }
 
-/* The tick's open for min_idle: resolve and start a non-blocking connect;
- * later ticks see it through (tick_progress). */
-static int open_start(cshs_client *c, pool *p, conn **out)
+/* A non-blocking open: resolve and start the connect. The tick's for
+ * min_idle (later ticks see it through: open_progress), or one for async
+ * waiters (its socket watched on a reactor: open_ready). */
+static int open_start(pool *p, unsigned connect_ms, conn **out)
 {
     *out = NULL;
     struct addrinfo *res = NULL;
@@ -726,7 +757,7 @@ static int open_start(cshs_client *c, pool *p, conn **out)
     }
     r = CSHS_CLIENT_E_CONNECT;
     for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
-        int fd = tcp_socket(ai, c->o.connect_timeout_ms);
+        int fd = tcp_socket(ai, connect_ms);
         if (fd < 0) {
             r = fd;
             continue;
@@ -749,9 +780,29 @@ static int open_start(cshs_client *c, pool *p, conn **out)
         return r;
     }
     cn->state = C_OPENING;
-    cn->connect_ms = c->o.connect_timeout_ms;
+    cn->connect_ms = connect_ms;
     *out = cn;
     return 0;
+}
+
+/* A non-blocking open whose socket was ready (writable once the connect
+ * ended, or as the TLS handshake asked): 1 ready, 0 the handshake wants
+ * *events, or an error. */
+static int open_advance(cshs_client *c, conn *cn, short *events)
+{
+    if (!cn->tcp_done) {
+        int err = 0;
+        socklen_t el = sizeof err;
+        if (getsockopt(cn->fd, SOL_SOCKET, SO_ERROR, &err, &el) < 0) err = errno;
+        if (err) return map_connect_errno(err);
+        cn->tcp_done = 1;
+        unsigned ut = c->o.send_timeout_ms;
+        setsockopt(cn->fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ut, sizeof ut);
+        if (!cn->p->tls) return 1;
+        int r = tls_setup(c, cn);
+        if (r < 0) return r;
+    }
+    return tls_step(c, cn, events);
 }
 
 /* One look at a connection the tick is opening: 1 ready, 0 not yet, or an
@@ -761,19 +812,9 @@ static int open_progress(cshs_client *c, conn *cn)
     if (!cn->tcp_done) {
         struct pollfd pf = {cn->fd, POLLOUT, 0};
         if (poll(&pf, 1, 0) <= 0 || !pf.revents) goto not_yet;
-        int err = 0;
-        socklen_t el = sizeof err;
-        getsockopt(cn->fd, SOL_SOCKET, SO_ERROR, &err, &el);
-        if (err) return map_connect_errno(err);
-        cn->tcp_done = 1;
-        unsigned ut = c->o.send_timeout_ms;
-        setsockopt(cn->fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ut, sizeof ut);
-        if (!cn->p->tls) return 1;
-        int r = tls_setup(c, cn);
-        if (r < 0) return r;
     }
     short ev = 0;
-    int r = tls_step(c, cn, &ev);
+    int r = open_advance(c, cn, &ev);
     if (r != 0) return r;
 not_yet:
     if (now_ms() - cn->born_ms >= (int64_t)cn->connect_ms) return CSHS_CLIENT_E_CONNECT_TIMEOUT;
@@ -848,15 +889,49 @@ static void idle_remove(pool *p, conn *cn)
     p->nidle--;
 }
 
-/* Wakes the first waiter that could open a connection now. */
+/* An async waiter, out of the queue with a connection or an error: served
+ * (its request sent, or its call failed) once the lock is let go. */
+static void hand(cshs_client *c, waiter *w)
+{
+    cshs_call *call = w->call;
+    call->handed_next = NULL;
+    if (c->handed_tail)
+        c->handed_tail->handed_next = call;
+    else
+        c->handed = call;
+    c->handed_tail = call;
+}
+
+/* Under the lock: a connect to start for async waiters on `rx` (counted
+ * as opening now). 0 when out of memory: the waiters keep waiting (a
+ * release, the tick's next look, their deadline). */
+static int open_job_add(cshs_client *c, pool *p, const struct cshs_call *for_call)
+{
+    open_job *j = malloc(sizeof *j);
+    if (!j) return 0;
+    j->p = p;
+    j->rx = for_call->rx;
+    j->connect_ms = for_call->connect_ms;
+    j->next = c->open_jobs;
+    c->open_jobs = j;
+    p->nopening++;
+    return 1;
+}
+
+/* Wakes the first waiter that could open a connection now; for async
+ * waiters, which no thread waits for, connects are started (one for each
+ * while the rule allows: opens in flight fewer than waiters). */
 static void wake_opener(cshs_client *c, pool *p)
 {
-    if (!can_open(p, c->o.pool_size, now_ms())) return;
-    for (waiter *w = p->wq; w; w = w->next)
-        if (!w->opening) {
+    int64_t now = now_ms();
+    for (waiter *w = p->wq; w && can_open(p, c->o.pool_size, now); w = w->next) {
+        if (w->opening) continue;
+        if (!w->call) {
             pthread_cond_signal(&w->cv);
             return;
         }
+        if (!open_job_add(c, p, w->call)) return;
+    }
 }
 
 /* A usable connection goes to the first waiter, or to the idle list. */
@@ -868,11 +943,50 @@ static void give(cshs_client *c, pool *p, conn *cn)
         cn->state = C_BUSY;
         w->got = cn;
         record_wait(p, w->since_us);
-        pthread_cond_signal(&w->cv);
+        if (w->call)
+            hand(c, w);
+        else
+            pthread_cond_signal(&w->cv);
         return;
     }
     idle_push(p, cn);
-    (void)c;
+}
+
+/* A waiter out of the queue with an error: its thread woken, or an async
+ * one handed to be failed. */
+static void fail_waiter(cshs_client *c, pool *p, waiter *w, int err)
+{
+    wq_remove(p, w);
+    w->err = err;
+    if (w->call)
+        hand(c, w);
+    else
+        pthread_cond_signal(&w->cv);
+}
+
+/* What async waiters were handed, taken under the lock to be served
+ * after it (serve_handed). */
+typedef struct handed_work {
+    struct cshs_call *calls;
+    open_job *jobs;
+} handed_work;
+
+static handed_work take_handed(cshs_client *c)
+{
+    handed_work hw = {c->handed, c->open_jobs};
+    c->handed = c->handed_tail = NULL;
+    c->open_jobs = NULL;
+    return hw;
+}
+
+static void serve_handed(cshs_client *c, handed_work hw);
+
+/* Lets go of the lock, then serves what was handed under it. */
+static void unlock_and_serve(cshs_client *c)
+{
+    handed_work hw = take_handed(c);
+    pthread_mutex_unlock(&c->mu);
+    serve_handed(c, hw);
 }
 
 /* 1 when nothing can serve a waiter of `p` before its backoff ends: a
@@ -888,15 +1002,12 @@ static int dead_end(const pool *p, int64_t now)
 
 /* Under the lock: every waiter not opening a connection itself fails with
  * the last connect's error when the pool is at a dead end. */
-static void fail_waiters(pool *p)
+static void fail_waiters(cshs_client *c, pool *p)
 {
     if (!dead_end(p, now_ms())) return;
     for (waiter *w = p->wq, *nx; w; w = nx) {
         nx = w->next;
-        if (w->opening) continue;
-        wq_remove(p, w);
-        w->err = p->last_error;
-        pthread_cond_signal(&w->cv);
+        if (!w->opening) fail_waiter(c, p, w, p->last_error);
     }
 }
 
@@ -904,7 +1015,7 @@ static void fail_waiters(pool *p)
 static void dropped(cshs_client *c, pool *p)
 {
     p->open--;
-    fail_waiters(p);
+    fail_waiters(c, p);
     wake_opener(c, p);
 }
 
@@ -916,7 +1027,28 @@ static void open_failed(cshs_client *c, pool *p, int err)
     c->seed = c->seed * 1103515245u + 12345u;
     p->last_backoff_ms = BACKOFF_MIN_MS + (uint32_t)((c->seed >> 16) % BACKOFF_JITTER_MS);
     p->backoff_until_ms = now_ms() + (int64_t)p->last_backoff_ms;
-    fail_waiters(p);
+    fail_waiters(c, p);
+}
+
+/* Under the lock, with no waiter queued: the most recently used idle
+ * connection still fit to send on (counted as a request that waited
+ * since `since_us`), or NULL; the unfit ones go on *stale, to be closed
+ * after unlocking. */
+static conn *take_idle(cshs_client *c, pool *p, int64_t since_us, int64_t now, conn **stale)
+{
+    while (p->idle && !p->wq) {
+        conn *cn = p->idle;
+        idle_remove(p, cn);
+        if (conn_fresh(c, cn, now)) {
+            cn->state = C_BUSY;
+            record_wait(p, since_us);
+            return cn;
+        }
+        p->open--;
+        cn->next = *stale;
+        *stale = cn;
+    }
+    return NULL;
 }
 
 /* Takes a connection for a request: the most recently used idle one, or
@@ -938,19 +1070,7 @@ static int acquire(cshs_client *c, pool *p, unsigned acquire_ms, unsigned connec
     pthread_mutex_lock(&c->mu);
     int64_t now = w.since_us / 1000;
     if (!fresh) {
-        while (p->idle && !p->wq) {
-            conn *cn = p->idle;
-            idle_remove(p, cn);
-            if (conn_fresh(c, cn, now)) {
-                cn->state = C_BUSY;
-                record_wait(p, w.since_us);
-                *out = cn;
-                break;
-            }
-            p->open--;
-            cn->next = stale;
-            stale = cn;
-        }
+        *out = take_idle(c, p, w.since_us, now, &stale);
     } else {
         if (p->open + p->nopening >= c->o.pool_size && p->idle) {
             /* room for the new connection: the least recently used idle goes */
@@ -965,7 +1085,7 @@ static int acquire(cshs_client *c, pool *p, unsigned acquire_ms, unsigned connec
             /* the retry's own connection, opened outside the queue; when
              * that fails, it waits like any request */
             p->nopening++;
-            pthread_mutex_unlock(&c->mu);
+            unlock_and_serve(c);
             close_list(stale);
             stale = NULL;
             conn *cn = NULL;
@@ -1025,7 +1145,7 @@ static int acquire(cshs_client *c, pool *p, unsigned acquire_ms, unsigned connec
             if (can_open(p, c->o.pool_size, now)) {
                 p->nopening++;
                 w.opening = 1;
-                pthread_mutex_unlock(&c->mu);
+                unlock_and_serve(c);
                 close_list(stale);
                 stale = NULL;
                 conn *cn = NULL;
@@ -1048,12 +1168,17 @@ static int acquire(cshs_client *c, pool *p, unsigned acquire_ms, unsigned connec
                 }
                 continue;
             }
+            if (c->handed || c->open_jobs) { /* not left behind while this one sleeps */
+                unlock_and_serve(c);
+                pthread_mutex_lock(&c->mu);
+                continue;
+            }
             pthread_cond_wait(&w.cv, &c->mu);
         }
         if (w.queued) wq_remove(p, &w);
     }
     if (w.expired) p->acquire_timeouts++;
-    pthread_mutex_unlock(&c->mu);
+    unlock_and_serve(c);
     pthread_cond_destroy(&w.cv);
     close_list(stale);
     return r;
@@ -1071,8 +1196,10 @@ static void release(cshs_client *c, pool *p, conn *cn, int keep)
     } else {
         dropped(c, p);
     }
+    handed_work hw = take_handed(c);
     pthread_mutex_unlock(&c->mu);
     if (!keep) conn_close(cn);
+    serve_handed(c, hw);
 }
 
 /* ---- the tick ---- */
@@ -1097,17 +1224,18 @@ void cshs_client_tick(cshs_client *c)
         for (waiter *w = p->wq, *nx; w; w = nx) {
             nx = w->next;
             if (now < w->deadline_ms || w->opening) continue; /* an opener decides itself */
-            wq_remove(p, w);
             w->expired = 1;
-            w->err = p->last_error && p->last_fail_us >= w->since_us
-                         ? p->last_error
-                         : CSHS_CLIENT_E_ACQUIRE_TIMEOUT;
-            pthread_cond_signal(&w->cv);
+            if (w->call) p->acquire_timeouts++; /* a thread counts its own */
+            fail_waiter(c, p, w,
+                        p->last_error && p->last_fail_us >= w->since_us
+                            ? p->last_error
+                            : CSHS_CLIENT_E_ACQUIRE_TIMEOUT);
         }
-        /* a backoff that ended: the waiters may open again */
+        /* a backoff that ended: the waiters may open again (async ones
+         * by wake_opener below) */
         if (p->wq && can_open(p, c->o.pool_size, now))
             for (waiter *w = p->wq; w; w = w->next)
-                if (!w->opening) pthread_cond_signal(&w->cv);
+                if (!w->opening && !w->call) pthread_cond_signal(&w->cv);
         /* idle connections past idle_timeout_ms, past max_lifetime_ms, or
          * closed by the origin (an unread FIN, or bytes nobody asked for) */
         for (conn *cn = p->idle, *nx; cn; cn = nx) {
@@ -1157,7 +1285,9 @@ void cshs_client_tick(cshs_client *c)
             pp = &p->next;
         }
     }
+    handed_work hw = take_handed(c);
     pthread_mutex_unlock(&c->mu);
+    serve_handed(c, hw);
 
     while (closing) {
         conn *n = closing->next;
@@ -1166,7 +1296,7 @@ void cshs_client_tick(cshs_client *c)
     }
     for (tick_job *j = jobs; j; j = j->next) {
         if (!j->cn)
-            j->result = open_start(c, j->p, &j->cn);
+            j->result = open_start(j->p, c->o.connect_timeout_ms, &j->cn);
         else
             j->result = open_progress(c, j->cn);
     }
@@ -1194,7 +1324,9 @@ void cshs_client_tick(cshs_client *c)
         }
         free(j);
     }
+    hw = take_handed(c);
     pthread_mutex_unlock(&c->mu);
+    serve_handed(c, hw);
     while (closing) {
         conn *n = closing->next;
         conn_close(closing);
@@ -1653,8 +1785,9 @@ static int send_head(cshs_call *call, const cshs_client_request *r)
 /* Starts a call: checks the request, takes a connection (a newly opened
  * one when `fresh`), sends the head. *out is set once the call exists,
  * failed or not. */
-static int call_start(cshs_client *c, const cshs_client_request *r, int fresh, int keep_head,
-                      cshs_call **out)
+/* A call made for a request, with no connection yet: its pool found (or
+ * made) and counted as used. */
+static int call_new(cshs_client *c, const cshs_client_request *r, int keep_head, cshs_call **out)
 {
     *out = NULL;
     int e = request_check(r);
@@ -1712,8 +1845,17 @@ static int call_start(cshs_client *c, const cshs_client_request *r, int fresh, i
     call->read_ms = r->read_timeout_ms ? r->read_timeout_ms : c->o.read_timeout_ms;
     csh_parser_init(&call->parser, CSH_RESPONSE, call->fields, MAX_FIELDS, NULL, 0);
     *out = call;
+    return 0;
+}
+
+static int call_start(cshs_client *c, const cshs_client_request *r, int fresh, int keep_head,
+                      cshs_call **out)
+{
+    int e = call_new(c, r, keep_head, out);
+    if (e < 0) return e;
+    cshs_call *call = *out;
     conn *cn = NULL;
-    e = acquire(c, p, opt_acq, opt_con, fresh, &cn);
+    e = acquire(c, call->p, call->acquire_ms, call->connect_ms, fresh, &cn);
     if (e < 0) {
         call->state = K_FAILED;
         call->err = e;
@@ -2240,6 +2382,164 @@ int cshs_call_end_async(cshs_call *call, cshs_reactor *r, void (*done)(void *arg
     int e = cshs_reactor_arm(r, &cn->rw);
     if (e < 0) cn->waiting = NULL;
     return e;
+}
+
+/* ---- waiting for a connection without a thread (cshs_client_send_async) ---- */
+
+/* The end of a connect started for async waiters: the connection goes to
+ * the first waiter (or idle), or the failure counts as any failed
+ * connect's (the backoff; waiters at a dead end fail). */
+static void open_ended(cshs_client *c, pool *p, conn *cn, int r)
+{
+    pthread_mutex_lock(&c->mu);
+    p->nopening--;
+    if (r == 1) {
+        p->open++;
+        p->opens++;
+        cn->state = C_IDLE;
+        cn->born_ms = now_ms();
+        give(c, p, cn);
+        cn = NULL;
+    } else {
+        open_failed(c, p, r);
+    }
+    handed_work hw = take_handed(c);
+    pthread_mutex_unlock(&c->mu);
+    conn_close(cn);
+    serve_handed(c, hw);
+}
+
+/* Its socket was ready (or, given 0, the connect's deadline passed, or
+ * the reactor stops). On the reactor's thread. */
+static void open_ready(cshs_watch *w, uint32_t events)
+{
+    conn *cn = w->arg;
+    cshs_client *c = cn->p->c;
+    int r = CSHS_CLIENT_E_CONNECT_TIMEOUT;
+    if (events) {
+        short want = 0;
+        r = open_advance(c, cn, &want);
+        if (r == 0) { /* the TLS handshake goes on: one shot more */
+            w->events = want == POLLIN ? EPOLLIN | EPOLLRDHUP : EPOLLOUT;
+            if (cshs_reactor_arm(w->reg, w) == 0) return;
+            r = CSHS_CLIENT_E_CONNECT;
+        }
+    }
+    open_ended(c, cn->p, cn, r);
+}
+
+/* Starts a connect for async waiters, its socket watched on the job's
+ * reactor until connect_ms: its connect, then its TLS handshake. */
+static void open_async(cshs_client *c, const open_job *j)
+{
+    conn *cn = NULL;
+    int r = open_start(j->p, j->connect_ms, &cn);
+    if (r == 0) {
+        cn->rw.fd = cn->fd;
+        cn->rw.events = EPOLLOUT;
+        cn->rw.deadline_ms = cn->born_ms + (int64_t)j->connect_ms;
+        cn->rw.ready = open_ready;
+        cn->rw.arg = cn;
+        /* last: from here the reactor's thread may run open_ready */
+        if (cshs_reactor_arm(j->rx, &cn->rw) == 0) return;
+        r = CSHS_CLIENT_E_CONNECT;
+    }
+    open_ended(c, j->p, cn, r);
+}
+
+/* Sends an async call's request on the connection it holds and waits for
+ * the head on its reactor: 0 waiting (done will run), 1 finished now
+ * (the head is here, or the call failed, or the reactor could not watch:
+ * cshs_call_end waits). */
+static int send_and_watch(cshs_call *call)
+{
+    call->reused = call->cn->uses > 0;
+    if (send_head(call, &call->rq) < 0) return 1;
+    call->state = K_HEAD_WAIT;
+    call->head_deadline_ms = now_ms() + call->head_ms;
+    return cshs_call_end_async(call, call->rx, call->done, call->done_arg) == 0 ? 0 : 1;
+}
+
+/* An async waiter handed a connection (its request sent, its head
+ * awaited) or an error (its call failed); done runs unless the head is
+ * awaited. */
+static void start_handed(cshs_call *call)
+{
+    if (call->aw.got) {
+        call->cn = call->aw.got;
+        if (send_and_watch(call) == 0) return;
+    } else {
+        call_fail(call, call->aw.err);
+    }
+    call->done(call->done_arg); /* last: it may free the call */
+}
+
+static void serve_handed(cshs_client *c, handed_work hw)
+{
+    for (open_job *j = hw.jobs, *nx; j; j = nx) {
+        nx = j->next;
+        open_async(c, j);
+        free(j);
+    }
+    for (cshs_call *k = hw.calls, *nx; k; k = nx) {
+        nx = k->handed_next;
+        start_handed(k);
+    }
+}
+
+int cshs_client_send_async(cshs_client *c, const cshs_client_request *r, cshs_reactor *rx,
+                           void (*done)(void *arg), void *arg, cshs_call **out)
+{
+    if (!out) return -EINVAL;
+    *out = NULL;
+    if (!c || !r || !rx || !done) return -EINVAL;
+    cshs_client_request rq = request_defaults; /* the caller's, read by its size */
+    if (cshs__sized_copy(&rq, sizeof rq, r, CSHS_CLIENT_REQUEST_SIZE_0_3) < 0) return -EINVAL;
+    if (rq.body_mode != CSHS_CLIENT_BODY_WHOLE) return -EINVAL;
+    cshs_call *call;
+    int e = call_new(c, &rq, 1, &call);
+    if (e < 0) return e;
+    call->rq = rq;
+    call->rx = rx;
+    call->done = done;
+    call->done_arg = arg;
+    *out = call; /* before another thread may run done */
+    pool *p = call->p;
+    waiter *w = &call->aw;
+    w->call = call;
+    w->since_us = now_us();
+    w->deadline_ms = w->since_us / 1000 + call->acquire_ms;
+    conn *stale = NULL;
+    int err = 0;
+    pthread_mutex_lock(&c->mu);
+    int64_t now = w->since_us / 1000;
+    conn *got = take_idle(c, p, w->since_us, now, &stale);
+    if (!got && dead_end(p, now)) {
+        err = p->last_error;
+    } else if (!got) {
+        /* queued: a release, a connect (started here when the rule lets
+         * one start) or the tick's deadline serves it */
+        w->queued = 1;
+        w->prev = p->wq_tail;
+        if (p->wq_tail)
+            p->wq_tail->next = w;
+        else
+            p->wq = w;
+        p->wq_tail = w;
+        p->nwaiters++;
+        wake_opener(c, p);
+    }
+    unlock_and_serve(c);
+    close_list(stale);
+    if (got) {
+        call->cn = got;
+        return send_and_watch(call);
+    }
+    if (err) {
+        call_fail(call, err);
+        return 1;
+    }
+    return 0;
 }
 
 static int have_head(const cshs_call *call)

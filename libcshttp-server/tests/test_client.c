@@ -2226,6 +2226,219 @@ static void test_answer_awaited_on_the_loop(void **state)
     for (int i = 0; i < 3; i++) origin_free(og[i]);
 }
 
+/* ---- waiting for a connection on the loop (cshs_client_send_async) ---- */
+
+static char queue_origins[3][64]; /* /q...: the origin; /qd: a dead one; /qs: over TLS */
+
+typedef struct queued {
+    cshs_call *call;
+    cshs_deferred *d;
+} queued;
+
+static void queued_answer(cshw_context *ctx, void *arg)
+{
+    queued *q = arg;
+    cshw_response *res = cshw_context_response(ctx);
+    int r = cshs_call_end(q->call);
+    const char *body = NULL;
+    size_t len = 0;
+    if (r == 0) r = cshs_call_read_all(q->call, 1 << 16, &body, &len);
+    if (r < 0) {
+        cshw_response_set_status(res, cshs_client_error_status(r));
+        cshw_response_puts(res, cshs_client_error_name(r));
+    } else {
+        cshw_response_write(res, body, len);
+    }
+    cshs_call_free(q->call);
+}
+
+static void queued_ready(void *arg)
+{
+    queued *q = arg;
+    cshs_deferred_resume(q->d, queued_answer, q);
+}
+
+/* The whole request waits on the loop: for a connection, then for the
+ * head. /qt waits for a connection 300 ms at most. */
+static void queued_handler(cshw_context *ctx)
+{
+    cshw_request *req = cshw_context_request(ctx);
+    cshw_response *res = cshw_context_response(ctx);
+    const char *path = cshw_request_path(req);
+    queued *q = cshw_arena_alloc(cshw_context_arena(ctx), sizeof *q);
+    q->d = cshs_defer(ctx);
+    if (!q->d) {
+        cshw_response_puts(res, "not deferred");
+        return;
+    }
+    cshs_client_request rq;
+    cshs_client_request_init(&rq);
+    rq.origin = queue_origins[path[2] == 'd' ? 1 : path[2] == 's' ? 2 : 0];
+    rq.target = path;
+    if (path[2] == 't') rq.acquire_timeout_ms = 300;
+    int r = cshs_client_send_async(handler_client, &rq, cshs_deferred_reactor(q->d), queued_ready,
+                                   q, &q->call);
+    if (r < 0) {
+        cshw_response_set_status(res, cshs_client_error_status(r));
+        cshw_response_puts(res, cshs_client_error_name(r));
+        cshs_deferred_resume(q->d, NULL, NULL);
+        return;
+    }
+    if (r == 1) cshs_deferred_resume(q->d, queued_answer, q);
+}
+
+typedef struct path_asker {
+    unsigned port;
+    const char *path;
+    int status;
+    char body[256];
+} path_asker;
+
+static void *path_asker_main(void *arg)
+{
+    path_asker *a = arg;
+    a->status = ask_server(a->port, a->path, a->body, sizeof a->body);
+    return NULL;
+}
+
+static void wait_for_waiters(cshs_client *c, unsigned n)
+{
+    for (int i = 0; i < 2000 && stats_of(c).waiters != n; i++) sleep_ms(2);
+    assert_int_equal(stats_of(c).waiters, n);
+}
+
+/* A call that holds the pool's one connection: its head read, its body
+ * not yet. */
+static cshs_call *hold_connection(const char *target)
+{
+    cshs_client_request rq;
+    cshs_client_request_init(&rq);
+    rq.origin = queue_origins[0];
+    rq.target = target;
+    cshs_call *held = NULL;
+    assert_int_equal(cshs_client_send(handler_client, &rq, &held), 0);
+    return held;
+}
+
+/* client.h, cshs_client_send_async. With one connection in the pool,
+ * requests that find it taken wait on the loop, first in, first out,
+ * and no thread waits for them: the loop's thread runs every handler
+ * (nothing offloaded, no hand-over) while three wait, and a connection
+ * given back by another thread carries the first waiter's request
+ * straight away. A connect is started and seen through on the loop (the
+ * first request, and after the connection in use was closed); a waiter
+ * fails at its acquire deadline (the tick), and at once for a dead
+ * origin (the refused connect, as nginx's 502). */
+static void test_waiting_for_a_connection_on_the_loop(void **state)
+{
+    (void)state;
+    origin *og = origin_new();
+    origin_url(og, queue_origins[0], sizeof queue_origins[0]);
+    int lfd = socket(AF_INET, SOCK_STREAM, 0); /* bound, never listening: refused */
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(bind(lfd, (struct sockaddr *)&a, sizeof a), 0);
+    socklen_t al = sizeof a;
+    getsockname(lfd, (struct sockaddr *)&a, &al);
+    snprintf(queue_origins[1], sizeof queue_origins[1], "http://127.0.0.1:%u",
+             (unsigned)ntohs(a.sin_port));
+    handler_client = client_with(1, 0);
+    cshs_server *srv = handler_server(queued_handler, 1);
+    unsigned port = cshs_server_port(srv, 0);
+    char body[256];
+
+    /* no connection yet: its connect is watched on the loop */
+    assert_int_equal(ask_server(port, "/q0", body, sizeof body), 200);
+    assert_string_equal(body, "conn 0 req 0");
+
+    /* the one connection held: three requests wait for it, in order */
+    cshs_call *held = hold_connection("/held");
+    path_asker ask[3];
+    pthread_t t[3];
+    for (int i = 0; i < 3; i++) {
+        ask[i] = (path_asker){.port = port, .path = i == 0 ? "/q1" : i == 1 ? "/q2" : "/q3"};
+        pthread_create(&t[i], NULL, path_asker_main, &ask[i]);
+        wait_for_waiters(handler_client, (unsigned)i + 1);
+    }
+    cshs_counters k;
+    assert_int_equal(cshs_server_counters(srv, &k), 0);
+    assert_int_equal(k.offloaded, 0);
+    assert_int_equal(k.handovers, 0);
+    assert_int_equal(k.connections_active, 3); /* waiting, each on its loop */
+    const char *b;
+    size_t len;
+    assert_int_equal(cshs_call_read_all(held, 1 << 16, &b, &len), 0); /* given back here */
+    cshs_call_free(held);
+    for (int i = 0; i < 3; i++) {
+        pthread_join(t[i], NULL);
+        assert_int_equal(ask[i].status, 200);
+        char want[32];
+        snprintf(want, sizeof want, "conn 0 req %d", i + 2);
+        assert_string_equal(ask[i].body, want); /* first in, first out, on the one connection */
+    }
+
+    /* its deadline: failed by the tick (the server's, every 50 ms) */
+    held = hold_connection("/held");
+    int64_t t0 = mono_ms();
+    assert_int_equal(ask_server(port, "/qt", body, sizeof body), 504);
+    assert_string_equal(body, "CSHS_CLIENT_E_ACQUIRE_TIMEOUT");
+    assert_true(mono_ms() - t0 >= 300);
+    assert_int_equal(stats_of(handler_client).acquire_timeouts, 1);
+
+    /* the connection in use is closed (its body left unread): the waiter
+     * gets the new connection the loop opens for it */
+    path_asker next = {.port = port, .path = "/q4"};
+    pthread_create(&t[0], NULL, path_asker_main, &next);
+    wait_for_waiters(handler_client, 1);
+    cshs_call_free(held);
+    pthread_join(t[0], NULL);
+    assert_int_equal(next.status, 200);
+    assert_string_equal(next.body, "conn 1 req 0");
+    assert_int_equal(stats_of(handler_client).opens, 2);
+
+    /* a refused connect: 502 at once, the backoff counted */
+    t0 = mono_ms();
+    assert_int_equal(ask_server(port, "/qd", body, sizeof body), 502);
+    assert_string_equal(body, "CSHS_CLIENT_E_CONNECT");
+    assert_true(mono_ms() - t0 < 1000);
+    assert_int_equal(cshs_server_counters(srv, &k), 0);
+    assert_int_equal(k.offloaded, 0);
+    assert_int_equal(k.deferred, 7);
+    cshs_server_free(srv);
+    cshs_client_free(handler_client);
+    close(lfd);
+    origin_free(og);
+}
+
+/* A burst of requests into an empty pool of 2 opens 2 connections on the
+ * loop, in parallel, and no more (the rule for opens in flight). */
+static void test_burst_opens_on_the_loop(void **state)
+{
+    (void)state;
+    origin *og = origin_new();
+    og->hold = 2; /* answers once both connections carry a request */
+    origin_url(og, queue_origins[0], sizeof queue_origins[0]);
+    handler_client = client_with(2, 0);
+    cshs_server *srv = handler_server(queued_handler, 1);
+    unsigned port = cshs_server_port(srv, 0);
+    path_asker ask[6];
+    pthread_t t[6];
+    for (int i = 0; i < 6; i++) {
+        ask[i] = (path_asker){.port = port, .path = "/q"};
+        pthread_create(&t[i], NULL, path_asker_main, &ask[i]);
+    }
+    for (int i = 0; i < 6; i++) {
+        pthread_join(t[i], NULL);
+        assert_int_equal(ask[i].status, 200);
+    }
+    assert_int_equal(stats_of(handler_client).opens, 2);
+    cshs_server_free(srv);
+    cshs_client_free(handler_client);
+    origin_free(og);
+}
+
 /* ---- HTTPS ---- */
 
 /* A self-signed certificate for 127.0.0.1 only, written to cert_path. */
@@ -2373,6 +2586,47 @@ static void test_https(void **state)
     unlink(cert_path);
 }
 
+/* An https origin's connect seen through on the loop, its TLS handshake
+ * included, and its certificate verified there: an untrusted one fails
+ * the waiting request with CSHS_CLIENT_E_CERTIFICATE (502). */
+static void test_https_connect_on_the_loop(void **state)
+{
+    (void)state;
+    SSL_CTX *ctx = tls_origin_ctx();
+    origin *og = origin_new_on(0, ctx);
+    origin_start(og);
+    snprintf(queue_origins[2], sizeof queue_origins[2], "https://127.0.0.1:%u", og->port);
+    for (int trusted = 0; trusted < 2; trusted++) {
+        cshs_client_options o;
+        cshs_client_options_init(&o);
+        o.tick_thread = 0;
+        if (trusted) o.tls_ca_file = cert_path;
+        handler_client = cshs_client_new(&o);
+        assert_non_null(handler_client);
+        cshs_server *srv = handler_server(queued_handler, 1);
+        unsigned port = cshs_server_port(srv, 0);
+        char body[256];
+        if (!trusted) {
+            assert_int_equal(ask_server(port, "/qs", body, sizeof body), 502);
+            assert_string_equal(body, "CSHS_CLIENT_E_CERTIFICATE");
+        } else {
+            assert_int_equal(ask_server(port, "/qs", body, sizeof body), 200);
+            assert_string_equal(body, "conn 1 req 0"); /* conn 0 was the untrusted one */
+            assert_int_equal(ask_server(port, "/qs", body, sizeof body), 200);
+            assert_string_equal(body, "conn 1 req 1");
+            assert_int_equal(stats_of(handler_client).opens, 1);
+        }
+        cshs_counters k;
+        assert_int_equal(cshs_server_counters(srv, &k), 0);
+        assert_int_equal(k.offloaded, 0);
+        cshs_server_free(srv);
+        cshs_client_free(handler_client);
+    }
+    origin_free(og);
+    SSL_CTX_free(ctx);
+    unlink(cert_path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -2401,10 +2655,13 @@ int main(void)
         cmocka_unit_test(test_answer_before_the_body_ended),
         cmocka_unit_test(test_answered_twice),
         cmocka_unit_test(test_answer_awaited_on_the_loop),
+        cmocka_unit_test(test_waiting_for_a_connection_on_the_loop),
+        cmocka_unit_test(test_burst_opens_on_the_loop),
         cmocka_unit_test(test_malformed_and_timeouts),
         cmocka_unit_test(test_threads),
         cmocka_unit_test(test_from_handlers),
         cmocka_unit_test(test_https),
+        cmocka_unit_test(test_https_connect_on_the_loop),
     };
     const char *only = getenv("CSHS_TEST_FILTER"); /* one test while debugging */
     if (only) cmocka_set_test_filter(only);

@@ -129,7 +129,11 @@
  * body) is done by the calling thread itself with poll() on that one
  * socket, within the request's deadlines: no thread per request and no
  * polling loop. Or no thread at all while the response head is awaited:
- * cshs_call_end_async waits on a reactor (an engine loop) instead. The thread that opens a connection (a waiting request, or
+ * cshs_call_end_async waits on a reactor (an engine loop) instead; and
+ * none at all from start to end with cshs_client_send_async, whose
+ * request waits for a connection in the same queue with no thread
+ * (its request is sent by the thread that gives one back; a connect
+ * for it is watched on the reactor). The thread that opens a connection (a waiting request, or
  * the tick for min_idle) resolves the name with getaddrinfo(): a name that
  * needs DNS blocks that thread for as long as the resolver takes. A waiting
  * request connects with a blocking connect() whose deadline the kernel
@@ -442,6 +446,42 @@ CSHS_EXPORT int cshs_call_end(cshs_call *call);
  * calling thread. */
 CSHS_EXPORT int cshs_call_end_async(cshs_call *call, cshs_reactor *r, void (*done)(void *arg),
                                     void *arg);
+
+/* Sends a request whose body (if any) is whole (CSHS_CLIENT_BODY_WHOLE;
+ * -EINVAL for another body_mode) and waits for the response head on the
+ * reactor `r`, holding no thread from start to end (0.3.2): not while it
+ * waits for the head (as cshs_call_end_async), and not while it waits for
+ * a connection either. With one idle, the request is sent from here. With
+ * none, the call is queued with the other requests for its origin (first
+ * in, first out, until acquire_timeout_ms) as a waiter no thread waits
+ * for: the thread that gives a connection back sends the request on it
+ * and has its head awaited on `r`; a connect the pool's rules allow is
+ * started here and seen through on `r` (the connect, then the TLS
+ * handshake, within connect_timeout_ms), its connection going to the
+ * first waiter; the tick fails the waiter at its deadline.
+ *
+ * *out is the call, set before anything can run done. 0: done(arg) will
+ * be called once, when the head is here (with a body of known length
+ * that fits the connection's buffer), or the call failed (no connection
+ * by its deadline, a failed connect at a dead end, a failed send), or
+ * head_timeout_ms passed: on `r`'s thread, or on the thread that failed it
+ * (the tick's, or one that gave a connection back), maybe before this
+ * function returns. Until then the call must not be touched. 1: finished
+ * at once (the head is here, or it failed); done is not called. Either
+ * way, then call cshs_call_end, as after cshs_call_end_async: it returns
+ * the head or the error, or retries under the retry rule in the calling
+ * thread. < 0: no call was made (*out NULL): -EINVAL, -ENOMEM, or the
+ * request's check (as cshs_client_begin). The request struct is copied;
+ * its strings, fields and body are read until done runs (or this
+ * returns 1). done should return quickly: it may run on a thread that
+ * gives a connection back in the middle of its own work. Every call must
+ * be done (and freed) before cshs_client_free, and a reactor given here
+ * must outlive the calls and connects on it (a server's loops: until it
+ * is freed; at a forced stop its watches are given 0 and fail). Any
+ * thread. */
+CSHS_EXPORT int cshs_client_send_async(cshs_client *c, const cshs_client_request *r,
+                                       cshs_reactor *rx, void (*done)(void *arg), void *arg,
+                                       cshs_call **out);
 
 /* The response, once the head is here (after cshs_client_send, or
  * cshs_call_end returned 0); valid until cshs_call_free.
