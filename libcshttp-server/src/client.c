@@ -823,9 +823,15 @@ not_yet:
 
 /* 1 when an idle connection is still fit to send on: not closed by the
  * origin, no bytes nobody asked for, not past max_lifetime_ms. */
-static int conn_fresh(const cshs_client *c, conn *cn, int64_t now)
+static int conn_too_old(const cshs_client *c, const conn *cn, int64_t now)
 {
-    if (c->o.max_lifetime_ms && now - cn->born_ms >= (int64_t)c->o.max_lifetime_ms) return 0;
+    return c->o.max_lifetime_ms && now - cn->born_ms >= (int64_t)c->o.max_lifetime_ms;
+}
+
+/* The look at the socket of conn_fresh: 1 when the origin sent nothing
+ * (no FIN, no byte) since the connection went idle. */
+static int conn_quiet(conn *cn)
+{
     if (cn->ssl && SSL_pending(cn->ssl) > 0) return 0; /* decrypted, unasked for */
     struct pollfd pf = {cn->fd, POLLIN | POLLRDHUP, 0};
     if (poll(&pf, 1, 0) <= 0 || !pf.revents) return 1;
@@ -842,6 +848,11 @@ static int conn_fresh(const cshs_client *c, conn *cn, int64_t now)
     ERR_clear_error();
     sigpipe_restore(&g);
     return r != 1 && e == SSL_ERROR_WANT_READ;
+}
+
+static int conn_fresh(const cshs_client *c, conn *cn, int64_t now)
+{
+    return !conn_too_old(c, cn, now) && conn_quiet(cn);
 }
 
 /* ---- the pool's rules (under the lock) ---- */
@@ -1033,18 +1044,26 @@ static void open_failed(cshs_client *c, pool *p, int err)
 /* Under the lock, with no waiter queued: the most recently used idle
  * connection still fit to send on (counted as a request that waited
  * since `since_us`), or NULL; the unfit ones go on *stale, to be closed
- * after unlocking. */
-static conn *take_idle(cshs_client *c, pool *p, int64_t since_us, int64_t now, conn **stale)
+ * after unlocking. Its socket is looked at (conn_quiet, a system call)
+ * with the lock let go meanwhile: the connection is this thread's then,
+ * and the other threads (another loop's requests) do not wait for it. */
+static conn *take_idle(cshs_client *c, pool *p, int64_t since_us, conn **stale)
 {
     while (p->idle && !p->wq) {
         conn *cn = p->idle;
         idle_remove(p, cn);
-        if (conn_fresh(c, cn, now)) {
-            cn->state = C_BUSY;
+        cn->state = C_BUSY;
+        int fit = !conn_too_old(c, cn, since_us / 1000);
+        if (fit) {
+            pthread_mutex_unlock(&c->mu);
+            fit = conn_quiet(cn);
+            pthread_mutex_lock(&c->mu);
+        }
+        if (fit) {
             record_wait(p, since_us);
             return cn;
         }
-        p->open--;
+        dropped(c, p);
         cn->next = *stale;
         *stale = cn;
     }
@@ -1070,7 +1089,7 @@ static int acquire(cshs_client *c, pool *p, unsigned acquire_ms, unsigned connec
     pthread_mutex_lock(&c->mu);
     int64_t now = w.since_us / 1000;
     if (!fresh) {
-        *out = take_idle(c, p, w.since_us, now, &stale);
+        *out = take_idle(c, p, w.since_us, &stale);
     } else {
         if (p->open + p->nopening >= c->o.pool_size && p->idle) {
             /* room for the new connection: the least recently used idle goes */
@@ -2512,9 +2531,8 @@ int cshs_client_send_async(cshs_client *c, const cshs_client_request *r, cshs_re
     conn *stale = NULL;
     int err = 0;
     pthread_mutex_lock(&c->mu);
-    int64_t now = w->since_us / 1000;
-    conn *got = take_idle(c, p, w->since_us, now, &stale);
-    if (!got && dead_end(p, now)) {
+    conn *got = take_idle(c, p, w->since_us, &stale);
+    if (!got && dead_end(p, now_ms())) {
         err = p->last_error;
     } else if (!got) {
         /* queued: a release, a connect (started here when the rule lets
