@@ -207,6 +207,9 @@ typedef struct conn {
      * epoll_ctl; closing the socket unregisters it. */
     cshs_watch rw;
     struct cshs_call *waiting;
+    /* opened on a reactor for one call (an async retry's own connect),
+     * not for the pool's first waiter */
+    struct cshs_call *opened_for;
 } conn;
 
 typedef struct waiter {
@@ -290,6 +293,7 @@ typedef struct open_job {
     pool *p;
     cshs_reactor *rx;
     unsigned connect_ms;
+    struct cshs_call *own; /* a retry's connect, for that call alone; NULL: the pool's */
 } open_job;
 
 /* Calls kept for reuse, at most. */
@@ -308,6 +312,7 @@ struct cshs_call {
     int idempotent;
     int reused;    /* the connection had served a response before */
     int retryable; /* failed because the origin had closed the reused connection */
+    int retried;   /* cshs_client_send_async's retry was made */
     int watch;     /* sending the body: look out for an answer before its end */
     int peer_eof;  /* the origin's end of input was read while watching */
     int early;     /* the origin answered before the body was all sent */
@@ -916,13 +921,14 @@ static void hand(cshs_client *c, waiter *w)
 /* Under the lock: a connect to start for async waiters on `rx` (counted
  * as opening now). 0 when out of memory: the waiters keep waiting (a
  * release, the tick's next look, their deadline). */
-static int open_job_add(cshs_client *c, pool *p, const struct cshs_call *for_call)
+static int open_job_add(cshs_client *c, pool *p, struct cshs_call *for_call, int own)
 {
     open_job *j = malloc(sizeof *j);
     if (!j) return 0;
     j->p = p;
     j->rx = for_call->rx;
     j->connect_ms = for_call->connect_ms;
+    j->own = own ? for_call : NULL;
     j->next = c->open_jobs;
     c->open_jobs = j;
     p->nopening++;
@@ -941,7 +947,7 @@ static void wake_opener(cshs_client *c, pool *p)
             pthread_cond_signal(&w->cv);
             return;
         }
-        if (!open_job_add(c, p, w->call)) return;
+        if (!open_job_add(c, p, w->call, 0)) return;
     }
 }
 
@@ -2099,7 +2105,8 @@ static void call_destroy(cshs_call *call)
  * or a request none of whose bytes were sent. */
 static int may_retry(const cshs_call *call, int attempt)
 {
-    return attempt == 0 && call && call->retryable && (call->idempotent || call->bytes_sent == 0);
+    return attempt == 0 && call && call->retryable && !call->retried &&
+           (call->idempotent || call->bytes_sent == 0);
 }
 
 static void count_retry(cshs_call *call)
@@ -2355,6 +2362,8 @@ static void async_settle(cshs_call *call, int r)
         body_done(call, 1);
 }
 
+static int retry_async(cshs_call *call);
+
 static void async_ready(cshs_watch *w, uint32_t events)
 {
     conn *cn = w->arg;
@@ -2372,7 +2381,8 @@ static void async_ready(cshs_watch *w, uint32_t events)
     /* the watch is inert now: the connection may go back or be closed */
     cn->waiting = NULL;
     async_settle(call, r);
-    call->done(call->done_arg); /* last: it may free the call */
+    if (retry_async(call)) return; /* cshs_client_send_async's: done runs later */
+    call->done(call->done_arg);    /* last: it may free the call */
 }
 
 int cshs_call_end_async(cshs_call *call, cshs_reactor *r, void (*done)(void *arg), void *arg)
@@ -2408,7 +2418,9 @@ int cshs_call_end_async(cshs_call *call, cshs_reactor *r, void (*done)(void *arg
 /* The end of a connect started for async waiters: the connection goes to
  * the first waiter (or idle), or the failure counts as any failed
  * connect's (the backoff; waiters at a dead end fail). */
-static void open_ended(cshs_client *c, pool *p, conn *cn, int r)
+static void enqueue_async(cshs_client *c, pool *p, waiter *w);
+
+static void open_ended(cshs_client *c, pool *p, conn *cn, int r, struct cshs_call *own)
 {
     pthread_mutex_lock(&c->mu);
     p->nopening--;
@@ -2417,10 +2429,25 @@ static void open_ended(cshs_client *c, pool *p, conn *cn, int r)
         p->opens++;
         cn->state = C_IDLE;
         cn->born_ms = now_ms();
-        give(c, p, cn);
+        if (own) { /* a retry's: that call's */
+            cn->state = C_BUSY;
+            own->aw.got = cn;
+            record_wait(p, own->aw.since_us);
+            hand(c, &own->aw);
+        } else {
+            give(c, p, cn);
+        }
         cn = NULL;
     } else {
         open_failed(c, p, r);
+        if (own) { /* as any request now: it waits, or fails at a dead end */
+            if (dead_end(p, now_ms())) {
+                own->aw.err = r;
+                hand(c, &own->aw);
+            } else {
+                enqueue_async(c, p, &own->aw);
+            }
+        }
     }
     handed_work hw = take_handed(c);
     pthread_mutex_unlock(&c->mu);
@@ -2444,7 +2471,7 @@ static void open_ready(cshs_watch *w, uint32_t events)
             r = CSHS_CLIENT_E_CONNECT;
         }
     }
-    open_ended(c, cn->p, cn, r);
+    open_ended(c, cn->p, cn, r, cn->opened_for);
 }
 
 /* Starts a connect for async waiters, its socket watched on the job's
@@ -2459,11 +2486,12 @@ static void open_async(cshs_client *c, const open_job *j)
         cn->rw.deadline_ms = cn->born_ms + (int64_t)j->connect_ms;
         cn->rw.ready = open_ready;
         cn->rw.arg = cn;
+        cn->opened_for = j->own;
         /* last: from here the reactor's thread may run open_ready */
         if (cshs_reactor_arm(j->rx, &cn->rw) == 0) return;
         r = CSHS_CLIENT_E_CONNECT;
     }
-    open_ended(c, j->p, cn, r);
+    open_ended(c, j->p, cn, r, j->own);
 }
 
 /* Sends an async call's request on the connection it holds and waits for
@@ -2479,14 +2507,82 @@ static int send_and_watch(cshs_call *call)
     return cshs_call_end_async(call, call->rx, call->done, call->done_arg) == 0 ? 0 : 1;
 }
 
+/* Under the lock: an async call joins its pool's queue. */
+static void enqueue_async(cshs_client *c, pool *p, waiter *w)
+{
+    w->queued = 1;
+    w->prev = p->wq_tail;
+    w->next = NULL;
+    if (p->wq_tail)
+        p->wq_tail->next = w;
+    else
+        p->wq = w;
+    p->wq_tail = w;
+    p->nwaiters++;
+    wake_opener(c, p);
+}
+
+/* The retry rule (client.h) for a call of cshs_client_send_async that
+ * failed on a reused connection the origin had closed: its request is
+ * sent once more on a connection opened for it on its reactor (the least
+ * recently used idle one closed to make room when the pool is full), or,
+ * when none can be opened now, on the first one given back, holding no
+ * thread either way. 1: retrying (done runs later); 0: the rule does not
+ * allow it (or the call is not such a call). */
+static int retry_async(cshs_call *call)
+{
+    if (call->state != K_FAILED || !call->rx || !may_retry(call, 0)) return 0;
+    cshs_client *c = call->c;
+    pool *p = call->p;
+    free(call->again); /* the head is built again from the request */
+    call->again = NULL;
+    call->keep_head = 0;
+    call->retried = 1;
+    call->retryable = 0;
+    call->state = K_BODY_OUT;
+    call->err = 0;
+    call->bytes_sent = 0;
+    call->got = 0;
+    csh_parser_init(&call->parser, CSH_RESPONSE, call->fields, MAX_FIELDS, NULL, 0);
+    waiter *w = &call->aw;
+    w->got = NULL;
+    w->err = 0;
+    w->expired = 0;
+    w->since_us = now_us();
+    w->deadline_ms = w->since_us / 1000 + call->acquire_ms;
+    conn *stale = NULL;
+    pthread_mutex_lock(&c->mu);
+    p->retries++;
+    int64_t now = w->since_us / 1000;
+    if (p->open + p->nopening >= c->o.pool_size && p->idle) {
+        conn *lru = p->idle;
+        while (lru->next) lru = lru->next;
+        idle_remove(p, lru);
+        p->open--;
+        stale = lru;
+    }
+    if (!(p->open + p->nopening < c->o.pool_size && now >= p->backoff_until_ms &&
+          open_job_add(c, p, call, 1))) {
+        if (dead_end(p, now)) {
+            w->err = p->last_error;
+            hand(c, w);
+        } else {
+            enqueue_async(c, p, w);
+        }
+    }
+    unlock_and_serve(c);
+    conn_close(stale);
+    return 1;
+}
+
 /* An async waiter handed a connection (its request sent, its head
  * awaited) or an error (its call failed); done runs unless the head is
- * awaited. */
+ * awaited or the request is sent again (the retry rule). */
 static void start_handed(cshs_call *call)
 {
     if (call->aw.got) {
         call->cn = call->aw.got;
-        if (send_and_watch(call) == 0) return;
+        if (send_and_watch(call) == 0 || retry_async(call)) return;
     } else {
         call_fail(call, call->aw.err);
     }
@@ -2537,21 +2633,14 @@ int cshs_client_send_async(cshs_client *c, const cshs_client_request *r, cshs_re
     } else if (!got) {
         /* queued: a release, a connect (started here when the rule lets
          * one start) or the tick's deadline serves it */
-        w->queued = 1;
-        w->prev = p->wq_tail;
-        if (p->wq_tail)
-            p->wq_tail->next = w;
-        else
-            p->wq = w;
-        p->wq_tail = w;
-        p->nwaiters++;
-        wake_opener(c, p);
+        enqueue_async(c, p, w);
     }
     unlock_and_serve(c);
     close_list(stale);
     if (got) {
         call->cn = got;
-        return send_and_watch(call);
+        if (send_and_watch(call) == 0 || retry_async(call)) return 0;
+        return 1;
     }
     if (err) {
         call_fail(call, err);

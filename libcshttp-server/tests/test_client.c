@@ -2228,7 +2228,8 @@ static void test_answer_awaited_on_the_loop(void **state)
 
 /* ---- waiting for a connection on the loop (cshs_client_send_async) ---- */
 
-static char queue_origins[3][64]; /* /q...: the origin; /qd: a dead one; /qs: over TLS */
+/* /q...: the origin; /qd: a dead one; /qs: over TLS; /qr: one that closes */
+static char queue_origins[4][64];
 
 typedef struct queued {
     cshs_call *call;
@@ -2239,6 +2240,7 @@ static void queued_answer(cshw_context *ctx, void *arg)
 {
     queued *q = arg;
     cshw_response *res = cshw_context_response(ctx);
+    int head_here = cshs_call_status(q->call) != 0;
     int r = cshs_call_end(q->call);
     const char *body = NULL;
     size_t len = 0;
@@ -2246,6 +2248,8 @@ static void queued_answer(cshw_context *ctx, void *arg)
     if (r < 0) {
         cshw_response_set_status(res, cshs_client_error_status(r));
         cshw_response_puts(res, cshs_client_error_name(r));
+    } else if (!head_here) { /* cshs_call_end did the waiting, here */
+        cshw_response_puts(res, "waited in the continuation");
     } else {
         cshw_response_write(res, body, len);
     }
@@ -2273,7 +2277,7 @@ static void queued_handler(cshw_context *ctx)
     }
     cshs_client_request rq;
     cshs_client_request_init(&rq);
-    rq.origin = queue_origins[path[2] == 'd' ? 1 : path[2] == 's' ? 2 : 0];
+    rq.origin = queue_origins[path[2] == 'd' ? 1 : path[2] == 's' ? 2 : path[2] == 'r' ? 3 : 0];
     rq.target = path;
     if (path[2] == 't') rq.acquire_timeout_ms = 300;
     int r = cshs_client_send_async(handler_client, &rq, cshs_deferred_reactor(q->d), queued_ready,
@@ -2409,6 +2413,37 @@ static void test_waiting_for_a_connection_on_the_loop(void **state)
     cshs_server_free(srv);
     cshs_client_free(handler_client);
     close(lfd);
+    origin_free(og);
+}
+
+/* The retry rule for a request that waits on the loop: the reused
+ * connection the origin closed unanswered is replaced by one opened for
+ * it on the loop, and the request sent again there, before its
+ * continuation runs (which finds the head here). */
+static void test_retry_on_the_loop(void **state)
+{
+    (void)state;
+    origin *og = origin_new();
+    og->modes[0] = M_CLOSE_SECOND; /* conn 0 answers once, then closes */
+    origin_url(og, queue_origins[3], sizeof queue_origins[3]);
+    handler_client = client_with(4, 0);
+    cshs_server *srv = handler_server(queued_handler, 1);
+    unsigned port = cshs_server_port(srv, 0);
+    char body[256];
+    assert_int_equal(ask_server(port, "/qr0", body, sizeof body), 200);
+    assert_string_equal(body, "conn 0 req 0");
+    assert_int_equal(ask_server(port, "/qr1", body, sizeof body), 200);
+    assert_string_equal(body, "conn 1 req 0");
+    assert_int_equal(ask_server(port, "/qr2", body, sizeof body), 200);
+    assert_string_equal(body, "conn 1 req 1");
+    cshs_client_pool_stats ps = stats_of(handler_client);
+    assert_int_equal(ps.retries, 1);
+    assert_int_equal(ps.opens, 2);
+    cshs_counters k;
+    assert_int_equal(cshs_server_counters(srv, &k), 0);
+    assert_int_equal(k.offloaded, 0);
+    cshs_server_free(srv);
+    cshs_client_free(handler_client);
     origin_free(og);
 }
 
@@ -2657,6 +2692,7 @@ int main(void)
         cmocka_unit_test(test_answer_awaited_on_the_loop),
         cmocka_unit_test(test_waiting_for_a_connection_on_the_loop),
         cmocka_unit_test(test_burst_opens_on_the_loop),
+        cmocka_unit_test(test_retry_on_the_loop),
         cmocka_unit_test(test_malformed_and_timeouts),
         cmocka_unit_test(test_threads),
         cmocka_unit_test(test_from_handlers),

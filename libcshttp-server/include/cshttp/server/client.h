@@ -458,7 +458,12 @@ CSHS_EXPORT int cshs_call_end_async(cshs_call *call, cshs_reactor *r, void (*don
  * and has its head awaited on `r`; a connect the pool's rules allow is
  * started here and seen through on `r` (the connect, then the TLS
  * handshake, within connect_timeout_ms), its connection going to the
- * first waiter; the tick fails the waiter at its deadline.
+ * first waiter; the tick fails the waiter at its deadline. The retry
+ * rule (at the top) holds no thread either: a request that met the
+ * origin's close of a reused connection, before the first byte of its
+ * answer, is sent once more on a connection opened for it on `r` (the
+ * least recently used idle one closed to make room), or, when none can
+ * be opened then, on the first one given back; done runs after that.
  *
  * *out is the call, set before anything can run done. 0: done(arg) will
  * be called once, when the head is here (with a body of known length
@@ -468,9 +473,9 @@ CSHS_EXPORT int cshs_call_end_async(cshs_call *call, cshs_reactor *r, void (*don
  * (the tick's, or one that gave a connection back), maybe before this
  * function returns. Until then the call must not be touched. 1: finished
  * at once (the head is here, or it failed); done is not called. Either
- * way, then call cshs_call_end, as after cshs_call_end_async: it returns
- * the head or the error, or retries under the retry rule in the calling
- * thread. < 0: no call was made (*out NULL): -EINVAL, -ENOMEM, or the
+ * way, then call cshs_call_end: it returns the head or the error at once
+ * (it waits in the calling thread only when `r` could not watch the
+ * socket). < 0: no call was made (*out NULL): -EINVAL, -ENOMEM, or the
  * request's check (as cshs_client_begin). The request struct is copied;
  * its strings, fields and body are read until done runs (or this
  * returns 1). done should return quickly: it may run on a thread that
