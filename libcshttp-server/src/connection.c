@@ -812,8 +812,13 @@ void cshs__conn_post(cshs_conn *c)
     cshs_loop *l = c->loop;
     if (c->posted) return;
     c->posted = 1;
-    c->link = l->posted;
-    l->posted = c;
+    c->link = NULL;
+    if (l->posted)
+        l->posted_tail->link = c;
+    else
+        l->posted = c;
+    l->posted_tail = c;
+    atomic_fetch_add_explicit(&l->nposted, 1, memory_order_relaxed);
 }
 
 /* A deferred request's continuation is due (both its handler's return

@@ -693,35 +693,25 @@ static void bury(cshs_loop *l)
     }
 }
 
-/* Connections that stopped early to let others go first (posted). */
+/* Connections that stopped early to let others go first, and deferred
+ * requests' continuations (posted): the ones on the list now, in order;
+ * those posted meanwhile wait for the next batch. One at a time, the rest
+ * left on the list and counted (nposted): when one blocks, the supervisor
+ * sees work waiting behind it and hands the loop over, and the new owner
+ * finds them there (the old one touches the list no more). */
 static void take_posted(cshs_worker *w, cshs_loop *l)
 {
-    cshs_conn *list = l->posted;
-    l->posted = NULL;
-    while (list && !w->lost) {
-        cshs_conn *c = list;
-        list = c->link;
+    for (int n = atomic_load_explicit(&l->nposted, memory_order_relaxed); n > 0 && !w->lost; n--) {
+        cshs_conn *c = l->posted;
+        l->posted = c->link;
+        if (!l->posted) l->posted_tail = NULL;
         c->link = NULL;
         c->posted = 0;
+        atomic_fetch_sub_explicit(&l->nposted, 1, memory_order_relaxed);
         if (c->resume == RESUME_DEFERRED)
             cshs__conn_continue(w, c);
         else if (!c->closed && claim(c))
             cshs__conn_event(w, c);
-    }
-    /* A lost loop's posts go back to it through its returned list: its
-     * posted list is its new owner's now. Busy, so that the new owner
-     * leaves them alone until it takes them back. */
-    while (list) {
-        cshs_conn *c = list;
-        list = c->link;
-        c->link = NULL;
-        c->posted = 0;
-        if (c->closed) continue;
-        if (c->resume != RESUME_DEFERRED) {
-            atomic_store(&c->busy, 1);
-            c->resume = RESUME_EVENT;
-        }
-        cshs__give_back(c);
     }
 }
 
@@ -980,11 +970,14 @@ int cshs__offload(cshs_server *s, cshs_conn *c)
 /* ---- the supervisor ---- */
 
 /* Whether a loop has something to serve: events of its batch not served
- * yet, events in its epoll set, or a sweep that is due. */
+ * yet, connections posted to go on after it (a deferred request's
+ * continuation among them), events in its epoll set, or a sweep that is
+ * due. */
 static int loop_has_work(cshs_loop *l)
 {
     if (atomic_load_explicit(&l->next, memory_order_relaxed) <
-        atomic_load_explicit(&l->nev, memory_order_relaxed))
+            atomic_load_explicit(&l->nev, memory_order_relaxed) ||
+        atomic_load_explicit(&l->nposted, memory_order_relaxed) > 0)
         return 1;
     if (cshs__now_ms() > atomic_load_explicit(&l->next_sweep_ms, memory_order_relaxed)) return 1;
     struct pollfd p = {l->epfd, POLLIN, 0};
@@ -1180,7 +1173,8 @@ static void release_threads_state(cshs_server *s)
             cshs__conn_close(NULL, c);
             bury(l);
         }
-        l->returned = l->posted = NULL;
+        l->returned = l->posted = l->posted_tail = NULL;
+        atomic_store(&l->nposted, 0);
     }
     close_loops(s);
 }

@@ -144,11 +144,13 @@ typedef struct cshs_loop_counters {
 typedef struct cshs_loop {
     struct cshs_server *srv;
     int epfd, evfd;
-    int wake_tag;         /* TAG_WAKE: what evfd's registration points at */
-    pthread_mutex_t mu;   /* conns (changes) and returned */
-    cshs_conn *conns;     /* every connection of the loop */
-    cshs_conn *returned;  /* given back by handlers' threads, under mu */
-    cshs_conn *posted;    /* owner only: to go on with after this batch */
+    int wake_tag;        /* TAG_WAKE: what evfd's registration points at */
+    pthread_mutex_t mu;  /* conns (changes) and returned */
+    cshs_conn *conns;    /* every connection of the loop */
+    cshs_conn *returned; /* given back by handlers' threads, under mu */
+    cshs_conn *posted;   /* owner only: to go on with after this batch, first in first */
+    cshs_conn *posted_tail;
+    _Atomic int nposted;  /* on it (the supervisor's look: work waiting) */
     cshs_conn *graveyard; /* owner only: closed, freed after the batch */
     struct epoll_event evs[CSHS_LOOP_BATCH];
     _Atomic int nev, next;            /* the batch being served: evs[next .. nev) wait */

@@ -747,18 +747,19 @@ typedef struct later {
     int given_zero; /* the watch was given 0 (a deadline, a forced stop) */
 } later;
 
-static atomic_int later_waiting;   /* deferred and not yet resumed */
-static atomic_int later_zeros;     /* watches given 0 */
-static atomic_int later_readies;   /* ready calls, 0 included */
+static atomic_int later_waiting; /* deferred and not yet resumed */
+static atomic_int later_zeros;   /* watches given 0 */
+static atomic_int later_readies; /* ready calls, 0 included */
 static later *later_all[64];
 static atomic_int later_n;
+static int later_shared[2]; /* /dup: one pipe, each request's watch on a dup of its end */
 
 static void later_answer(cshw_context *ctx, void *arg)
 {
     later *lt = arg;
     cshw_response *res = cshw_context_response(ctx);
     cshw_request *req = cshw_context_request(ctx);
-    if (!strcmp(cshw_request_path(req), "/pipe-slow")) {
+    if (!strcmp(cshw_request_path(req), "/pipe-slow") || !strcmp(cshw_request_path(req), "/dup")) {
         struct timespec ts = {0, 50 * 1000 * 1000};
         nanosleep(&ts, NULL); /* a continuation that blocks: it loses the loop */
     }
@@ -788,6 +789,16 @@ static void later_ready(cshs_watch *w, uint32_t events)
     }
     close(lt->pipe[0]); /* the watch is inert; closed, its socket unregisters */
     close(lt->pipe[1]);
+    atomic_fetch_sub(&later_waiting, 1);
+    cshs_deferred_resume(lt->d, later_answer, lt);
+}
+
+/* /dup's: the byte stays in the shared pipe for the others' watches */
+static void dup_ready(cshs_watch *w, uint32_t events)
+{
+    later *lt = w->arg;
+    (void)events;
+    close(lt->pipe[0]); /* the dup: its registration goes */
     atomic_fetch_sub(&later_waiting, 1);
     cshs_deferred_resume(lt->d, later_answer, lt);
 }
@@ -856,6 +867,15 @@ static void later_handler(cshw_context *ctx)
         pthread_t t;
         if (pthread_create(&t, NULL, later_resumer, lt) != 0) abort();
         pthread_detach(t);
+    } else if (!strcmp(path, "/dup")) {
+        lt->pipe[0] = dup(later_shared[0]);
+        if (lt->pipe[0] < 0) abort();
+        lt->w.fd = lt->pipe[0];
+        lt->w.events = EPOLLIN;
+        lt->w.ready = dup_ready;
+        lt->w.arg = lt;
+        atomic_fetch_add(&later_waiting, 1);
+        if (cshs_reactor_arm(cshs_deferred_reactor(lt->d), &lt->w) != 0) abort();
     } else {
         if (pipe2(lt->pipe, O_NONBLOCK | O_CLOEXEC) != 0) abort();
         lt->w.fd = lt->pipe[0];
@@ -888,8 +908,8 @@ static void release_pipes(int n)
 }
 
 /* s2 with later_handler, one loop, the counters of the tests zeroed;
- * max_threads 0: the group's. */
-static void start_later_server(unsigned max_threads)
+ * max_threads 0: the group's; sweep_ms 0: the group's sweep interval. */
+static void start_later_server_swept(unsigned max_threads, unsigned sweep_ms)
 {
     atomic_store(&later_n, 0);
     atomic_store(&later_waiting, 0);
@@ -898,6 +918,7 @@ static void start_later_server(unsigned max_threads)
     od.unix_path = NULL;
     od.loops = 1;
     od.offload_ms = 0; /* a slow moment (a sanitizer) must not send handlers to jobs */
+    if (sweep_ms) od.sweep_interval_ms = sweep_ms;
     if (max_threads) {
         od.min_threads = 1;
         od.max_threads = max_threads;
@@ -906,6 +927,11 @@ static void start_later_server(unsigned max_threads)
     assert_non_null(s2);
     cshs_server_set_streaming(s2, later_streams, NULL);
     assert_int_equal(cshs_server_start(s2), 0);
+}
+
+static void start_later_server(unsigned max_threads)
+{
+    start_later_server_swept(max_threads, 0);
 }
 
 /* Each kind of deferral answers, in order on a pipelined connection, on
@@ -919,12 +945,9 @@ static void test_deferred_handlers(void **state)
     start_later_server(0);
     f2 = dial(cshs_server_port(s2, 0));
     assert_true(f2 >= 0);
-    const char *one[][2] = {{"/now", "later /now same"},
-                            {"/thread", "later /thread same"},
-                            {"/quick", "later /quick same"},
-                            {"/ended", "ended by its handler"},
-                            {"/disarmed", "later /disarmed "},
-                            {"/job", "later /job other"}};
+    const char *one[][2] = {{"/now", "later /now same"},       {"/thread", "later /thread same"},
+                            {"/quick", "later /quick same"},   {"/ended", "ended by its handler"},
+                            {"/disarmed", "later /disarmed "}, {"/job", "later /job other"}};
     char rq[128];
     for (size_t i = 0; i < sizeof one / sizeof one[0]; i++) {
         int readies = atomic_load(&later_readies);
@@ -955,7 +978,8 @@ static void test_deferred_handlers(void **state)
                      0);
     cshs_counters k;
     assert_int_equal(cshs_server_counters(s2, &k), 0);
-    assert_int_equal(k.deferred, 8); /* /now, /thread, /quick, /ended, /disarmed, /job, /pipe, /now */
+    assert_int_equal(k.deferred,
+                     8); /* /now, /thread, /quick, /ended, /disarmed, /job, /pipe, /now */
 }
 
 /* 16 requests wait at once, deferred, with at most two threads in all:
@@ -1011,9 +1035,8 @@ static void test_deferred_behind_a_blocked_one(void **state)
     release_pipes(4);
     struct timespec ts = {0, 10 * 1000 * 1000};
     nanosleep(&ts, NULL);
-    assert_int_equal(exchange(f2, "GET /now HTTP/1.1\r\nHost: x\r\n\r\n", "later /now", buf,
-                              sizeof buf),
-                     0);
+    assert_int_equal(
+        exchange(f2, "GET /now HTTP/1.1\r\nHost: x\r\n\r\n", "later /now", buf, sizeof buf), 0);
     for (int i = 0; i < 4; i++) {
         snprintf(rq, sizeof rq, "later %s ", paths[i]); /* on whichever thread has the loop */
         assert_int_equal(exchange(fds[i], NULL, rq, buf, sizeof buf), 0);
@@ -1022,6 +1045,48 @@ static void test_deferred_behind_a_blocked_one(void **state)
     cshs_counters k;
     assert_int_equal(cshs_server_counters(s2, &k), 0);
     assert_true(k.handovers >= 1);
+}
+
+/* Continuations due in one batch (4 watches on one pipe, made readable
+ * by one write), each blocking: while the first blocks, the ones posted
+ * behind it are work waiting on the loop, so the supervisor hands the
+ * loop over and the new owner takes them up (and so on), rather than
+ * leaving them behind the blocked one, in its hands (nothing else waits
+ * on the loop here: no event, and a sweep due only after 20 s). */
+static void test_posted_continuations_behind_a_blocked_one(void **state)
+{
+    (void)state;
+    start_later_server_swept(8, 20000);
+    assert_int_equal(pipe2(later_shared, O_NONBLOCK | O_CLOEXEC), 0);
+    int fds[4];
+    char buf[256];
+    for (int i = 0; i < 4; i++) {
+        fds[i] = dial(cshs_server_port(s2, 0));
+        assert_true(fds[i] >= 0);
+        const char *rq = "GET /dup HTTP/1.1\r\nHost: x\r\n\r\n";
+        assert_int_equal(send(fds[i], rq, strlen(rq), MSG_NOSIGNAL), (ssize_t)strlen(rq));
+    }
+    for (int k = 0; k < 1000 && atomic_load(&later_waiting) < 4; k++) {
+        struct timespec ts = {0, 2 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    assert_int_equal(atomic_load(&later_waiting), 4);
+    assert_int_equal(write(later_shared[1], "x", 1), 1);
+    int other = 0;
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(exchange(fds[i], NULL, "later /dup ", buf, sizeof buf), 0);
+        if (strstr(buf, "later /dup other")) other++;
+        close(fds[i]);
+    }
+    close(later_shared[0]);
+    close(later_shared[1]);
+    cshs_counters k;
+    assert_int_equal(cshs_server_counters(s2, &k), 0);
+    assert_true(k.handovers >= 1);
+    /* each one behind a blocked one is taken up by the loop's next owner:
+     * all but the first on another thread than the handlers' */
+    assert_true(k.handovers >= 3);
+    assert_int_equal(other, 3);
 }
 
 /* A request waiting on a watch with no deadline at a stop that has to
@@ -1067,6 +1132,7 @@ int main(void)
         cmocka_unit_test_teardown(test_deferred_handlers, teardown),
         cmocka_unit_test_teardown(test_deferred_hold_no_thread, teardown),
         cmocka_unit_test_teardown(test_deferred_behind_a_blocked_one, teardown),
+        cmocka_unit_test_teardown(test_posted_continuations_behind_a_blocked_one, teardown),
         cmocka_unit_test_teardown(test_deferred_at_forced_stop, teardown),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
