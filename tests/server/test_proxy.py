@@ -76,10 +76,21 @@ def get(port, path, method="GET", body=None, headers=None, timeout=20):
         c.close()
 
 
-def pools(srv):
+def status(srv):
     st, _, body = get(srv.port, "/status.json")
     assert st == 200, st
-    return {p["origin"]: p for p in json.loads(body)["proxy"]}
+    return json.loads(body)
+
+
+def pools(srv):
+    return {p["origin"]: p for p in status(srv)["proxy"]}
+
+
+def run_threads(ts, timeout=60):
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(timeout)
 
 
 # ---- a scripted origin ----
@@ -939,14 +950,9 @@ def t_pool_waits_hold_no_thread(tmp):
                             bad.append((k, i, r.status, body[:80]))
                 finally:
                     c.close()
-            ts = [threading.Thread(target=client, args=(k,)) for k in range(6)]
-            for t in ts:
-                t.start()
-            for t in ts:
-                t.join(60)
+            run_threads([threading.Thread(target=client, args=(k,)) for k in range(6)])
             assert not bad, bad
-            st, _, body = get(px.port, "/status.json")
-            doc = json.loads(body)
+            doc = status(px)
             assert doc["offloaded"] == 0, doc["offloaded"]
             assert doc["deferred"] >= 30, doc["deferred"]
             p = pools(px)[o.url()]
@@ -1007,13 +1013,9 @@ def t_offload_default(tmp):
                 ts = [threading.Thread(target=client, args=("/o/slowish", 10, slept))
                       for _ in range(8)]
                 ts.append(threading.Thread(target=client, args=("/demo/sleep?ms=30", 6)))
-                for t in ts:
-                    t.start()
-                for t in ts:
-                    t.join(60)
+                run_threads(ts)
                 assert not bad, bad
-                st, _, body = get(px.port, "/status.json")
-                doc = json.loads(body)
+                doc = status(px)
                 assert doc["handovers"] > 0, doc["handovers"]
                 assert (doc["offloaded"] > 0) == want_offloaded, (extra, doc["offloaded"],
                                                                   doc["handovers"])
