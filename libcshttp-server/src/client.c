@@ -2415,10 +2415,12 @@ int cshs_call_end_async(cshs_call *call, cshs_reactor *r, void (*done)(void *arg
 
 /* ---- waiting for a connection without a thread (cshs_client_send_async) ---- */
 
+static void enqueue_async(cshs_client *c, pool *p, waiter *w);
+
 /* The end of a connect started for async waiters: the connection goes to
  * the first waiter (or idle), or the failure counts as any failed
- * connect's (the backoff; waiters at a dead end fail). */
-static void enqueue_async(cshs_client *c, pool *p, waiter *w);
+ * connect's (the backoff; waiters at a dead end fail). A retry's own
+ * connect (`own`) goes to that call, or it waits as any request. */
 
 static void open_ended(cshs_client *c, pool *p, conn *cn, int r, struct cshs_call *own)
 {
@@ -2429,6 +2431,7 @@ static void open_ended(cshs_client *c, pool *p, conn *cn, int r, struct cshs_cal
         p->opens++;
         cn->state = C_IDLE;
         cn->born_ms = now_ms();
+        cn->opened_for = NULL;
         if (own) { /* a retry's: that call's */
             cn->state = C_BUSY;
             own->aw.got = cn;
