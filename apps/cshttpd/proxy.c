@@ -438,6 +438,7 @@ typedef struct waiting {
     cshs_client_request rq;
     cshs_call *call;
     cshs_deferred *d;
+    uint64_t whole_max; /* the toolkit's response_buffer: a body up to it goes out whole */
 } waiting;
 
 static void answer_later(cshw_context *ctx, void *arg)
@@ -448,11 +449,19 @@ static void answer_later(cshw_context *ctx, void *arg)
 
 /* The origin's head is here, or the call failed: on the loop's thread, or
  * on the thread that failed it (the client's tick at the acquire deadline,
- * say); the continuation runs on the loop's. */
+ * say). The continuation runs on the loop's thread, unless the body is
+ * one to stream (longer than the response buffer, chunked, or up to the
+ * origin's close): passing it on waits for the origin and the client
+ * in turn, on a thread of its own (a job), not on the loop. */
 static void origin_ready(void *arg)
 {
     waiting *wt = arg;
-    cshs_deferred_resume(wt->d, answer_later, wt);
+    const csh_message *m = cshs_call_message(wt->call);
+    if (m && m->body != CSH_BODY_NONE &&
+        (m->body != CSH_BODY_LENGTH || m->content_length > wt->whole_max))
+        cshs_deferred_run(wt->d, answer_later, wt);
+    else
+        cshs_deferred_resume(wt->d, answer_later, wt);
 }
 
 /* A request without a body, its handler deferred (0 when it could not
@@ -471,6 +480,8 @@ static int proxy_deferred(proxy *p, const proxy_route *r, cshw_context *ctx,
     wt->rq = *rq; /* its strings and fields live in the request (arena, head) */
     wt->call = NULL;
     wt->d = d;
+    const cshw_options *wo = cshw_context_options(ctx);
+    wt->whole_max = wo ? wo->response_buffer : 0;
     int e = cshs_client_send_async(p->client, &wt->rq, cshs_deferred_reactor(d), origin_ready, wt,
                                    &wt->call);
     if (e < 0) {
@@ -482,7 +493,7 @@ static int proxy_deferred(proxy *p, const proxy_route *r, cshw_context *ctx,
     /* 0: origin_ready resumes it; 1: nothing to wait for (or the loop
      * could not watch the socket): resumed at once, the continuation runs
      * when this handler returns */
-    if (e == 1) cshs_deferred_resume(d, answer_later, wt);
+    if (e == 1) origin_ready(wt);
     return 1;
 }
 
