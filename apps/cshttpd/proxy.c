@@ -386,6 +386,14 @@ static int origin_length(cshs_call *call, uint64_t *len)
 /* The origin's answer onto ours, once cshs_call_end has it (the head is
  * here, or the error; the body is read as it comes); frees the call.
  * `early`: the origin answered before the client's whole body was sent. */
+/* Whether the origin's body goes out whole (none, or a Content-Length
+ * that fits the toolkit's response buffer), else it is streamed. */
+static int goes_whole(const csh_message *m, const cshw_options *wo)
+{
+    return m->body == CSH_BODY_NONE ||
+           (m->body == CSH_BODY_LENGTH && wo && m->content_length <= wo->response_buffer);
+}
+
 static void answer(cshw_context *ctx, const proxy_route *r, cshs_call *call, int early)
 {
     cshw_request *req = cshw_context_request(ctx);
@@ -413,9 +421,7 @@ static void answer(cshw_context *ctx, const proxy_route *r, cshs_call *call, int
      * origin gave no length) */
     uint64_t length;
     if (origin_length(call, &length)) cshw_response_set_content_length(res, length);
-    const cshw_options *wo = cshw_context_options(ctx);
-    int whole = m->body == CSH_BODY_NONE ||
-                (m->body == CSH_BODY_LENGTH && wo && m->content_length <= wo->response_buffer);
+    int whole = goes_whole(m, cshw_context_options(ctx));
     char buf[16384];
     for (;;) {
         ssize_t n = cshs_call_read(call, buf, sizeof buf);
@@ -433,12 +439,11 @@ static void answer(cshw_context *ctx, const proxy_route *r, cshs_call *call, int
 /* A request without a body whose handler deferred: what its continuation
  * needs (in the request's arena). */
 typedef struct waiting {
-    proxy *p;
     const proxy_route *r;
     cshs_client_request rq;
     cshs_call *call;
     cshs_deferred *d;
-    uint64_t whole_max; /* the toolkit's response_buffer: a body up to it goes out whole */
+    const cshw_options *wo; /* the toolkit's (the server's, for its life) */
 } waiting;
 
 static void answer_later(cshw_context *ctx, void *arg)
@@ -457,8 +462,7 @@ static void origin_ready(void *arg)
 {
     waiting *wt = arg;
     const csh_message *m = cshs_call_message(wt->call);
-    if (m && m->body != CSH_BODY_NONE &&
-        (m->body != CSH_BODY_LENGTH || m->content_length > wt->whole_max))
+    if (m && !goes_whole(m, wt->wo))
         cshs_deferred_run(wt->d, answer_later, wt);
     else
         cshs_deferred_resume(wt->d, answer_later, wt);
@@ -475,13 +479,11 @@ static int proxy_deferred(proxy *p, const proxy_route *r, cshw_context *ctx,
     waiting *wt = cshw_arena_alloc(cshw_context_arena(ctx), sizeof *wt);
     cshs_deferred *d = wt ? cshs_defer(ctx) : NULL;
     if (!d) return 0;
-    wt->p = p;
     wt->r = r;
     wt->rq = *rq; /* its strings and fields live in the request (arena, head) */
     wt->call = NULL;
     wt->d = d;
-    const cshw_options *wo = cshw_context_options(ctx);
-    wt->whole_max = wo ? wo->response_buffer : 0;
+    wt->wo = cshw_context_options(ctx);
     int e = cshs_client_send_async(p->client, &wt->rq, cshs_deferred_reactor(d), origin_ready, wt,
                                    &wt->call);
     if (e < 0) {

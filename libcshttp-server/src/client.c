@@ -2820,16 +2820,6 @@ void cshs_call_free(cshs_call *call)
     call_destroy(call);
 }
 
-unsigned cshs_client_idle(cshs_client *c, const char *origin)
-{
-    if (!c || !origin) return 0;
-    pthread_mutex_lock(&c->mu);
-    pool *p = pool_find(c, origin);
-    unsigned n = p ? p->nidle : 0;
-    pthread_mutex_unlock(&c->mu);
-    return n;
-}
-
 ssize_t cshs_client_stats_sized(cshs_client *c, cshs_client_pool_stats *out, size_t cap,
                                 size_t size)
 {

@@ -812,9 +812,9 @@ void cshs__conn_post(cshs_conn *c)
     cshs_loop *l = c->loop;
     if (c->posted) return;
     c->posted = 1;
-    c->link = NULL;
+    c->post_next = NULL;
     if (l->posted)
-        l->posted_tail->link = c;
+        l->posted_tail->post_next = c;
     else
         l->posted = c;
     l->posted_tail = c;

@@ -684,13 +684,23 @@ static void sweep(cshs_worker *w, cshs_loop *l)
     }
 }
 
+/* Frees the closed connections, but those still on the posted list
+ * (closed by an event after they were posted): they stay until
+ * take_posted has taken them off. */
 static void bury(cshs_loop *l)
 {
+    cshs_conn *kept = NULL;
     while (l->graveyard) {
         cshs_conn *c = l->graveyard;
         l->graveyard = c->link;
-        cshs__conn_free(c);
+        if (c->posted) {
+            c->link = kept;
+            kept = c;
+        } else {
+            cshs__conn_free(c);
+        }
     }
+    l->graveyard = kept;
 }
 
 /* Connections that stopped early to let others go first, and deferred
@@ -703,14 +713,15 @@ static void take_posted(cshs_worker *w, cshs_loop *l)
 {
     for (int n = atomic_load_explicit(&l->nposted, memory_order_relaxed); n > 0 && !w->lost; n--) {
         cshs_conn *c = l->posted;
-        l->posted = c->link;
+        l->posted = c->post_next;
         if (!l->posted) l->posted_tail = NULL;
-        c->link = NULL;
+        c->post_next = NULL;
         c->posted = 0;
         atomic_fetch_sub_explicit(&l->nposted, 1, memory_order_relaxed);
+        if (c->closed) continue; /* the next bury frees it */
         if (c->resume == RESUME_DEFERRED)
             cshs__conn_continue(w, c);
-        else if (!c->closed && claim(c))
+        else if (claim(c))
             cshs__conn_event(w, c);
     }
 }
@@ -1166,6 +1177,9 @@ static void release_threads_state(cshs_server *s)
     s->nworkers = 0;
     for (unsigned i = 0; i < s->nloops; i++) {
         cshs_loop *l = &s->loops[i];
+        for (cshs_conn *c = l->posted; c; c = c->post_next) c->posted = 0;
+        l->posted = l->posted_tail = NULL;
+        atomic_store(&l->nposted, 0);
         bury(l);
         while (l->conns) {
             cshs_conn *c = l->conns;
@@ -1173,8 +1187,7 @@ static void release_threads_state(cshs_server *s)
             cshs__conn_close(NULL, c);
             bury(l);
         }
-        l->returned = l->posted = l->posted_tail = NULL;
-        atomic_store(&l->nposted, 0);
+        l->returned = NULL;
     }
     close_loops(s);
 }

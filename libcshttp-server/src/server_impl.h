@@ -76,7 +76,11 @@ typedef struct cshs_conn {
     struct cshs_server *srv;
     struct cshs_loop *loop;
     struct cshs_conn *prev, *next; /* the loop's list (changed under loop->mu) */
-    struct cshs_conn *link;        /* returned, posted or graveyard list */
+    struct cshs_conn *link;        /* returned or graveyard list */
+    /* the posted list's own link: a posted connection an event closes
+     * meanwhile goes to the graveyard too, and stays there (bury) until
+     * it is taken off the posted list */
+    struct cshs_conn *post_next;
     _Atomic int busy;       /* a handler's thread has it (2: and the loop saw an event meanwhile) */
     int64_t deadline_ms;    /* while parked: when the sweep acts (0: never) */
     int expire_kind;        /* EXP_*: which deadline deadline_ms is */

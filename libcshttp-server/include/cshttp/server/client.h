@@ -528,13 +528,6 @@ CSHS_EXPORT int cshs_call_read_all(cshs_call *call, size_t limit, const char **b
  * thread (the one using the call). */
 CSHS_EXPORT void cshs_call_free(cshs_call *call);
 
-/* Idle connections to `origin` now (0 when it has no pool yet): a
- * request would take one without waiting for a connect or a release,
- * unless another thread takes it first. For a caller that must not wait
- * (a deferred handler on its loop, server.h) and does its waiting
- * elsewhere when there is none. Any thread (0.3.2). */
-CSHS_EXPORT unsigned cshs_client_idle(cshs_client *c, const char *origin);
-
 /* One origin's pool, read at one moment (under the client's lock).
  *
  * The client fills the caller's array, and the struct can grow at its end:
