@@ -157,7 +157,8 @@ int acl_allows(const acl *a, const char *remote_addr)
     X(acquire_timeouts)                                                                            \
     X(backoff_ms)                                                                                  \
     X(acquire_wait_p50_us)                                                                         \
-    X(acquire_wait_p99_us)
+    X(acquire_wait_p99_us)                                                                         \
+    X(looks)
 
 /* "proxy": the client's pools, one object per origin (an empty array
  * with proxy routes but no pool yet; absent without --proxy). */

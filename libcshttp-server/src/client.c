@@ -42,6 +42,7 @@
 #include <cshttp/parser.h>
 #include <cshttp/server/client.h>
 
+#include "kept.h"
 #include "sized.h"
 
 #define CONN_BUF 16384     /* a connection's buffer: the head built, the response read */
@@ -112,7 +113,7 @@ int cshs_client_error_status(int code)
 
 CSHS__SIZED_NO_TAIL_PADDING(cshs_client_options, tls_ca_file);
 CSHS__SIZED_NO_TAIL_PADDING(cshs_client_request, content_length);
-CSHS__SIZED_NO_TAIL_PADDING(cshs_client_pool_stats, acquire_wait_p99_us);
+CSHS__SIZED_NO_TAIL_PADDING(cshs_client_pool_stats, looks);
 
 static const cshs_client_options options_defaults = {
     .size = sizeof(cshs_client_options),
@@ -189,8 +190,20 @@ typedef struct pool pool;
 enum { C_IDLE = 0, C_BUSY, C_OPENING };
 
 typedef struct conn {
+    /* The socket's registration with the reactor it was last waited on
+     * (kept.h): from the first wait there (its connect on a reactor, or
+     * cshs_call_end_async) to its close, so that a wait costs no epoll_ctl
+     * and an event while idle is seen (take_idle). Armed while `waiting`
+     * waits, or while it connects on the reactor. A connection that was
+     * registered is not freed when it closes but kept on the client's
+     * `retired` list for the next connection: a loop may still hold an
+     * event of it (dropped by its generation). */
+    cshs_kept kw; /* first: a stale event of the loop reads its tag */
+    int kept_ever;
+    struct conn *next_retired;
     struct conn *prev, *next; /* idle list (MRU first) or opening list */
     pool *p;
+    cshs_client *c; /* its pool's, which may be dropped before the connection is closed */
     int fd;
     SSL *ssl;
     int state;
@@ -201,11 +214,6 @@ typedef struct conn {
     unsigned connect_ms;    /* opening by the tick: its deadline */
     char *buf;              /* the head built here; the response read here */
     size_t cap, start, end; /* unread input: buf[start .. end) */
-    /* cshs_call_end_async: the watch on a reactor, armed while `waiting`
-     * waits there. Its socket stays registered (inert) with the reactor it
-     * was armed on last, so the next wait there re-arms it with one
-     * epoll_ctl; closing the socket unregisters it. */
-    cshs_watch rw;
     struct cshs_call *waiting;
     /* opened on a reactor for one call (an async retry's own connect),
      * not for the pool's first waiter */
@@ -258,6 +266,7 @@ struct pool {
     int64_t last_fail_us;
     int last_error;
     uint64_t requests, opens, failures, retries, acquire_timeouts;
+    uint64_t looks; /* conn_quiet calls (cshs_client_pool_stats) */
     uint32_t hist[HIST_BUCKETS];
 };
 
@@ -284,6 +293,10 @@ struct cshs_client {
      * failed (FIFO), and connects to start for them on a reactor */
     struct cshs_call *handed, *handed_tail;
     struct open_job *open_jobs;
+    /* closed connections that were registered with a reactor (conn.kw),
+     * reused for the next ones, freed with the client */
+    pthread_mutex_t retired_mu;
+    struct conn *retired;
 };
 
 /* A connect started for async waiters, without a thread: watched on the
@@ -552,9 +565,19 @@ static void conn_close(conn *cn)
         sigpipe_restore(&g);
         SSL_free(cn->ssl);
     }
+    cshs__kept_forget(&cn->kw); /* before the close: the loop lets go of it */
     if (cn->fd >= 0) close(cn->fd);
     free(cn->buf);
-    free(cn);
+    cn->buf = NULL;
+    if (!cn->kept_ever) {
+        free(cn);
+        return;
+    }
+    cshs_client *c = cn->c;
+    pthread_mutex_lock(&c->retired_mu);
+    cn->next_retired = c->retired;
+    c->retired = cn;
+    pthread_mutex_unlock(&c->retired_mu);
 }
 
 static void close_list(conn *cn)
@@ -568,11 +591,27 @@ static void close_list(conn *cn)
 
 static conn *conn_alloc(pool *p)
 {
-    conn *cn = calloc(1, sizeof *cn);
-    if (!cn) return NULL;
+    cshs_client *c = p->c;
+    pthread_mutex_lock(&c->retired_mu);
+    conn *cn = c->retired;
+    if (cn) c->retired = cn->next_retired;
+    pthread_mutex_unlock(&c->retired_mu);
+    if (cn) {
+        /* a retired one: its registration (not registered; its generation
+         * goes on, read by a loop that holds a stale event) is left as is */
+        memset((char *)cn + sizeof cn->kw, 0, sizeof *cn - sizeof cn->kw);
+        cn->kept_ever = 1;
+    } else {
+        cn = calloc(1, sizeof *cn);
+        if (!cn) return NULL;
+        cn->kw.w.fd = -1;
+    }
     cn->buf = malloc(CONN_BUF);
+    cn->c = c;
     if (!cn->buf) {
-        free(cn);
+        cn->fd = -1;
+        cn->p = p;
+        conn_close(cn);
         return NULL;
     }
     cn->cap = CONN_BUF;
@@ -855,9 +894,29 @@ static int conn_quiet(conn *cn)
     return r != 1 && e == SSL_ERROR_WANT_READ;
 }
 
+/* Whether an idle connection's socket has to be looked at (conn_quiet)
+ * before it is reused. One registered with a reactor (kept.h) has the
+ * origin's FIN, or bytes nobody asked for, given there as an event while
+ * idle: it is looked at only after such an event (or any event that came
+ * while it was not waited on there, as the end of a long body read by a
+ * thread), and is reused without a system call otherwise. This is nginx's
+ * way with its upstream keep-alive connections, whose read event closes an
+ * idle one; as there, a FIN the loop has not yet taken when a request
+ * takes the connection is met by that request, which the retry rule sends
+ * again. The others (waited on by threads alone) are always looked at. */
+static int conn_needs_look(conn *cn)
+{
+    if (!cn->kw.w.reg) return 1;
+    return cshs__kept_take_missed(&cn->kw, EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR) != 0;
+}
+
+/* Under the lock. */
 static int conn_fresh(const cshs_client *c, conn *cn, int64_t now)
 {
-    return !conn_too_old(c, cn, now) && conn_quiet(cn);
+    if (conn_too_old(c, cn, now)) return 0;
+    if (!conn_needs_look(cn)) return 1;
+    cn->p->looks++;
+    return conn_quiet(cn);
 }
 
 /* ---- the pool's rules (under the lock) ---- */
@@ -1050,20 +1109,30 @@ static void open_failed(cshs_client *c, pool *p, int err)
 /* Under the lock, with no waiter queued: the most recently used idle
  * connection still fit to send on (counted as a request that waited
  * since `since_us`), or NULL; the unfit ones go on *stale, to be closed
- * after unlocking. Its socket is looked at (conn_quiet, a system call)
- * with the lock let go meanwhile: the connection is this thread's then,
- * and the other threads (another loop's requests) do not wait for it. */
-static conn *take_idle(cshs_client *c, pool *p, int64_t since_us, conn **stale)
+ * after unlocking. A request that will wait on reactor `rx` takes the most
+ * recently used of those registered there, if any: one registered with
+ * another loop would have to leave it (two epoll_ctl). Its socket is
+ * looked at, when it has to be (conn_needs_look), with the lock let go
+ * meanwhile: the connection is this thread's then, and the other threads
+ * (another loop's requests) do not wait for it. */
+static conn *take_idle(cshs_client *c, pool *p, cshs_reactor *rx, int64_t since_us, conn **stale)
 {
     while (p->idle && !p->wq) {
         conn *cn = p->idle;
+        if (rx)
+            for (conn *o = p->idle; o; o = o->next)
+                if (o->kw.w.reg == rx) {
+                    cn = o;
+                    break;
+                }
         idle_remove(p, cn);
         cn->state = C_BUSY;
         int fit = !conn_too_old(c, cn, since_us / 1000);
-        if (fit) {
+        if (fit && conn_needs_look(cn)) {
             pthread_mutex_unlock(&c->mu);
             fit = conn_quiet(cn);
             pthread_mutex_lock(&c->mu);
+            p->looks++;
         }
         if (fit) {
             record_wait(p, since_us);
@@ -1095,7 +1164,7 @@ static int acquire(cshs_client *c, pool *p, unsigned acquire_ms, unsigned connec
     pthread_mutex_lock(&c->mu);
     int64_t now = w.since_us / 1000;
     if (!fresh) {
-        *out = take_idle(c, p, w.since_us, &stale);
+        *out = take_idle(c, p, NULL, w.since_us, &stale);
     } else {
         if (p->open + p->nopening >= c->o.pool_size && p->idle) {
             /* room for the new connection: the least recently used idle goes */
@@ -1389,6 +1458,7 @@ cshs_client *cshs_client_new(const cshs_client_options *o)
     options_copy(&c->o, o);
     c->seed = (unsigned)now_us() ^ (unsigned)(uintptr_t)c;
     pthread_mutex_init(&c->mu, NULL);
+    pthread_mutex_init(&c->retired_mu, NULL);
     pthread_mutex_init(&c->tls_mu, NULL);
     pthread_mutex_init(&c->tick_mu, NULL);
     pthread_condattr_t ca;
@@ -1427,6 +1497,11 @@ void cshs_client_free(cshs_client *c)
         n = k->next_spare;
         free(k);
     }
+    for (conn *cn = c->retired, *n; cn; cn = n) {
+        n = cn->next_retired;
+        free(cn);
+    }
+    pthread_mutex_destroy(&c->retired_mu);
     if (c->ssl_ctx) SSL_CTX_free(c->ssl_ctx);
     pthread_cond_destroy(&c->tick_cv);
     pthread_mutex_destroy(&c->tick_mu);
@@ -2371,8 +2446,8 @@ static void async_ready(cshs_watch *w, uint32_t events)
     int r = CSHS_CLIENT_E_HEAD_TIMEOUT; /* given 0: the deadline, or the reactor stops */
     if (events) {
         r = async_step(call);
-        if (r == 0) { /* more to come: one shot more */
-            r = cshs_reactor_arm(w->reg, w);
+        if (r == 0) { /* more to come: armed again */
+            r = cshs__kept_arm(&cn->kw);
             if (r == 0) return;
         }
     } else if (call->state != K_HEAD_WAIT) {
@@ -2399,16 +2474,18 @@ int cshs_call_end_async(cshs_call *call, cshs_reactor *r, void (*done)(void *arg
             return 1;
         }
     }
+    cn->kept_ever = 1;
+    int e = cshs__kept_register(&cn->kw, r, cn->fd);
+    if (e < 0) return e;
     call->done = done;
     call->done_arg = arg;
     cn->waiting = call;
-    cn->rw.fd = cn->fd;
-    cn->rw.events = EPOLLIN | EPOLLRDHUP;
-    cn->rw.deadline_ms = call->head_deadline_ms;
-    cn->rw.ready = async_ready;
-    cn->rw.arg = cn;
+    cn->kw.w.events = EPOLLIN | EPOLLRDHUP;
+    cn->kw.w.deadline_ms = call->head_deadline_ms;
+    cn->kw.w.ready = async_ready;
+    cn->kw.w.arg = cn;
     /* last: from here the reactor's thread may run async_ready */
-    int e = cshs_reactor_arm(r, &cn->rw);
+    e = cshs__kept_arm(&cn->kw);
     if (e < 0) cn->waiting = NULL;
     return e;
 }
@@ -2468,9 +2545,9 @@ static void open_ready(cshs_watch *w, uint32_t events)
     if (events) {
         short want = 0;
         r = open_advance(c, cn, &want);
-        if (r == 0) { /* the TLS handshake goes on: one shot more */
+        if (r == 0) { /* the TLS handshake goes on: armed again */
             w->events = want == POLLIN ? EPOLLIN | EPOLLRDHUP : EPOLLOUT;
-            if (cshs_reactor_arm(w->reg, w) == 0) return;
+            if (cshs__kept_arm(&cn->kw) == 0) return;
             r = CSHS_CLIENT_E_CONNECT;
         }
     }
@@ -2484,14 +2561,16 @@ static void open_async(cshs_client *c, const open_job *j)
     conn *cn = NULL;
     int r = open_start(j->p, j->connect_ms, &cn);
     if (r == 0) {
-        cn->rw.fd = cn->fd;
-        cn->rw.events = EPOLLOUT;
-        cn->rw.deadline_ms = cn->born_ms + (int64_t)j->connect_ms;
-        cn->rw.ready = open_ready;
-        cn->rw.arg = cn;
-        cn->opened_for = j->own;
-        /* last: from here the reactor's thread may run open_ready */
-        if (cshs_reactor_arm(j->rx, &cn->rw) == 0) return;
+        cn->kept_ever = 1;
+        if (cshs__kept_register(&cn->kw, j->rx, cn->fd) == 0) {
+            cn->kw.w.events = EPOLLOUT;
+            cn->kw.w.deadline_ms = cn->born_ms + (int64_t)j->connect_ms;
+            cn->kw.w.ready = open_ready;
+            cn->kw.w.arg = cn;
+            cn->opened_for = j->own;
+            /* last: from here the reactor's thread may run open_ready */
+            if (cshs__kept_arm(&cn->kw) == 0) return;
+        }
         r = CSHS_CLIENT_E_CONNECT;
     }
     open_ended(c, j->p, cn, r, j->own);
@@ -2630,7 +2709,7 @@ int cshs_client_send_async(cshs_client *c, const cshs_client_request *r, cshs_re
     conn *stale = NULL;
     int err = 0;
     pthread_mutex_lock(&c->mu);
-    conn *got = take_idle(c, p, w->since_us, &stale);
+    conn *got = take_idle(c, p, rx, w->since_us, &stale);
     if (!got && dead_end(p, now_ms())) {
         err = p->last_error;
     } else if (!got) {
@@ -2845,6 +2924,7 @@ ssize_t cshs_client_stats_sized(cshs_client *c, cshs_client_pool_stats *out, siz
         s->acquire_wait_p50_us = hist_quantile(p, 0.50);
         s->acquire_wait_p99_us = hist_quantile(p, 0.99);
         s->last_backoff_ms = p->last_backoff_ms;
+        s->looks = p->looks;
         /* the caller's array: elements of its size */
         cshs__sized_out((char *)out + n * size, size, s, sizeof *s);
     }

@@ -146,8 +146,11 @@ cshs_server *cshs_server_new(const cshs_options *options, cshw_handler handler, 
         l->srv = s;
         l->epfd = l->evfd = -1;
         l->wake_tag = TAG_WAKE;
+        l->index = i;
+        l->count = s->nloops;
         pthread_mutex_init(&l->mu, NULL);
     }
+    atomic_store(&s->loops[0].refs, 1); /* the server's */
     pthread_mutex_init(&s->mu, NULL);
     pthread_mutex_init(&s->tls_mu, NULL);
     pthread_cond_init(&s->sup_cv, NULL);
@@ -532,6 +535,161 @@ static void watch_event(cshs_loop *l, cshs_watch *w, uint32_t events)
     if (armed) w->ready(w, events);
 }
 
+/* ---- kept sockets (kept.h) ---- */
+
+/* The loops are freed by the last of the server and the kept sockets
+ * registered with them to let go. */
+static void loops_ref(cshs_loop *l)
+{
+    atomic_fetch_add(&(l - l->index)->refs, 1);
+}
+
+static void loops_unref(cshs_loop *l)
+{
+    cshs_loop *base = l - l->index;
+    if (atomic_fetch_sub(&base->refs, 1) != 1) return;
+    for (unsigned i = 0; i < base->count; i++) pthread_mutex_destroy(&base[i].mu);
+    free(base);
+}
+
+static epoll_data_t kept_data(cshs_kept *k, unsigned gen)
+{
+    epoll_data_t d;
+    d.u64 = (uint64_t)(uintptr_t)k | (uint64_t)(gen & 0xffff) << 48;
+    return d;
+}
+
+/* Under l->mu: the socket leaves l (not armed any more); an event of it
+ * that l has taken already is dropped by its generation. */
+static void kept_leave(cshs_loop *l, cshs_kept *k)
+{
+    if (k->w.armed) {
+        unlist(l, &k->w);
+        k->w.armed = 0;
+    }
+    atomic_store_explicit(&k->gen, atomic_load_explicit(&k->gen, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
+    k->w.reg = NULL;
+}
+
+int cshs__kept_register(cshs_kept *k, cshs_reactor *r, int fd)
+{
+    if (!k || !r || (uint64_t)(uintptr_t)k > CSHS_EV_PTR_MASK) return -EINVAL;
+    cshs_loop *l = (cshs_loop *)r;
+    if (k->w.reg == r && k->w.fd == fd) return 0;
+    if (k->w.reg) { /* registered with another loop (or for another socket) */
+        cshs_loop *old = (cshs_loop *)k->w.reg;
+        pthread_mutex_lock(&old->mu);
+        kept_leave(old, k);
+        pthread_mutex_unlock(&old->mu);
+        if (k->w.fd >= 0) epoll_ctl(old->epfd, EPOLL_CTL_DEL, k->w.fd, NULL);
+        loops_unref(old);
+    }
+    __atomic_store_n(&k->w.tag, TAG_KEPT, __ATOMIC_RELAXED);
+    k->w.fd = fd;
+    atomic_store(&k->missed, 0);
+    loops_ref(l);
+    pthread_mutex_lock(&l->mu);
+    k->w.reg = r;
+    pthread_mutex_unlock(&l->mu);
+    struct epoll_event ev;
+    ev.events = CSHS_KEPT_EVENTS;
+    ev.data = kept_data(k, atomic_load_explicit(&k->gen, memory_order_relaxed));
+    if (epoll_ctl(l->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+        int e = errno;
+        pthread_mutex_lock(&l->mu);
+        kept_leave(l, k);
+        pthread_mutex_unlock(&l->mu);
+        loops_unref(l);
+        return -e;
+    }
+    return 0;
+}
+
+/* What an armed kept socket is given: its events, and errors. */
+static uint32_t kept_wants(const cshs_kept *k)
+{
+    return k->w.events | EPOLLERR | EPOLLHUP;
+}
+
+int cshs__kept_arm(cshs_kept *k)
+{
+    if (!k || !k->w.reg || !k->w.ready) return -EINVAL;
+    cshs_loop *l = (cshs_loop *)k->w.reg;
+    uint32_t want = kept_wants(k);
+    pthread_mutex_lock(&l->mu);
+    if (!k->w.armed) {
+        k->w.prev = NULL;
+        k->w.next = l->watches;
+        if (l->watches) l->watches->prev = &k->w;
+        l->watches = &k->w;
+        k->w.armed = 1;
+    }
+    unsigned gen = atomic_load_explicit(&k->gen, memory_order_relaxed);
+    uint32_t missed = atomic_fetch_and(&k->missed, ~want) & want;
+    pthread_mutex_unlock(&l->mu);
+    if (!missed) return 0;
+    /* an event came before the arm (the answer to a request sent just
+     * before it, say): epoll looks at the socket again and raises it if
+     * the socket is still ready; armed already, it will be given */
+    struct epoll_event ev;
+    ev.events = CSHS_KEPT_EVENTS;
+    ev.data = kept_data(k, gen);
+    if (epoll_ctl(l->epfd, EPOLL_CTL_MOD, k->w.fd, &ev) == 0) return 0;
+    int e = errno;
+    cshs__kept_disarm(k);
+    return -e;
+}
+
+void cshs__kept_disarm(cshs_kept *k)
+{
+    if (!k || !k->w.reg) return;
+    cshs_loop *l = (cshs_loop *)k->w.reg;
+    pthread_mutex_lock(&l->mu);
+    if (k->w.armed) {
+        unlist(l, &k->w);
+        k->w.armed = 0;
+    }
+    pthread_mutex_unlock(&l->mu);
+}
+
+uint32_t cshs__kept_take_missed(cshs_kept *k, uint32_t mask)
+{
+    return atomic_fetch_and(&k->missed, ~mask) & mask;
+}
+
+void cshs__kept_forget(cshs_kept *k)
+{
+    if (!k || !k->w.reg) return;
+    cshs_loop *l = (cshs_loop *)k->w.reg;
+    pthread_mutex_lock(&l->mu);
+    kept_leave(l, k);
+    pthread_mutex_unlock(&l->mu);
+    loops_unref(l); /* after the server's free, the last one frees the loops */
+}
+
+/* An event of a kept socket (the loop's owner): given when armed for it,
+ * else remembered; one of a socket that has left since (another
+ * generation) is dropped. */
+static void kept_event(cshs_loop *l, cshs_kept *k, unsigned gen, uint32_t events)
+{
+    pthread_mutex_lock(&l->mu);
+    if ((atomic_load_explicit(&k->gen, memory_order_relaxed) & 0xffff) != gen) {
+        pthread_mutex_unlock(&l->mu);
+        return;
+    }
+    /* w.events is the owner's while not armed: read only when armed */
+    int give = k->w.armed && (events & kept_wants(k));
+    if (give) {
+        unlist(l, &k->w);
+        k->w.armed = 0;
+    } else {
+        atomic_fetch_or(&k->missed, events);
+    }
+    pthread_mutex_unlock(&l->mu);
+    if (give) k->w.ready(&k->w, events);
+}
+
 void cshs__expire_watches(cshs_loop *l, int64_t now_ms)
 {
     int all = atomic_load(&l->srv->forced);
@@ -542,7 +700,7 @@ void cshs__expire_watches(cshs_loop *l, int64_t now_ms)
         if (!all && (!w->deadline_ms || now_ms < w->deadline_ms)) continue;
         unlist(l, w);
         w->armed = 0;
-        make_inert(l, w);
+        if (w->tag != TAG_KEPT) make_inert(l, w); /* a kept socket stays registered */
         w->next = due;
         due = w;
     }
@@ -765,7 +923,8 @@ static void serve_loop(cshs_worker *w, cshs_loop *l)
             /* the cursor moves before the event is served: a thread that
              * takes the loop over goes on with the next one */
             atomic_store_explicit(&l->next, next + 1, memory_order_relaxed);
-            void *ptr = l->evs[next].data.ptr;
+            uint64_t data = l->evs[next].data.u64;
+            void *ptr = (void *)(uintptr_t)(data & CSHS_EV_PTR_MASK);
             /* what the registration points at says what it is (a watch's
              * tag may have been written by another thread: atomic) */
             int tag = __atomic_load_n((int *)ptr, __ATOMIC_RELAXED);
@@ -786,6 +945,8 @@ static void serve_loop(cshs_worker *w, cshs_loop *l)
                 if (!atomic_load(&s->stopping)) accept_one(w, l, ptr);
             } else if (tag == TAG_WATCH) {
                 watch_event(l, ptr, l->evs[next].events);
+            } else if (tag == TAG_KEPT) {
+                kept_event(l, ptr, (unsigned)(data >> 48), l->evs[next].events);
             } else {
                 take_returned(w, l);
             }
@@ -1195,13 +1356,12 @@ static void release_threads_state(cshs_server *s)
 static void release_server(cshs_server *s)
 {
     cshs__tls_free(s);
-    for (unsigned i = 0; i < s->nloops; i++) pthread_mutex_destroy(&s->loops[i].mu);
+    loops_unref(s->loops);
     pthread_mutex_destroy(&s->tls_mu);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->sup_cv);
     pthread_cond_destroy(&s->stopped_cv);
     free(s->workers);
-    free(s->loops);
     cshs_options_release(&s->o);
     free(s);
 }

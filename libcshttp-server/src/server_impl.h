@@ -18,8 +18,15 @@
 #include <cshttp/web/context.h>
 #include <cshttp/web/exchange.h>
 
+#include "kept.h"
+
 /* What an epoll registration points at: the first member of each. */
-enum { TAG_CONN = 1, TAG_LISTENER = 2, TAG_WAKE = 3, TAG_WATCH = 4 };
+enum { TAG_CONN = 1, TAG_LISTENER = 2, TAG_WAKE = 3, TAG_WATCH = 4, TAG_KEPT = CSHS_TAG_KEPT };
+
+/* An event's data: the registration's address in its low 48 bits (a user
+ * space address on x86-64 and arm64), and a kept socket's generation
+ * (kept.h) in the high 16. */
+#define CSHS_EV_PTR_MASK ((UINT64_C(1) << 48) - 1)
 
 /* Events a loop takes per epoll_wait. */
 #define CSHS_LOOP_BATCH 64
@@ -165,6 +172,10 @@ typedef struct cshs_loop {
     int listeners_paused;             /* owner only: out of descriptors, the sweep adds them back */
     cshs_watch *watches;              /* registered (reactor.h), under mu: their deadlines */
     int64_t next_watch_check_ms;      /* owner only */
+    unsigned index, count;            /* this loop's place among the server's, and their number */
+    /* the first loop's: the server (1) and the kept sockets registered
+     * with any loop (kept.h) hold the loops; the last to let go frees them */
+    _Atomic unsigned refs;
     cshs_loop_counters k;
 } cshs_loop;
 

@@ -76,7 +76,11 @@ enum {
     M_ECHO_HEAD,     /* answers with the request's head as its body */
     M_EARLY_CLOSE,   /* reads a request head, answers 413 at once and closes (a reset) */
     M_EARLY_HOLD,    /* reads a request head, answers 413 at once, then reads nothing more */
+    M_ECHO_FLAGGED,  /* M_ECHO; while idle, sends a stray answer when the test sets stray_now,
+                        closes when it sets fin_now (each taken by one connection) */
 };
+
+#define STRAY_ANSWER "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nstray"
 
 #define EARLY_BODY "too large: no more than a head, please"
 
@@ -93,6 +97,7 @@ typedef struct origin {
     atomic_int requests;
     atomic_int stop;
     atomic_int fin_now;
+    atomic_int stray_now;
     int modes[16];     /* per connection index; M_ECHO past 16 */
     int hold;          /* answers wait until this many requests arrived (burst test) */
     int idle_close_ms; /* closes a connection idle this long (its keep-alive timeout) */
@@ -313,6 +318,16 @@ static void *conn_main(void *arg)
         goto out;
     }
     for (int count = 0;; count++) {
+        if (mode == M_ECHO_FLAGGED) { /* idle (these tests pipeline nothing) */
+            int fin = 0;
+            for (;;) {
+                struct pollfd pf = {p->fd, POLLIN, 0};
+                if (poll(&pf, 1, 2) != 0 || atomic_load(&o->stop)) break;
+                if (atomic_exchange(&o->stray_now, 0)) send_str(p, STRAY_ANSWER);
+                if ((fin = atomic_exchange(&o->fin_now, 0)) != 0) break;
+            }
+            if (fin) break;
+        }
         if (read_request(p, &r) < 0) break;
         wait_hold(o);
         if (mode == M_CLOSE_FIRST || (mode == M_CLOSE_SECOND && count == 1)) break;
@@ -2396,6 +2411,67 @@ static void test_waiting_for_a_connection_on_the_loop(void **state)
  * connection the origin closed unanswered is replaced by one opened for
  * it on the loop, and the request sent again there, before its
  * continuation runs (which finds the head here). */
+static int looks_are(cshs_client *c, void *arg)
+{
+    cshs_client_pool_stats s = stats_of(c);
+    return s.idle == 0 && s.looks == *(uint64_t *)arg;
+}
+
+/* A connection waited on by a loop stays registered there (edge-triggered)
+ * between its requests: taking it again looks at nothing (no poll()), and
+ * what the origin sends while it is idle (a FIN, or an answer nobody asked
+ * for) comes as an event there, after which the tick's sweep looks at it
+ * and closes it, so that no request meets it. */
+static void test_idle_connection_seen_on_the_loop(void **state)
+{
+    (void)state;
+    origin *og = origin_new();
+    for (int i = 1; i < 16; i++) og->modes[i] = M_ECHO_FLAGGED; /* 0: the held one */
+    origin_url(og, queue_origins[0], sizeof queue_origins[0]);
+    handler_client = client_with(4, 0);
+    cshs_server *srv = handler_server(queued_handler, 1);
+    unsigned port = cshs_server_port(srv, 0);
+    /* connection 0, held by a call of this thread, keeps the pool (an
+     * empty one is dropped with its counters) */
+    cshs_call *held = hold_connection("/held");
+    char body[256], want[64];
+    for (int i = 0; i < 10; i++) {
+        assert_int_equal(ask_server(port, "/qa", body, sizeof body), 200);
+        snprintf(want, sizeof want, "conn 1 req %d", i);
+        assert_string_equal(body, want);
+    }
+    sleep_ms(300); /* sweeps of the idle connection, each 50 ms */
+    cshs_client_pool_stats ps = stats_of(handler_client);
+    assert_int_equal(ps.opens, 2);
+    assert_int_equal(ps.idle, 1);
+    assert_int_equal(ps.looks, 0); /* nine reuses and the sweeps: no poll() */
+    /* a stray answer on the idle connection: looked at once, closed, and
+     * never read as the next request's answer (RFC 9112 section 9.6: a
+     * response to no request is the sign of a desynchronised connection) */
+    atomic_store(&og->stray_now, 1);
+    uint64_t one = 1;
+    assert_true(wait_for(handler_client, 0, looks_are, &one));
+    assert_int_equal(ask_server(port, "/qa", body, sizeof body), 200);
+    assert_string_equal(body, "conn 2 req 0");
+    /* the origin's FIN while idle: the same */
+    atomic_store(&og->fin_now, 1);
+    uint64_t two = 2;
+    assert_true(wait_for(handler_client, 0, looks_are, &two));
+    assert_int_equal(ask_server(port, "/qa", body, sizeof body), 200);
+    assert_string_equal(body, "conn 3 req 0");
+    ps = stats_of(handler_client);
+    assert_int_equal(ps.retries, 0);
+    assert_int_equal(ps.looks, 2);
+    assert_int_equal(ps.open, 2);
+    cshs_call_free(held);
+    cshs_counters k;
+    assert_int_equal(cshs_server_counters(srv, &k), 0);
+    assert_int_equal(k.offloaded, 0);
+    cshs_server_free(srv);
+    cshs_client_free(handler_client);
+    origin_free(og);
+}
+
 static void test_retry_on_the_loop(void **state)
 {
     (void)state;
@@ -2668,6 +2744,7 @@ int main(void)
         cmocka_unit_test(test_answer_awaited_on_the_loop),
         cmocka_unit_test(test_waiting_for_a_connection_on_the_loop),
         cmocka_unit_test(test_burst_opens_on_the_loop),
+        cmocka_unit_test(test_idle_connection_seen_on_the_loop),
         cmocka_unit_test(test_retry_on_the_loop),
         cmocka_unit_test(test_malformed_and_timeouts),
         cmocka_unit_test(test_threads),

@@ -914,7 +914,7 @@ def t_status_pools(tmp):
             get(px.port, "/o/a")
             p = pools(px)[o.url()]
             for k in ("open", "idle", "waiters", "opens", "failures", "retries",
-                      "acquire_wait_p50_us", "acquire_wait_p99_us"):
+                      "acquire_wait_p50_us", "acquire_wait_p99_us", "looks"):
                 assert k in p, (k, p)
             assert p["opens"] == 1 and p["requests"] == 1, p
             st, _, page = get(px.port, "/status")

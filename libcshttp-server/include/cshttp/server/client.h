@@ -64,7 +64,9 @@
  * keeps, and answers that connect's error when it failed), wakes waiters
  * when an origin's backoff has ended, closes idle connections past
  * idle_timeout_ms and those the origin has closed (poll() with POLLRDHUP and
- * a zero timeout: an unread FIN, or bytes nobody asked for), opens one
+ * a zero timeout: an unread FIN, or bytes nobody asked for; for one
+ * registered with a reactor, only after an event came while it was idle:
+ * see "How a request waits"), opens one
  * connection per tick towards min_idle, and drops empty pools (one in its
  * backoff once the backoff ended). By default
  * the client runs its own tick thread (options.tick_thread); a server that
@@ -133,12 +135,30 @@
  * none at all from start to end with cshs_client_send_async, whose
  * request waits for a connection in the same queue with no thread
  * (its request is sent by the thread that gives one back; a connect
- * for it is watched on the reactor). The thread that opens a connection (a waiting request, or
- * the tick for min_idle) resolves the name with getaddrinfo(): a name that
- * needs DNS blocks that thread for as long as the resolver takes. A waiting
- * request connects with a blocking connect() whose deadline the kernel
- * keeps (SO_SNDTIMEO = connect_timeout_ms, and TCP_USER_TIMEOUT), then runs
- * the TLS handshake within the same timeout. The tick never waits on a
+ * for it is watched on the reactor).
+ *
+ * A connection waited on by a reactor stays registered with it from then
+ * to its close (edge-triggered, as nginx keeps its upstream keep-alive
+ * connections), so that waiting for a response costs no epoll_ctl. While
+ * it is idle, what the origin sends on it (a FIN, or bytes nobody asked
+ * for) comes as an event there; such a connection is looked at (poll()
+ * with POLLRDHUP and a zero timeout) by the next request or tick, and
+ * closed, and one with no event since it went idle is reused without a
+ * system call. A connection only ever waited on by threads is looked at
+ * before each reuse. A FIN that reaches the origin's socket while a
+ * request takes the connection, before the reactor's thread has seen it,
+ * is met by that request, which the retry rule sends again when it
+ * allows (as nginx's own window between its event and its reuse). A
+ * request that waits on a reactor takes the most recently used idle
+ * connection registered there, if any, before the most recently used of
+ * the others (moving one to another loop's epoll set costs two epoll_ctl).
+ *
+ * The thread that opens a connection (a waiting request, or the tick for
+ * min_idle) resolves the name with getaddrinfo(): a name that needs DNS
+ * blocks that thread for as long as the resolver takes. A waiting request
+ * connects with a blocking connect() whose deadline the kernel keeps
+ * (SO_SNDTIMEO = connect_timeout_ms, and TCP_USER_TIMEOUT), then runs the
+ * TLS handshake within the same timeout. The tick never waits on a
  * socket: it starts a min_idle connection with a non-blocking connect
  * (TCP_USER_TIMEOUT = connect_timeout_ms) and the next ticks see it through
  * the connect and the TLS handshake, or fail it after connect_timeout_ms.
@@ -151,7 +171,11 @@
  * and may be reused or freed as soon as it returns: nothing of it is kept.
  * Data given to cshs_call_write is sent before it returns. Every
  * cshs_call must be freed with cshs_call_free, and every call freed before
- * cshs_client_free.
+ * cshs_client_free. A client whose calls waited on a server's loops
+ * (cshs_call_end_async, cshs_client_send_async) is freed once that server
+ * has stopped (cshs_server_stop or cshs_server_free; the two may be freed
+ * in either order): its connections stay registered with those loops
+ * while idle, and a running loop may still hold an event of one.
  *
  * Errors: every function returning int returns 0 (or a count) on success
  * and a negative code on failure: one of the CSHS_CLIENT_E_* codes below
@@ -558,6 +582,12 @@ typedef struct cshs_client_pool_stats {
      * buckets that are at most 1/16 wide (the bucket's upper bound) */
     uint64_t acquire_wait_p50_us;
     uint64_t acquire_wait_p99_us;
+    /* 0.3.2: idle connections whose socket was looked at (a poll() for a
+     * FIN, or bytes nobody asked for) before a request took one or the
+     * tick kept one: each time for those only ever waited on by threads,
+     * and only after an event came while idle for those waited on by a
+     * reactor (see "How a request waits") */
+    uint64_t looks;
 } cshs_client_pool_stats;
 
 /* The size of cshs_client_pool_stats in libcshttp-server 0.3, the first

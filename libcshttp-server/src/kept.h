@@ -1,0 +1,72 @@
+/* Private to the engine: a socket kept registered with one loop.
+ *
+ * cshs_reactor_arm (reactor.h) arms a watch for one event, an epoll_ctl
+ * each time. A socket that is waited on again and again, as a pooled
+ * connection of the client is for each response, is kept registered
+ * instead: edge-triggered for input, output and the peer's close, from
+ * the first wait on a loop to its close, as nginx keeps its upstream
+ * connections. Arming it is a flag set under the loop's lock, with no
+ * system call; an event that comes while it is not armed is remembered
+ * (`missed`): the next arm for those events asks epoll to look at the
+ * socket again (one EPOLL_CTL_MOD, which raises the event when the socket
+ * is ready), and the client reads an idle connection's missed input as
+ * "the origin sent something" (a FIN, or bytes nobody asked for), which
+ * is what a poll() before each reuse looked for.
+ *
+ * Lifetime. The loop's events carry the struct's address and its
+ * generation (bumped each time the socket leaves the loop), so an event
+ * the loop took before the socket left is recognised and dropped. For
+ * that the struct must stay readable while a loop may still hold such an
+ * event: its owner (the client) reuses it for its next connections and
+ * frees it only once the loops it was registered with have stopped. The
+ * loops, in turn, are freed by the last of the server and the kept
+ * sockets registered with them to let go, so a client may close its
+ * connections after the server was freed. */
+#ifndef CSHS_KEPT_H
+#define CSHS_KEPT_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/epoll.h>
+
+#include <cshttp/server/reactor.h>
+
+/* The tag of a kept socket's registration (server_impl.h's TAG_*). */
+#define CSHS_TAG_KEPT 5
+
+/* The registration's events: all of them, for as long as it lasts. */
+#define CSHS_KEPT_EVENTS (EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET)
+
+typedef struct cshs_kept {
+    /* first (the tag): w.fd, w.events (those to be given while armed,
+     * besides EPOLLERR and EPOLLHUP), w.deadline_ms, w.ready and w.arg are
+     * the owner's to set before each cshs__kept_arm; w.reg is the loop the
+     * socket is registered with (NULL: none), w.armed and the deadline
+     * list are the loop's, under its lock */
+    cshs_watch w;
+    _Atomic uint32_t missed; /* events that came while not armed */
+    _Atomic unsigned gen;    /* bumped under the loop's lock when the socket leaves it */
+} cshs_kept;
+
+/* Registers fd with r (leaving the loop it was registered with, if
+ * another). 0, or -errno (EINVAL: r is not an engine loop, or the struct's
+ * address does not fit an event's 48 bits). The owner's thread. */
+int cshs__kept_register(cshs_kept *k, cshs_reactor *r, int fd);
+
+/* Armed for one event of w.events (or EPOLLERR, EPOLLHUP) on its loop,
+ * or for its deadline: w.ready runs on the loop's thread. 0, or -errno
+ * from the EPOLL_CTL_MOD that looks again after a missed event (not
+ * armed then). Registered first. Any thread. */
+int cshs__kept_arm(cshs_kept *k);
+
+/* Not armed any more (nothing when it is not). The loop's thread. */
+void cshs__kept_disarm(cshs_kept *k);
+
+/* The missed events among `mask`, forgotten. */
+uint32_t cshs__kept_take_missed(cshs_kept *k, uint32_t mask);
+
+/* The socket is about to close: it leaves its loop (nothing when it is
+ * registered with none). Not armed. */
+void cshs__kept_forget(cshs_kept *k);
+
+#endif
