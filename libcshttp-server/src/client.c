@@ -906,7 +906,7 @@ static int conn_quiet(conn *cn)
  * again. The others (waited on by threads alone) are always looked at. */
 static int conn_needs_look(conn *cn)
 {
-    if (!cn->kw.w.reg) return 1;
+    if (!cn->kw.w.reg || cn->kw.muted) return 1; /* muted: no event comes */
     return cshs__kept_take_missed(&cn->kw, EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR) != 0;
 }
 
@@ -2439,6 +2439,16 @@ static void async_settle(cshs_call *call, int r)
 
 static int retry_async(cshs_call *call);
 
+/* The head is here: whether the rest of the body is still to come from
+ * the socket, read by a thread (cshs_call_read), not from the buffer. */
+static int body_from_socket(const cshs_call *call)
+{
+    if (call->state != K_BODY_IN) return 0;
+    if (call->body.kind != CSH_BODY_LENGTH) return 1;
+    const conn *cn = call->cn;
+    return call->parser.msg.content_length - call->body.received > cn->end - cn->start;
+}
+
 static void async_ready(cshs_watch *w, uint32_t events)
 {
     conn *cn = w->arg;
@@ -2453,6 +2463,7 @@ static void async_ready(cshs_watch *w, uint32_t events)
     } else if (call->state != K_HEAD_WAIT) {
         r = 1; /* the head is here: cshs_call_read waits for the body */
     }
+    if (r == 1 && body_from_socket(call)) cshs__kept_mute(&cn->kw);
     /* the watch is inert now: the connection may go back or be closed */
     cn->waiting = NULL;
     async_settle(call, r);

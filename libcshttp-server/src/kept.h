@@ -45,6 +45,7 @@ typedef struct cshs_kept {
      * list are the loop's, under its lock */
     cshs_watch w;
     _Atomic uint32_t missed; /* events that came while not armed */
+    int muted;               /* the owner's: registered for no event (cshs__kept_mute) */
     _Atomic unsigned gen;    /* bumped under the loop's lock when the socket leaves it */
 } cshs_kept;
 
@@ -58,6 +59,13 @@ int cshs__kept_register(cshs_kept *k, cshs_reactor *r, int fd);
  * from the EPOLL_CTL_MOD that looks again after a missed event (not
  * armed then). Registered first. Any thread. */
 int cshs__kept_arm(cshs_kept *k);
+
+/* No event while a thread reads the socket itself (a long response body),
+ * which would wake the loop for each piece that arrives: the registration
+ * asks for none (one EPOLL_CTL_MOD) until the next arm asks for them again
+ * (another, which raises the event if the socket is ready). 0, or -errno.
+ * Not armed; the owner's thread. */
+int cshs__kept_mute(cshs_kept *k);
 
 /* Not armed any more (nothing when it is not). The loop's thread. */
 void cshs__kept_disarm(cshs_kept *k);

@@ -587,6 +587,7 @@ int cshs__kept_register(cshs_kept *k, cshs_reactor *r, int fd)
     }
     __atomic_store_n(&k->w.tag, TAG_KEPT, __ATOMIC_RELAXED);
     k->w.fd = fd;
+    k->muted = 0;
     atomic_store(&k->missed, 0);
     loops_ref(l);
     pthread_mutex_lock(&l->mu);
@@ -628,10 +629,12 @@ int cshs__kept_arm(cshs_kept *k)
     unsigned gen = atomic_load_explicit(&k->gen, memory_order_relaxed);
     uint32_t missed = atomic_fetch_and(&k->missed, ~want) & want;
     pthread_mutex_unlock(&l->mu);
-    if (!missed) return 0;
+    if (!missed && !k->muted) return 0;
     /* an event came before the arm (the answer to a request sent just
-     * before it, say): epoll looks at the socket again and raises it if
-     * the socket is still ready; armed already, it will be given */
+     * before it, say), or the registration asked for none (muted): epoll
+     * looks at the socket again and raises the event if the socket is
+     * ready; armed already, it will be given */
+    k->muted = 0;
     struct epoll_event ev;
     ev.events = CSHS_KEPT_EVENTS;
     ev.data = kept_data(k, gen);
@@ -639,6 +642,18 @@ int cshs__kept_arm(cshs_kept *k)
     int e = errno;
     cshs__kept_disarm(k);
     return -e;
+}
+
+int cshs__kept_mute(cshs_kept *k)
+{
+    if (!k || !k->w.reg || k->muted) return 0;
+    cshs_loop *l = (cshs_loop *)k->w.reg;
+    struct epoll_event ev;
+    ev.events = EPOLLET; /* EPOLLERR and EPOLLHUP still come: remembered as missed */
+    ev.data = kept_data(k, atomic_load_explicit(&k->gen, memory_order_relaxed));
+    if (epoll_ctl(l->epfd, EPOLL_CTL_MOD, k->w.fd, &ev) < 0) return -errno;
+    k->muted = 1;
+    return 0;
 }
 
 void cshs__kept_disarm(cshs_kept *k)
