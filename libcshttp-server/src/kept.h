@@ -45,7 +45,7 @@ typedef struct cshs_kept {
      * list are the loop's, under its lock */
     cshs_watch w;
     _Atomic uint32_t missed; /* events that came while not armed */
-    int muted;               /* the owner's: registered for no event (cshs__kept_mute) */
+    int muted;               /* registered for no event (cshs__kept_mute); under the loop's lock */
     _Atomic unsigned gen;    /* bumped under the loop's lock when the socket leaves it */
 } cshs_kept;
 

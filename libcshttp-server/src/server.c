@@ -618,42 +618,52 @@ int cshs__kept_arm(cshs_kept *k)
     if (!k || !k->w.reg || !k->w.ready) return -EINVAL;
     cshs_loop *l = (cshs_loop *)k->w.reg;
     uint32_t want = kept_wants(k);
+    int e = 0;
+    /* all under the lock: once armed, the event may be given (and its
+     * ready close the socket) as soon as the lock is let go */
     pthread_mutex_lock(&l->mu);
-    if (!k->w.armed) {
+    uint32_t missed = atomic_fetch_and(&k->missed, ~want) & want;
+    if (missed || k->muted) {
+        /* an event came before the arm (the answer to a request sent just
+         * before it, say), or the registration asked for none (muted):
+         * epoll looks at the socket again and raises the event if the
+         * socket is ready, to be given once armed */
+        struct epoll_event ev;
+        ev.events = CSHS_KEPT_EVENTS;
+        ev.data = kept_data(k, atomic_load_explicit(&k->gen, memory_order_relaxed));
+        if (epoll_ctl(l->epfd, EPOLL_CTL_MOD, k->w.fd, &ev) < 0)
+            e = errno;
+        else
+            k->muted = 0;
+    }
+    if (!e && !k->w.armed) {
         k->w.prev = NULL;
         k->w.next = l->watches;
         if (l->watches) l->watches->prev = &k->w;
         l->watches = &k->w;
         k->w.armed = 1;
     }
-    unsigned gen = atomic_load_explicit(&k->gen, memory_order_relaxed);
-    uint32_t missed = atomic_fetch_and(&k->missed, ~want) & want;
     pthread_mutex_unlock(&l->mu);
-    if (!missed && !k->muted) return 0;
-    /* an event came before the arm (the answer to a request sent just
-     * before it, say), or the registration asked for none (muted): epoll
-     * looks at the socket again and raises the event if the socket is
-     * ready; armed already, it will be given */
-    k->muted = 0;
-    struct epoll_event ev;
-    ev.events = CSHS_KEPT_EVENTS;
-    ev.data = kept_data(k, gen);
-    if (epoll_ctl(l->epfd, EPOLL_CTL_MOD, k->w.fd, &ev) == 0) return 0;
-    int e = errno;
-    cshs__kept_disarm(k);
     return -e;
 }
 
 int cshs__kept_mute(cshs_kept *k)
 {
-    if (!k || !k->w.reg || k->muted) return 0;
+    if (!k || !k->w.reg) return 0;
     cshs_loop *l = (cshs_loop *)k->w.reg;
-    struct epoll_event ev;
-    ev.events = EPOLLET; /* EPOLLERR and EPOLLHUP still come: remembered as missed */
-    ev.data = kept_data(k, atomic_load_explicit(&k->gen, memory_order_relaxed));
-    if (epoll_ctl(l->epfd, EPOLL_CTL_MOD, k->w.fd, &ev) < 0) return -errno;
-    k->muted = 1;
-    return 0;
+    int e = 0;
+    pthread_mutex_lock(&l->mu);
+    if (!k->muted) {
+        struct epoll_event ev;
+        ev.events = EPOLLET; /* EPOLLERR and EPOLLHUP still come: remembered as missed */
+        ev.data = kept_data(k, atomic_load_explicit(&k->gen, memory_order_relaxed));
+        if (epoll_ctl(l->epfd, EPOLL_CTL_MOD, k->w.fd, &ev) < 0)
+            e = errno;
+        else
+            k->muted = 1;
+    }
+    pthread_mutex_unlock(&l->mu);
+    return -e;
 }
 
 void cshs__kept_disarm(cshs_kept *k)
