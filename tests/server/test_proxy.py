@@ -964,6 +964,48 @@ def t_pool_waits_hold_no_thread(tmp):
 
 
 @test("pool")
+def t_stop_with_waiters(tmp):
+    """A stop whose deadline passes while requests wait in the pool's queue
+    (a pool of one connection, held by a request the origin answers in 5 s,
+    three more queued with no thread): the queued requests end at the
+    forced stop (each connection cut, or a 504), and cshttpd exits 0 soon
+    after the deadline, with nothing left behind (under the sanitizers:
+    no leak, no race)."""
+    o = Origin()
+    try:
+        with proxy(tmp, "/o=" + o.url(),
+                   extra=("--proxy-pool-size", "1", "--loops", "1", "--stop-timeout-ms", "500",
+                          "--proxy-acquire-timeout-ms", "30000",
+                          "--proxy-timeout-ms", "30000")) as px:
+            ended = []
+
+            def client(k):
+                try:
+                    st, _, _ = get(px.port, "/o/slow", timeout=20)
+                    ended.append(st)
+                except (OSError, http.client.HTTPException):
+                    ended.append("cut")
+            ts = [threading.Thread(target=client, args=(k,)) for k in range(4)]
+            for t in ts:
+                t.start()
+            deadline = time.time() + 10
+            while pools(px).get(o.url(), {}).get("waiters", 0) < 3:
+                assert time.time() < deadline, pools(px)
+                time.sleep(0.02)
+            t0 = time.time()
+            rc = px.stop()
+            took = time.time() - t0
+            assert rc == 0, (rc, px.err)
+            assert took < 4, took
+            for t in ts:
+                t.join(10)
+                assert not t.is_alive()
+            assert len(ended) == 4 and all(e in (504, "cut") for e in ended), ended
+    finally:
+        o.close()
+
+
+@test("pool")
 def t_streamed_answer_on_a_thread(tmp):
     """A response body small enough for the response buffer is passed on
     from the loop, in the continuation; one to stream (200,000 bytes with
