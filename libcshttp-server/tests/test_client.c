@@ -2411,6 +2411,17 @@ static void test_waiting_for_a_connection_on_the_loop(void **state)
  * connection the origin closed unanswered is replaced by one opened for
  * it on the loop, and the request sent again there, before its
  * continuation runs (which finds the head here). */
+/* The end of a test on the loop: no handler was offloaded (none held a
+ * thread); the server and handler_client are freed. */
+static void end_on_the_loop(cshs_server *srv)
+{
+    cshs_counters k;
+    assert_int_equal(cshs_server_counters(srv, &k), 0);
+    assert_int_equal(k.offloaded, 0);
+    cshs_server_free(srv);
+    cshs_client_free(handler_client);
+}
+
 static int looks_are(cshs_client *c, void *arg)
 {
     cshs_client_pool_stats s = stats_of(c);
@@ -2464,11 +2475,7 @@ static void test_idle_connection_seen_on_the_loop(void **state)
     assert_int_equal(ps.looks, 2);
     assert_int_equal(ps.open, 2);
     cshs_call_free(held);
-    cshs_counters k;
-    assert_int_equal(cshs_server_counters(srv, &k), 0);
-    assert_int_equal(k.offloaded, 0);
-    cshs_server_free(srv);
-    cshs_client_free(handler_client);
+    end_on_the_loop(srv);
     origin_free(og);
 }
 
@@ -2491,11 +2498,7 @@ static void test_retry_on_the_loop(void **state)
     cshs_client_pool_stats ps = stats_of(handler_client);
     assert_int_equal(ps.retries, 1);
     assert_int_equal(ps.opens, 2);
-    cshs_counters k;
-    assert_int_equal(cshs_server_counters(srv, &k), 0);
-    assert_int_equal(k.offloaded, 0);
-    cshs_server_free(srv);
-    cshs_client_free(handler_client);
+    end_on_the_loop(srv);
     origin_free(og);
 }
 
@@ -2703,11 +2706,7 @@ static void test_https_connect_on_the_loop(void **state)
             assert_string_equal(body, "conn 1 req 1");
             assert_int_equal(stats_of(handler_client).opens, 1);
         }
-        cshs_counters k;
-        assert_int_equal(cshs_server_counters(srv, &k), 0);
-        assert_int_equal(k.offloaded, 0);
-        cshs_server_free(srv);
-        cshs_client_free(handler_client);
+        end_on_the_loop(srv);
     }
     origin_free(og);
     SSL_CTX_free(ctx);
