@@ -67,9 +67,6 @@ int cshs__kept_arm(cshs_kept *k);
  * Not armed; the owner's thread. */
 int cshs__kept_mute(cshs_kept *k);
 
-/* Not armed any more (nothing when it is not). The loop's thread. */
-void cshs__kept_disarm(cshs_kept *k);
-
 /* The missed events among `mask`, forgotten. */
 uint32_t cshs__kept_take_missed(cshs_kept *k, uint32_t mask);
 

@@ -453,6 +453,15 @@ static void unlist(cshs_loop *l, cshs_watch *w)
     w->prev = w->next = NULL;
 }
 
+/* Under l->mu: w goes on l's list of armed watches (their deadlines). */
+static void enlist(cshs_loop *l, cshs_watch *w)
+{
+    w->prev = NULL;
+    w->next = l->watches;
+    if (l->watches) l->watches->prev = w;
+    l->watches = w;
+}
+
 /* Under l->mu: the watch's registration in l, inert (no event reported
  * until armed again). */
 static void make_inert(cshs_loop *l, cshs_watch *w)
@@ -493,12 +502,7 @@ int cshs_reactor_arm(cshs_reactor *r, cshs_watch *w)
         e = epoll_ctl(l->epfd, op, w->fd, &ev) < 0 ? errno : 0;
     }
     if (e == 0) {
-        if (!w->armed) {
-            w->prev = NULL;
-            w->next = l->watches;
-            if (l->watches) l->watches->prev = w;
-            l->watches = w;
-        }
+        if (!w->armed) enlist(l, w);
         w->reg = r;
         w->regs |= bit;
         w->armed = 1;
@@ -577,13 +581,9 @@ int cshs__kept_register(cshs_kept *k, cshs_reactor *r, int fd)
     if (!k || !r || (uint64_t)(uintptr_t)k > CSHS_EV_PTR_MASK) return -EINVAL;
     cshs_loop *l = (cshs_loop *)r;
     if (k->w.reg == r && k->w.fd == fd) return 0;
-    if (k->w.reg) { /* registered with another loop (or for another socket) */
-        cshs_loop *old = (cshs_loop *)k->w.reg;
-        pthread_mutex_lock(&old->mu);
-        kept_leave(old, k);
-        pthread_mutex_unlock(&old->mu);
-        if (k->w.fd >= 0) epoll_ctl(old->epfd, EPOLL_CTL_DEL, k->w.fd, NULL);
-        loops_unref(old);
+    if (k->w.reg) { /* registered with another loop: it leaves that one */
+        epoll_ctl(((cshs_loop *)k->w.reg)->epfd, EPOLL_CTL_DEL, k->w.fd, NULL);
+        cshs__kept_forget(k);
     }
     __atomic_store_n(&k->w.tag, TAG_KEPT, __ATOMIC_RELAXED);
     k->w.fd = fd;
@@ -598,10 +598,7 @@ int cshs__kept_register(cshs_kept *k, cshs_reactor *r, int fd)
     ev.data = kept_data(k, atomic_load_explicit(&k->gen, memory_order_relaxed));
     if (epoll_ctl(l->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
         int e = errno;
-        pthread_mutex_lock(&l->mu);
-        kept_leave(l, k);
-        pthread_mutex_unlock(&l->mu);
-        loops_unref(l);
+        cshs__kept_forget(k);
         return -e;
     }
     return 0;
@@ -637,10 +634,7 @@ int cshs__kept_arm(cshs_kept *k)
             k->muted = 0;
     }
     if (!e && !k->w.armed) {
-        k->w.prev = NULL;
-        k->w.next = l->watches;
-        if (l->watches) l->watches->prev = &k->w;
-        l->watches = &k->w;
+        enlist(l, &k->w);
         k->w.armed = 1;
     }
     pthread_mutex_unlock(&l->mu);
@@ -664,18 +658,6 @@ int cshs__kept_mute(cshs_kept *k)
     }
     pthread_mutex_unlock(&l->mu);
     return -e;
-}
-
-void cshs__kept_disarm(cshs_kept *k)
-{
-    if (!k || !k->w.reg) return;
-    cshs_loop *l = (cshs_loop *)k->w.reg;
-    pthread_mutex_lock(&l->mu);
-    if (k->w.armed) {
-        unlist(l, &k->w);
-        k->w.armed = 0;
-    }
-    pthread_mutex_unlock(&l->mu);
 }
 
 uint32_t cshs__kept_take_missed(cshs_kept *k, uint32_t mask)
