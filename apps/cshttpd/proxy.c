@@ -383,9 +383,6 @@ static int origin_length(cshs_call *call, uint64_t *len)
     return 1;
 }
 
-/* The origin's answer onto ours, once cshs_call_end has it (the head is
- * here, or the error; the body is read as it comes); frees the call.
- * `early`: the origin answered before the client's whole body was sent. */
 /* Whether the origin's body goes out whole (none, or a Content-Length
  * that fits the toolkit's response buffer), else it is streamed. */
 static int goes_whole(const csh_message *m, const cshw_options *wo)
@@ -394,6 +391,9 @@ static int goes_whole(const csh_message *m, const cshw_options *wo)
            (m->body == CSH_BODY_LENGTH && wo && m->content_length <= wo->response_buffer);
 }
 
+/* The origin's answer onto ours, once cshs_call_end has it (the head is
+ * here, or the error; the body is read as it comes); frees the call.
+ * `early`: the origin answered before the client's whole body was sent. */
 static void answer(cshw_context *ctx, const proxy_route *r, cshs_call *call, int early)
 {
     cshw_request *req = cshw_context_request(ctx);
