@@ -55,7 +55,7 @@
 #define TLS_FILE_CHUNK 16384u /* a file sent over TLS is read this much at a time */
 #define OUT_MIN 4096u         /* the smallest output block */
 #define DRIVE_TURNS 32        /* exchanges in a row before others go first */
-#define SPARE_CTX_MAX 64      /* contexts a worker keeps for handlers that defer */
+#define SPARE_LATER_MAX 64    /* cshs_later a worker keeps for handlers that defer */
 #define SPARE_X_MAX 64        /* exchanges a worker keeps (one a request in flight) */
 
 /* The connection whose handler runs inline on this thread, and the
@@ -291,14 +291,21 @@ static int out_throttle(cshs_conn *c)
 
 /* ---- the transport the exchange uses ---- */
 
+/* Bytes a streaming route's handler read past its body, not yet taken. */
+static int stream_left(const cshs_conn *c)
+{
+    return c->sb && c->sb->pos < c->sb->len;
+}
+
 static ssize_t t_read(void *io, void *buf, size_t cap)
 {
     cshs_conn *c = io;
     /* a streaming route's handler read past its body: those bytes first */
-    if (c->spos < c->slen) {
-        size_t n = c->slen - c->spos < cap ? c->slen - c->spos : cap;
-        memcpy(buf, c->sbuf + c->spos, n);
-        c->spos += n;
+    if (stream_left(c)) {
+        cshs_stream_buf *b = c->sb;
+        size_t n = b->len - b->pos < cap ? b->len - b->pos : cap;
+        memcpy(buf, b->data + b->pos, n);
+        b->pos += n;
         return (ssize_t)n;
     }
     ssize_t n = c->io->read(c, buf, cap);
@@ -371,23 +378,24 @@ static int t_peek(void *io, const char **data, size_t *len)
 {
     cshs_conn *c = io;
     cshs_server *s = c->srv;
-    if (c->spos < c->slen) {
-        *data = c->sbuf + c->spos;
-        *len = c->slen - c->spos;
+    if (stream_left(c)) {
+        *data = c->sb->data + c->sb->pos;
+        *len = c->sb->len - c->sb->pos;
         return 0;
     }
-    if (!c->sbuf && !(c->sbuf = malloc(STREAM_BUF))) return -ENOMEM;
-    c->spos = c->slen = 0;
+    if (!c->sb && !(c->sb = malloc(sizeof *c->sb + STREAM_BUF))) return -ENOMEM;
+    cshs_stream_buf *b = c->sb;
+    b->pos = b->len = 0;
     int64_t start_ms = cshw_exchange_body_start_us(c->x) / 1000;
     for (;;) {
-        ssize_t n = c->io->read(c, c->sbuf, STREAM_BUF);
+        ssize_t n = c->io->read(c, b->data, STREAM_BUF);
         if (n >= 0) {
             if (n > 0) {
                 atomic_fetch_add_explicit(&c->loop->k.bytes_in, (uint64_t)n, memory_order_relaxed);
                 c->last_io_ms = cshs__now_ms();
             }
-            c->slen = (size_t)n;
-            *data = c->sbuf;
+            b->len = (size_t)n;
+            *data = b->data;
             *len = (size_t)n;
             return 0;
         }
@@ -422,9 +430,10 @@ static int t_peek(void *io, const char **data, size_t *len)
 
 static void t_consume(void *io, size_t n)
 {
-    cshs_conn *c = io;
-    if (n > c->slen - c->spos) n = c->slen - c->spos;
-    c->spos += n;
+    cshs_stream_buf *b = ((cshs_conn *)io)->sb;
+    if (!b) return;
+    if (n > b->len - b->pos) n = b->len - b->pos;
+    b->pos += n;
 }
 
 static const cshw_transport_ops socket_ops = {.size = sizeof(cshw_transport_ops),
@@ -498,31 +507,50 @@ void cshs__worker_release(cshs_worker *w)
     free(w->spare_x);
     w->spare_x = NULL;
     w->nspare_x = 0;
-    for (unsigned i = 0; i < w->nspare_ctx; i++) cshw_context_free(w->spare_ctx[i]);
-    free(w->spare_ctx);
-    w->spare_ctx = NULL;
-    w->nspare_ctx = 0;
+    for (unsigned i = 0; i < w->nspare_later; i++) cshs__later_free(w->spare_later[i]);
+    free(w->spare_later);
+    w->spare_later = NULL;
+    w->nspare_later = 0;
+    cshs__later_free(w->own);
+    w->own = NULL;
 }
 
-/* A context for a worker whose own went with a deferred request: one it
- * kept, or a new one. NULL when out of memory. */
-static cshw_context *spare_ctx_take(cshs_worker *w, cshs_server *s)
+cshs_later *cshs__later_new(cshs_server *s)
 {
-    if (w->nspare_ctx) return w->spare_ctx[--w->nspare_ctx];
-    cshw_context *ctx = cshw_context_new(s->o.web);
-    if (ctx) cshw_context_set_app_data(ctx, s->app_data);
-    return ctx;
+    cshs_later *d = calloc(1, sizeof *d);
+    if (!d) return NULL;
+    if (!(d->ctx = cshw_context_new(s->o.web))) {
+        free(d);
+        return NULL;
+    }
+    cshw_context_set_app_data(d->ctx, s->app_data);
+    return d;
 }
 
-/* A deferred request's context, its request ended: kept for the next one
- * (up to SPARE_CTX_MAX, then freed). Each worker keeps its own: no lock. */
-static void spare_ctx_put(cshs_worker *w, cshw_context *ctx)
+void cshs__later_free(cshs_later *d)
 {
-    if (!w->spare_ctx) w->spare_ctx = calloc(SPARE_CTX_MAX, sizeof *w->spare_ctx);
-    if (w->spare_ctx && w->nspare_ctx < SPARE_CTX_MAX)
-        w->spare_ctx[w->nspare_ctx++] = ctx;
+    if (!d) return;
+    cshw_context_free(d->ctx);
+    free(d);
+}
+
+/* For a worker whose own went with a deferred request: one it kept, or a
+ * new one. NULL when out of memory. */
+static cshs_later *later_take(cshs_worker *w, cshs_server *s)
+{
+    if (w->nspare_later) return w->spare_later[--w->nspare_later];
+    return cshs__later_new(s);
+}
+
+/* A deferred request's, its request ended: kept for the next one (up to
+ * SPARE_LATER_MAX, then freed). Each worker keeps its own: no lock. */
+static void later_put(cshs_worker *w, cshs_later *d)
+{
+    if (!w->spare_later) w->spare_later = calloc(SPARE_LATER_MAX, sizeof *w->spare_later);
+    if (w->spare_later && w->nspare_later < SPARE_LATER_MAX)
+        w->spare_later[w->nspare_later++] = d;
     else
-        cshw_context_free(ctx);
+        cshs__later_free(d);
 }
 
 /* A parked connection waits for its socket (counted idle, no thread);
@@ -531,7 +559,7 @@ static void park(cshs_conn *c, int64_t deadline, int kind)
 {
     cshs_loop_counters *k = &c->loop->k;
     c->deadline_ms = deadline;
-    c->expire_kind = kind;
+    c->expire_kind = (short)kind;
     if (c->parked) return;
     c->parked = 1;
     atomic_fetch_add_explicit(&k->idle_buffers, cshs__conn_idle_held(c), memory_order_relaxed);
@@ -567,18 +595,18 @@ void cshs__conn_close(cshs_worker *w, cshs_conn *c)
         atomic_fetch_sub_explicit(&l->k.active, 1, memory_order_relaxed);
     }
     c->parked = 0;
-    if (c->dctx) {
+    if (c->later) {
         /* a deferred request never resumed (the server's end, past a
          * forced stop): ended with a 503 rather than left active */
-        cshw_exchange_resume(c->x, &c->t, answer_unavailable, NULL);
-        cshw_context_free(c->dctx);
-        c->dctx = NULL;
+        cshw_exchange_resume(c->x, &c->later->t, answer_unavailable, NULL);
+        cshs__later_free(c->later);
+        c->later = NULL;
     }
     if (c->io) c->io->close(c);
     out_clear(c);
     release_exchange(w, c);
-    free(c->sbuf);
-    c->sbuf = NULL;
+    free(c->sb);
+    c->sb = NULL;
     /* the descriptor closes under the lock: a forced stop shuts down the
      * sockets of the list under it, and must not meet a reused number */
     pthread_mutex_lock(&l->mu);
@@ -649,6 +677,11 @@ static void park_input(cshs_worker *w, cshs_conn *c)
         }
     } else if (ph == CSHW_PHASE_IDLE) {
         if (c->x && cshw_exchange_buffered(c->x) == 0) release_exchange(w, c);
+        /* a streaming route's buffer (16 KiB) is not kept idle */
+        if (c->sb && !stream_left(c)) {
+            free(c->sb);
+            c->sb = NULL;
+        }
         if (c->served == 0 && s->o.header_timeout_ms) {
             deadline = c->accept_ms + (int64_t)s->o.header_timeout_ms;
             kind = EXP_HEAD;
@@ -828,8 +861,8 @@ void cshs__conn_post(cshs_conn *c)
 static void continuation_due(cshs_conn *c, int owner)
 {
     c->resume = RESUME_DEFERRED;
-    if (c->djob && cshs__offload(c->srv, c)) return;
-    c->djob = 0; /* no thread free: the loop runs it */
+    if (c->later->job && cshs__offload(c->srv, c)) return;
+    c->later->job = 0; /* no thread free: the loop runs it */
     if (owner)
         cshs__conn_post(c);
     else
@@ -847,12 +880,12 @@ static int after_handler(cshs_worker *w, cshs_conn *c, int r, int owner)
     if (r == CSHW_EXCHANGE_DEFERRED) {
         /* the handler returned; when its resume came first, the
          * continuation is due */
-        if (atomic_fetch_sub(&c->dpending, 1) == 1) continuation_due(c, owner);
+        if (atomic_fetch_sub(&c->later->pending, 1) == 1) continuation_due(c, owner);
         return 0;
     }
-    if (c->dctx) { /* the deferred request ended: its context is kept */
-        spare_ctx_put(w, c->dctx);
-        c->dctx = NULL;
+    if (c->later) { /* the deferred request ended: its context is kept */
+        later_put(w, c->later);
+        c->later = NULL;
     }
     if (!owner) {
         /* this handler held the loop past grow_after_us with events
@@ -868,17 +901,19 @@ static int after_handler(cshs_worker *w, cshs_conn *c, int r, int owner)
 
 /* Runs a ready request's handler on the loop's thread. 0 when the
  * connection left this thread (after_handler). The transport lives in the
- * connection: a deferred request writes through it later. */
+ * worker's cshs_later, which a deferring handler takes along: the
+ * exchange writes through it later. */
 static int run_inline(cshs_worker *w, cshs_conn *c, int *r)
 {
     cshs_loop *l = c->loop;
+    cshs_later *own = w->own;
     /* busy first: a thread that takes the loop over leaves c alone */
     atomic_store_explicit(&c->busy, 1, memory_order_relaxed);
     int64_t start = cshs__handler_begin(l);
-    c->t = transport_of(c);
+    own->t = transport_of(c);
     running_conn = c;
     running_worker = w;
-    *r = cshw_exchange_run(c->x, w->ctx, &c->t);
+    *r = cshw_exchange_run(c->x, own->ctx, &own->t);
     running_conn = NULL;
     return after_handler(w, c, *r, cshs__handler_end(l, start));
 }
@@ -894,10 +929,11 @@ void cshs__conn_continue(cshs_worker *w, cshs_conn *c)
      * earlier short read */
     if (atomic_exchange(&c->busy, 1) != 1) cshw_exchange_recheck(c->x);
     int64_t start = cshs__handler_begin(l);
-    c->t = transport_of(c);
+    cshs_later *d = c->later;
+    d->t = transport_of(c);
     running_conn = c;
     running_worker = w;
-    int r = cshw_exchange_resume(c->x, &c->t, c->dfn, c->darg);
+    int r = cshw_exchange_resume(c->x, &d->t, d->fn, d->arg);
     running_conn = NULL;
     if (after_handler(w, c, r, cshs__handler_end(l, start)) && after_exchange(w, c, r, 1))
         drive(w, c);
@@ -908,23 +944,24 @@ cshs_deferred *cshs_defer(cshw_context *ctx)
     cshs_conn *c = running_conn;
     cshs_worker *w = running_worker;
     /* only a handler run inline (not a job), once per run */
-    if (!c || !ctx || atomic_load(&c->dpending) != 0) return NULL;
-    if (ctx != c->dctx) {
-        if (ctx != w->ctx) return NULL;
-        /* the context goes with the request; the worker takes another */
-        cshw_context *spare = spare_ctx_take(w, c->srv);
+    if (!c || !ctx || (c->later && atomic_load(&c->later->pending) != 0)) return NULL;
+    if (!c->later || ctx != c->later->ctx) {
+        if (ctx != w->own->ctx) return NULL;
+        /* the context (and the transport the exchange holds) goes with
+         * the request; the worker takes another */
+        cshs_later *spare = later_take(w, c->srv);
         if (!spare) return NULL;
         if (cshw_exchange_defer(c->x) < 0) {
-            spare_ctx_put(w, spare);
+            later_put(w, spare);
             return NULL;
         }
-        c->dctx = ctx;
-        w->ctx = spare;
+        c->later = w->own;
+        w->own = spare;
     } else if (cshw_exchange_defer(c->x) < 0) {
         return NULL;
     }
-    c->dfn = NULL;
-    atomic_store(&c->dpending, 2);
+    c->later->fn = NULL;
+    atomic_store(&c->later->pending, 2);
     atomic_fetch_add_explicit(&c->srv->c_deferred, 1, memory_order_relaxed);
     return (cshs_deferred *)c;
 }
@@ -945,14 +982,15 @@ static void nothing_more(cshw_context *ctx, void *arg)
 static void resume(cshs_conn *c, void (*fn)(cshw_context *ctx, void *arg), void *arg, int job)
 {
     if (!c) return;
-    c->dfn = fn ? fn : nothing_more;
-    c->darg = arg;
-    c->djob = (char)job;
+    cshs_later *d = c->later;
+    d->fn = fn ? fn : nothing_more;
+    d->arg = arg;
+    d->job = (char)job;
     /* the handler has not returned yet: after_handler sees it due. Else,
      * on the loop's thread between handlers (a watch's ready), it runs
      * after the batch with no wake-up; from anywhere else it is given
      * back */
-    if (atomic_fetch_sub(&c->dpending, 1) == 1)
+    if (atomic_fetch_sub(&d->pending, 1) == 1)
         continuation_due(c, !running_conn && cshs__self_loop() == c->loop);
 }
 
@@ -992,7 +1030,7 @@ static void drive(cshs_worker *w, cshs_conn *c)
             /* bytes OpenSSL already decrypted count as buffered, and so do
              * those a streaming route's handler read past its body: the
              * socket would not say they are there */
-            if (c->io->pending(c) || c->spos < c->slen) continue;
+            if (c->io->pending(c) || stream_left(c)) continue;
             /* a short read does not say the input ended after it: when an
              * event said so, the next read meets the end (nginx's
              * pending_eof); edge-triggered, no event would come again */
@@ -1049,14 +1087,15 @@ void cshs__conn_job(cshs_worker *w, cshs_conn *c)
         if (deferred) {
             /* a deferred request's continuation that may wait
              * (cshs_deferred_run): it cannot defer again here */
+            cshs_later *d = c->later;
             c->resume = RESUME_AFTER_RUN;
-            c->djob = 0;
-            c->t = t;
-            r = cshw_exchange_resume(c->x, &c->t, c->dfn, c->darg);
-            spare_ctx_put(w, c->dctx);
-            c->dctx = NULL;
+            d->job = 0;
+            d->t = t;
+            r = cshw_exchange_resume(c->x, &d->t, d->fn, d->arg);
+            later_put(w, d);
+            c->later = NULL;
         } else {
-            r = cshw_exchange_run(c->x, w->ctx, &t);
+            r = cshw_exchange_run(c->x, w->own->ctx, &t);
         }
         /* A handler that blocked (the thread waited in the kernel) keeps
          * the loop's handlers on other threads; one that only took long,
@@ -1084,7 +1123,7 @@ void cshs__conn_job(cshs_worker *w, cshs_conn *c)
         if (atomic_load(&c->busy) == 2) cshw_exchange_recheck(c->x);
         int in = cshw_exchange_input(c->x, &t);
         if (in == CSHW_EXCHANGE_READY) continue;
-        if (in != CSHW_EXCHANGE_WANT_INPUT || c->rdhup || c->io->pending(c) || c->spos < c->slen)
+        if (in != CSHW_EXCHANGE_WANT_INPUT || c->rdhup || c->io->pending(c) || stream_left(c))
             break;
         park_input(w, c);
         int held = 1;

@@ -1070,7 +1070,6 @@ static void *worker_main(void *arg)
                 s->alive--;
                 pthread_mutex_unlock(&s->mu);
                 pthread_detach(w->thread);
-                cshw_context_free(w->ctx);
                 cshs__worker_release(w);
                 sem_destroy(&w->wake);
                 free(w);
@@ -1094,16 +1093,15 @@ static cshs_worker *spawn_worker(cshs_server *s, cshs_loop *loop, cshs_conn *job
     w->srv = s;
     w->loop = loop;
     w->job = job;
-    w->ctx = cshw_context_new(s->o.web);
-    if (!w->ctx) {
+    w->own = cshs__later_new(s);
+    if (!w->own) {
         free(w);
         return NULL;
     }
-    cshw_context_set_app_data(w->ctx, s->app_data);
     sem_init(&w->wake, 0, 0);
     if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
         sem_destroy(&w->wake);
-        cshw_context_free(w->ctx);
+        cshs__later_free(w->own);
         free(w);
         return NULL;
     }
@@ -1337,7 +1335,6 @@ static void close_loops(cshs_server *s)
 static void release_threads_state(cshs_server *s)
 {
     for (unsigned i = 0; i < s->nworkers; i++) {
-        cshw_context_free(s->workers[i]->ctx);
         cshs__worker_release(s->workers[i]);
         sem_destroy(&s->workers[i]->wake);
         free(s->workers[i]);

@@ -70,6 +70,33 @@ typedef struct cshs_out {
     char data[];
 } cshs_out;
 
+/* What a handler runs with: its context, and the transport and the
+ * continuation of a request that answers later (cshs_defer). A worker
+ * runs the handlers of its loop with its own (w->own); a handler that
+ * defers takes it along with its connection (c->later) until the request
+ * ends, and the worker takes a spare one (each worker keeps its own, up
+ * to SPARE_LATER_MAX) or a new one. An idle connection holds none of it:
+ * a pointer rather than 72 bytes (cshs_idle_connection_bytes). */
+typedef struct cshs_later {
+    cshw_context *ctx;
+    cshw_transport t; /* the exchange writes through it until the request ends */
+    /* The continuation (cshs_deferred_resume). pending counts the two
+     * events it waits for, the handler's return and the resume: whoever
+     * brings it to 0 sees it run. */
+    void (*fn)(cshw_context *ctx, void *arg);
+    void *arg;
+    char job; /* it runs as a job (cshs_deferred_run) */
+    _Atomic int pending;
+} cshs_later;
+
+/* A streaming route's read buffer (connection.c): the bytes the handler's
+ * reads use, data[pos .. len) not yet taken. Freed when the connection
+ * parks with none left. */
+typedef struct cshs_stream_buf {
+    size_t pos, len;
+    char data[];
+} cshs_stream_buf;
+
 /* One connection. It belongs to one loop (registered edge-triggered in its
  * epoll set for its whole life) and is touched by one thread at a time:
  * the loop's owner, or, while `busy`, the thread running its handler (the
@@ -90,7 +117,6 @@ typedef struct cshs_conn {
     struct cshs_conn *post_next;
     _Atomic int busy;       /* a handler's thread has it (2: and the loop saw an event meanwhile) */
     int64_t deadline_ms;    /* while parked: when the sweep acts (0: never) */
-    int expire_kind;        /* EXP_*: which deadline deadline_ms is */
     int phase;              /* CP_* */
     char parked;            /* waiting for the socket (counted idle) */
     char posted;            /* on the loop's posted list */
@@ -101,6 +127,7 @@ typedef struct cshs_conn {
     char rdhup;             /* an event said the input ends (read to its end) */
     char out_armed;         /* registered for writability too (cshs__conn_want_out) */
     short tls_wait;         /* POLLIN or POLLOUT: the last read's wait, or a write's that had to */
+    short expire_kind;      /* EXP_*: which deadline deadline_ms is (a short: 256 bytes in all) */
     int after_run;          /* a handler's result, for the loop that takes it back */
     int resume;             /* how that loop goes on (connection.c, RESUME_*) */
     int last_status;        /* of the last answer reported */
@@ -113,20 +140,9 @@ typedef struct cshs_conn {
     cshw_exchange *x;                 /* while bytes are pending, else NULL */
     cshs_out *out, *out_tail;         /* queued output */
     size_t out_bytes;                 /* bytes (not file ranges) queued */
-    char *sbuf;                       /* streaming routes: the bytes the handler's reads use */
-    size_t spos, slen;
-    /* A deferred handler (cshs_defer): its context, detached from the
-     * worker that ran it, and its continuation. pending counts the two
-     * events the continuation waits for, the handler's return and
-     * cshs_deferred_resume: whoever brings it to 0 sees it run. t is the
-     * transport the exchange writes through meanwhile. */
-    cshw_context *dctx;
-    void (*dfn)(cshw_context *ctx, void *arg);
-    void *darg;
-    char djob; /* the continuation runs as a job (cshs_deferred_run) */
-    _Atomic int dpending;
-    cshw_transport t;
-    uint64_t lingered; /* bytes discarded while lingering */
+    struct cshs_stream_buf *sb;       /* streaming routes: the bytes the handler's reads use */
+    struct cshs_later *later;         /* a request that answers later (cshs_defer), else NULL */
+    uint64_t lingered;                /* bytes discarded while lingering */
     unsigned remote_port;
     char remote[46];
 } cshs_conn;
@@ -184,11 +200,11 @@ typedef struct cshs_loop {
 typedef struct cshs_worker {
     struct cshs_server *srv;
     pthread_t thread;
-    cshw_context *ctx;
+    struct cshs_later *own;  /* its handlers' context (a deferring one takes it along) */
     cshw_exchange **spare_x; /* exchanges kept for the next requests (no malloc per request) */
     unsigned nspare_x;
-    cshw_context **spare_ctx; /* contexts kept for handlers that defer (their own goes) */
-    unsigned nspare_ctx;
+    struct cshs_later **spare_later; /* kept for handlers that defer (their own goes) */
+    unsigned nspare_later;
     sem_t wake;      /* a spare waits here for its assignment: posted once by
                         whoever takes it off the spare list (not by itself) */
     cshs_loop *loop; /* assigned loop (under srv->mu until taken) */
@@ -291,8 +307,13 @@ void cshs__reject(struct cshs_loop *l, int fd, const struct sockaddr *sa);
 /* Watches past their deadline (all of them at a forced stop) are given 0
  * (the loop's owner, between batches). */
 void cshs__expire_watches(cshs_loop *l, int64_t now_ms);
-/* Gives a worker's spare exchange back (at the worker's end). */
+/* Frees a worker's own cshs_later and the spares it kept (at the
+ * worker's end). */
 void cshs__worker_release(cshs_worker *w);
+/* A new cshs_later with a context of the server's (NULL: out of memory),
+ * and its end. */
+cshs_later *cshs__later_new(struct cshs_server *s);
+void cshs__later_free(cshs_later *d);
 
 /* server.c: a connection's handler goes to another thread (0: none is
  * free), or comes back. */
