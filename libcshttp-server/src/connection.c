@@ -1076,6 +1076,29 @@ void cshs__offload_more(cshs_loop *l)
                               memory_order_relaxed);
 }
 
+/* After a job's handler that blocked, its thread waits a little for the
+ * connection's next request (next_request_wait_us), as a thread per
+ * connection would: a client that sends it at once is served with no trip
+ * through the loop and no other thread woken (W2: a loop's wake-up, its
+ * read and a spare's wake-up less per request). 1 when input came: the
+ * event the loop noted for it meanwhile (busy 2) is this thread's to
+ * read, and the next read trusts no earlier short one. */
+static int wait_next_request(cshs_conn *c)
+{
+    cshs_server *s = c->srv;
+    uint64_t us = s->o.next_request_wait_us;
+    if (!us || atomic_load(&s->stopping)) return 0;
+    struct pollfd p = {c->fd, POLLIN | POLLRDHUP, 0};
+    struct timespec ts = {(time_t)(us / 1000000), (long)(us % 1000000) * 1000L};
+    int r;
+    do r = ppoll(&p, 1, &ts, NULL);
+    while (r < 0 && errno == EINTR);
+    if (r <= 0) return 0;
+    atomic_store(&c->busy, 1);
+    cshw_exchange_recheck(c->x);
+    return 1;
+}
+
 void cshs__conn_job(cshs_worker *w, cshs_conn *c)
 {
     cshs_server *s = c->srv;
@@ -1102,7 +1125,8 @@ void cshs__conn_job(cshs_worker *w, cshs_conn *c)
          * preempted on a machine short of cores, does not. A streamed body
          * is waited for by design, and so is what a deferred handler sent
          * here (cshs_deferred_run). */
-        if (!streams && !deferred && voluntary_switches() != waits) cshs__offload_more(c->loop);
+        int blocked = !streams && !deferred && voluntary_switches() != waits;
+        if (blocked) cshs__offload_more(c->loop);
         /* The common end is done here rather than on the loop, a wake-up
          * less per request: the response went out whole and the client may
          * send more. A next request already here runs on this thread too;
@@ -1122,6 +1146,10 @@ void cshs__conn_job(cshs_worker *w, cshs_conn *c)
          * application. One that comes from here on fails the swap below. */
         if (atomic_load(&c->busy) == 2) cshw_exchange_recheck(c->x);
         int in = cshw_exchange_input(c->x, &t);
+        if (in == CSHW_EXCHANGE_WANT_INPUT && blocked && !c->rdhup && !c->io->pending(c) &&
+            wait_next_request(c)) {
+            in = cshw_exchange_input(c->x, &t);
+        }
         if (in == CSHW_EXCHANGE_READY) continue;
         if (in != CSHW_EXCHANGE_WANT_INPUT || c->rdhup || c->io->pending(c) || stream_left(c))
             break;

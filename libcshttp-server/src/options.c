@@ -23,7 +23,7 @@
 #include "options_impl.h"
 #include "sized.h"
 
-CSHS__SIZED_NO_TAIL_PADDING(cshs_options, nstrings_);
+CSHS__SIZED_NO_TAIL_PADDING(cshs_options, next_request_wait_us);
 
 void cshs_options_init_sized(cshs_options *options, size_t size)
 {
@@ -61,6 +61,7 @@ void cshs_options_init_sized(cshs_options *options, size_t size)
     o->read_buffer = 8192;
     o->limits = NULL;
     o->web = NULL;
+    o->next_request_wait_us = 1000;
     /* the caller's struct is `size` bytes: older (smaller) or newer */
     memcpy(options, o, size < sizeof *o ? size : sizeof *o);
     if (size > sizeof *o) memset((char *)options + sizeof *o, 0, size - sizeof *o);
@@ -208,6 +209,8 @@ int cshs_options_check(const cshs_options *options, const char **why)
         w = "write_high_water must be >= 4096";
     else if (o->linger_ms > 60000)
         w = "linger_ms must be 0..60000";
+    else if (o->next_request_wait_us > 1000000)
+        w = "next_request_wait_us must be 0..1000000";
     if (!w && o->web && cshw_options_check(o->web, &w) < 0 && !w) w = "web options are not valid";
     cshs_options_release(&copy);
     if (why) *why = w;
@@ -251,6 +254,8 @@ static const opt_def defs[] = {
     {"max_threads", T_UINT, O(max_threads), "most threads (blocked handlers each hold one)"},
     {"grow_after_us", T_UINT, O(grow_after_us),
      "hand a loop to another thread when its handler took this long and events wait"},
+    {"next_request_wait_us", T_U64, O(next_request_wait_us),
+     "after a job's handler waited, its thread waits this long for the next request (0: never)"},
     {"park_after_ms", T_UINT, O(park_after_ms),
      "a spare thread beyond min_threads leaves idle this long"},
     {"max_connections", T_UINT, O(max_connections), "beyond it: 503 and close"},

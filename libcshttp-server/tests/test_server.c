@@ -715,6 +715,47 @@ static void test_spares_leave_and_come_back(void **state)
     assert_int_equal(cshs_server_stop(s2, 5000), 0);
 }
 
+/* After a job's handler that waited, its thread waits up to
+ * next_request_wait_us for the connection's next request: requests sent
+ * at once are served by that thread, with no new hand-off (`offloaded`
+ * grows once for three); one sent after the wait goes through the loop
+ * again. 200 ms is a margin for a request sent at once, not a timing
+ * check. */
+static void test_job_waits_for_the_next_request(void **state)
+{
+    (void)state;
+    cshs_options o2 = o;
+    o2.unix_path = NULL;
+    o2.loops = 1;
+    o2.min_threads = 2;
+    o2.max_threads = 16;
+    o2.offload_ms = 600000; /* once jobs, the loop's handlers stay jobs */
+    o2.next_request_wait_us = 200000;
+    s2 = cshs_server_new(&o2, hello, NULL);
+    assert_non_null(s2);
+    assert_int_equal(cshs_server_start(s2), 0);
+    unsigned p2 = cshs_server_port(s2, 0);
+    cshs_counters k0, k1, k2;
+    burst_of_waiting_handlers(p2, 6); /* a hand-over: jobs from now on */
+    cshs_server_counters(s2, &k0);
+    assert_true(k0.offloaded > 0);
+    const char *slow = "GET /slow?sleep=20 HTTP/1.1\r\nHost: x\r\n\r\n";
+    int f = dial(p2);
+    assert_true(f >= 0);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(exchange(f, slow, "hello /slow", buf, sizeof buf), 0);
+    cshs_server_counters(s2, &k1);
+    assert_int_equal(k1.offloaded - k0.offloaded, 1);
+    struct timespec past_the_wait = {0, 500 * 1000 * 1000};
+    nanosleep(&past_the_wait, NULL);
+    assert_int_equal(exchange(f, slow, "hello /slow", buf, sizeof buf), 0);
+    cshs_server_counters(s2, &k2);
+    assert_int_equal(k2.offloaded - k1.offloaded, 1);
+    assert_int_equal(k2.requests - k0.requests, 4);
+    close(f);
+    assert_int_equal(cshs_server_stop(s2, 5000), 0);
+}
+
 /* a stop whose deadline passes cuts the request */
 static void test_stop_cuts_at_deadline(void **state)
 {
@@ -1128,6 +1169,7 @@ int main(void)
         cmocka_unit_test_teardown(test_streaming_route, teardown),
         cmocka_unit_test_teardown(test_slow_handler_holds_no_events, teardown),
         cmocka_unit_test_teardown(test_spares_leave_and_come_back, teardown),
+        cmocka_unit_test_teardown(test_job_waits_for_the_next_request, teardown),
         cmocka_unit_test_teardown(test_writability_registered_when_a_write_waits, teardown),
         cmocka_unit_test_teardown(test_deferred_handlers, teardown),
         cmocka_unit_test_teardown(test_deferred_hold_no_thread, teardown),

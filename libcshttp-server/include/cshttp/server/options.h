@@ -159,6 +159,16 @@ typedef struct cshs_options {
     /* Private: strings and structs owned by the loaders. */
     char **strings_;
     size_t nstrings_;
+
+    /* 0.3.2. After a handler run as a job (one that blocks, see offload_ms)
+     * that waited in the kernel, its thread waits up to
+     * next_request_wait_us (default 1000; 0: never; at most 1000000) for
+     * the connection's next request before giving the connection back to
+     * its loop, as a thread per connection would: a client that sends it
+     * at once is served with no trip through the loop and no other thread
+     * woken. A client slower than that is the loop's again, so a slow
+     * client holds a thread that long at most. */
+    uint64_t next_request_wait_us;
 } cshs_options;
 
 /* The size of cshs_options in libcshttp-server 0.2, the first version with
