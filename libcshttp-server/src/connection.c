@@ -1080,14 +1080,18 @@ void cshs__offload_more(cshs_loop *l)
  * connection's next request (next_request_wait_us), as a thread per
  * connection would: a client that sends it at once is served with no trip
  * through the loop and no other thread woken (W2: a loop's wake-up, its
- * read and a spare's wake-up less per request). 1 when input came: the
- * event the loop noted for it meanwhile (busy 2) is this thread's to
- * read, and the next read trusts no earlier short one. */
+ * read and a spare's wake-up less per request). Meanwhile the connection's
+ * registration asks for no input, so the loop is not woken for what this
+ * thread reads (one EPOLL_CTL_MOD while the thread keeps the connection,
+ * and one when it gives it back: give_back_input). 1 when input came: an
+ * event the loop noted before (busy 2) is this thread's to read, and the
+ * next read trusts no earlier short one. */
 static int wait_next_request(cshs_conn *c)
 {
     cshs_server *s = c->srv;
     uint64_t us = s->o.next_request_wait_us;
     if (!us || atomic_load(&s->stopping)) return 0;
+    cshs__conn_input_events(c, 0);
     struct pollfd p = {c->fd, POLLIN | POLLRDHUP, 0};
     struct timespec ts = {(time_t)(us / 1000000), (long)(us % 1000000) * 1000L};
     int r;
@@ -1097,6 +1101,14 @@ static int wait_next_request(cshs_conn *c)
     atomic_store(&c->busy, 1);
     cshw_exchange_recheck(c->x);
     return 1;
+}
+
+/* Before a job's thread lets go of its connection: input registered again
+ * (wait_next_request took it out). Bytes that came meanwhile fire an
+ * event, which the loop serves or notes (busy 2) for this thread. */
+static void give_back_input(cshs_conn *c)
+{
+    if (c->in_muted) cshs__conn_input_events(c, 1);
 }
 
 void cshs__conn_job(cshs_worker *w, cshs_conn *c)
@@ -1133,6 +1145,7 @@ void cshs__conn_job(cshs_worker *w, cshs_conn *c)
          * when the socket says EAGAIN the connection is parked and given
          * back by clearing busy. Anything else goes back to the loop. */
         if (r != CSHW_EXCHANGE_NEXT || c->out || atomic_load(&s->stopping)) {
+            give_back_input(c);
             c->after_run = r;
             c->resume = RESUME_AFTER_RUN;
             cshs__give_back(c);
@@ -1153,12 +1166,14 @@ void cshs__conn_job(cshs_worker *w, cshs_conn *c)
         if (in == CSHW_EXCHANGE_READY) continue;
         if (in != CSHW_EXCHANGE_WANT_INPUT || c->rdhup || c->io->pending(c) || stream_left(c))
             break;
+        give_back_input(c);
         park_input(w, c);
         int held = 1;
         if (atomic_compare_exchange_strong(&c->busy, &held, 0)) return;
         /* an event came after the read (busy became 2): the loop reads */
         break;
     }
+    give_back_input(c);
     c->resume = RESUME_EVENT;
     cshs__give_back(c);
 }

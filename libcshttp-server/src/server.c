@@ -428,17 +428,31 @@ static void accept_one(cshs_worker *w, cshs_loop *l, cshs_listener *lis)
     }
 }
 
+/* The connection's registration as it stands: input unless muted,
+ * writability once a write waited. */
+static int conn_modify(cshs_conn *c, int out_armed, int in_muted)
+{
+    struct epoll_event ev;
+    ev.events = (in_muted ? 0u : EPOLLIN) | (out_armed ? EPOLLOUT : 0u) | EPOLLRDHUP | EPOLLET;
+    ev.data.ptr = c;
+    return epoll_ctl(c->loop->epfd, EPOLL_CTL_MOD, c->fd, &ev) < 0 ? -errno : 0;
+}
+
 int cshs__conn_want_out(cshs_conn *c)
 {
     if (c->out_armed) return 0;
     /* EPOLL_CTL_MOD looks at the socket again: if it became writable since
      * the write that said EAGAIN, the event fires now, so none is lost */
-    struct epoll_event ev;
-    ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
-    ev.data.ptr = c;
-    if (epoll_ctl(c->loop->epfd, EPOLL_CTL_MOD, c->fd, &ev) < 0) return -errno;
+    int r = conn_modify(c, 1, c->in_muted);
+    if (r < 0) return r;
     c->out_armed = 1;
     return 0;
+}
+
+void cshs__conn_input_events(cshs_conn *c, int on)
+{
+    if (!c->in_muted == !!on) return;
+    if (conn_modify(c, c->out_armed, !on) == 0) c->in_muted = (char)!on;
 }
 
 /* ---- the loops as reactors (reactor.h) ---- */

@@ -126,13 +126,14 @@ typedef struct cshs_conn {
     char eof;               /* the client's input ended */
     char rdhup;             /* an event said the input ends (read to its end) */
     char out_armed;         /* registered for writability too (cshs__conn_want_out) */
-    short tls_wait;         /* POLLIN or POLLOUT: the last read's wait, or a write's that had to */
-    short expire_kind;      /* EXP_*: which deadline deadline_ms is (a short: 256 bytes in all) */
-    int after_run;          /* a handler's result, for the loop that takes it back */
-    int resume;             /* how that loop goes on (connection.c, RESUME_*) */
-    int last_status;        /* of the last answer reported */
-    int tls_state;          /* TLS_* */
-    uint64_t served;        /* exchanges run */
+    char in_muted;     /* registered without input: a job's thread waits for it (connection.c) */
+    short tls_wait;    /* POLLIN or POLLOUT: the last read's wait, or a write's that had to */
+    short expire_kind; /* EXP_*: which deadline deadline_ms is (a short: 256 bytes in all) */
+    short tls_state;   /* TLS_* */
+    int after_run;     /* a handler's result, for the loop that takes it back */
+    int resume;        /* how that loop goes on (connection.c, RESUME_*) */
+    int last_status;   /* of the last answer reported */
+    uint64_t served;   /* exchanges run */
     int64_t accept_ms;
     int64_t last_io_ms;               /* last read (body) or write progress (output) */
     const struct cshs_stream_ops *io; /* plain or TLS bytes (cshs_stream_ops) */
@@ -322,6 +323,10 @@ void cshs__give_back(cshs_conn *c);
 /* The connection waits for its socket to take bytes: its registration gains
  * writability (once in its life). 0, or a negative errno. */
 int cshs__conn_want_out(cshs_conn *c);
+/* Input taken out of the connection's registration (on 0) or put back (on
+ * 1; EPOLL_CTL_MOD looks at the socket again, so bytes that came meanwhile
+ * fire an event), by the thread that holds it (busy). */
+void cshs__conn_input_events(cshs_conn *c, int on);
 /* Around a handler run by a loop's owner: begin returns the time it
  * stored, which end is given back; 0 from end when the loop was handed to
  * another thread meanwhile. */

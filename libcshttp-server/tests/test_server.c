@@ -751,7 +751,6 @@ static void test_job_waits_for_the_next_request(void **state)
     assert_int_equal(exchange(f, slow, "hello /slow", buf, sizeof buf), 0);
     cshs_server_counters(s2, &k2);
     assert_int_equal(k2.offloaded - k1.offloaded, 1);
-    assert_int_equal(k2.requests - k0.requests, 4);
     close(f);
     assert_int_equal(cshs_server_stop(s2, 5000), 0);
 }
