@@ -477,18 +477,32 @@ static void test_wait_and_graceful_stop(void **state)
  * and serves b and c while a still sleeps. The second round runs with the
  * loop's handlers sent to other threads (a slow one was seen), where no
  * thread is free they run on the loop's, and the same holds. */
-static void test_slow_handler_holds_no_events(void **state)
+/* The group's options on TCP alone, with one loop and threads from 2 to
+ * max_threads. */
+static cshs_options one_loop(unsigned max_threads)
 {
-    (void)state;
     cshs_options o2 = o;
     o2.unix_path = NULL;
     o2.loops = 1;
     o2.min_threads = 2;
-    o2.max_threads = 2;
-    s2 = cshs_server_new(&o2, hello, NULL);
+    o2.max_threads = max_threads;
+    return o2;
+}
+
+/* s2 started with o2 and hello: its port. */
+static unsigned start_s2(const cshs_options *o2)
+{
+    s2 = cshs_server_new(o2, hello, NULL);
     assert_non_null(s2);
     assert_int_equal(cshs_server_start(s2), 0);
-    unsigned p2 = cshs_server_port(s2, 0);
+    return cshs_server_port(s2, 0);
+}
+
+static void test_slow_handler_holds_no_events(void **state)
+{
+    (void)state;
+    cshs_options o2 = one_loop(2);
+    unsigned p2 = start_s2(&o2);
     const char *slow = "GET /slow?sleep=2000 HTTP/1.1\r\nHost: x\r\n\r\n";
     const char *busy = "GET /busy?sleep=300 HTTP/1.1\r\nHost: x\r\n\r\n";
     const char *quick = "GET /quick HTTP/1.1\r\nHost: x\r\n\r\n";
@@ -689,16 +703,9 @@ static int back_to_kept(const cshs_counters *k)
 static void test_spares_leave_and_come_back(void **state)
 {
     (void)state;
-    cshs_options o2 = o;
-    o2.unix_path = NULL;
-    o2.loops = 1;
-    o2.min_threads = 2;
-    o2.max_threads = 16;
+    cshs_options o2 = one_loop(16);
     o2.park_after_ms = 500;
-    s2 = cshs_server_new(&o2, hello, NULL);
-    assert_non_null(s2);
-    assert_int_equal(cshs_server_start(s2), 0);
-    unsigned p2 = cshs_server_port(s2, 0);
+    unsigned p2 = start_s2(&o2);
     cshs_counters k;
     for (int round = 0; round < 3; round++) {
         burst_of_waiting_handlers(p2, 6);
@@ -724,17 +731,10 @@ static void test_spares_leave_and_come_back(void **state)
 static void test_job_waits_for_the_next_request(void **state)
 {
     (void)state;
-    cshs_options o2 = o;
-    o2.unix_path = NULL;
-    o2.loops = 1;
-    o2.min_threads = 2;
-    o2.max_threads = 16;
+    cshs_options o2 = one_loop(16);
     o2.offload_ms = 600000; /* once jobs, the loop's handlers stay jobs */
     o2.next_request_wait_us = 200000;
-    s2 = cshs_server_new(&o2, hello, NULL);
-    assert_non_null(s2);
-    assert_int_equal(cshs_server_start(s2), 0);
-    unsigned p2 = cshs_server_port(s2, 0);
+    unsigned p2 = start_s2(&o2);
     cshs_counters k0, k1, k2;
     burst_of_waiting_handlers(p2, 6); /* a hand-over: jobs from now on */
     cshs_server_counters(s2, &k0);
