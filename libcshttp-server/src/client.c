@@ -199,7 +199,6 @@ typedef struct conn {
      * `retired` list for the next connection: a loop may still hold an
      * event of it (dropped by its generation). */
     cshs_kept kw; /* first: a stale event of the loop reads its tag */
-    int kept_ever;
     struct conn *next_retired;
     struct conn *prev, *next; /* idle list (MRU first) or opening list */
     pool *p;
@@ -569,7 +568,7 @@ static void conn_close(conn *cn)
     if (cn->fd >= 0) close(cn->fd);
     free(cn->buf);
     cn->buf = NULL;
-    if (!cn->kept_ever) {
+    if (!cshs__kept_ever(&cn->kw)) {
         free(cn);
         return;
     }
@@ -600,7 +599,6 @@ static conn *conn_alloc(pool *p)
         /* a retired one: its registration (not registered; its generation
          * goes on, read by a loop that holds a stale event) is left as is */
         memset((char *)cn + sizeof cn->kw, 0, sizeof *cn - sizeof cn->kw);
-        cn->kept_ever = 1;
     } else {
         cn = calloc(1, sizeof *cn);
         if (!cn) return NULL;
@@ -2485,7 +2483,6 @@ int cshs_call_end_async(cshs_call *call, cshs_reactor *r, void (*done)(void *arg
             return 1;
         }
     }
-    cn->kept_ever = 1;
     int e = cshs__kept_register(&cn->kw, r, cn->fd);
     if (e < 0) return e;
     call->done = done;
@@ -2572,7 +2569,6 @@ static void open_async(cshs_client *c, const open_job *j)
     conn *cn = NULL;
     int r = open_start(j->p, j->connect_ms, &cn);
     if (r == 0) {
-        cn->kept_ever = 1;
         if (cshs__kept_register(&cn->kw, j->rx, cn->fd) == 0) {
             cn->kw.w.events = EPOLLOUT;
             cn->kw.w.deadline_ms = cn->born_ms + (int64_t)j->connect_ms;

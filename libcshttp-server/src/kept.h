@@ -74,4 +74,12 @@ uint32_t cshs__kept_take_missed(cshs_kept *k, uint32_t mask);
  * registered with none). Not armed. */
 void cshs__kept_forget(cshs_kept *k);
 
+/* Whether it was ever registered with a loop (its tag is set then and
+ * stays): a loop may still hold an event of it, so its owner keeps the
+ * struct readable (kept.h's Lifetime). */
+static inline int cshs__kept_ever(const cshs_kept *k)
+{
+    return __atomic_load_n(&k->w.tag, __ATOMIC_RELAXED) == CSHS_TAG_KEPT;
+}
+
 #endif

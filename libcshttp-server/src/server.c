@@ -570,11 +570,15 @@ static void loops_unref(cshs_loop *l)
     free(base);
 }
 
-static epoll_data_t kept_data(cshs_kept *k, unsigned gen)
+/* The socket's registration with l (ADD or MOD) for `events`; its data
+ * is the struct's address and generation. 0, or errno. */
+static int kept_ctl(cshs_loop *l, cshs_kept *k, int op, uint32_t events)
 {
-    epoll_data_t d;
-    d.u64 = (uint64_t)(uintptr_t)k | (uint64_t)(gen & 0xffff) << 48;
-    return d;
+    unsigned gen = atomic_load_explicit(&k->gen, memory_order_relaxed);
+    struct epoll_event ev;
+    ev.events = events;
+    ev.data.u64 = (uint64_t)(uintptr_t)k | (uint64_t)(gen & 0xffff) << 48;
+    return epoll_ctl(l->epfd, op, k->w.fd, &ev) < 0 ? errno : 0;
 }
 
 /* Under l->mu: the socket leaves l (not armed any more); an event of it
@@ -607,15 +611,9 @@ int cshs__kept_register(cshs_kept *k, cshs_reactor *r, int fd)
     pthread_mutex_lock(&l->mu);
     k->w.reg = r;
     pthread_mutex_unlock(&l->mu);
-    struct epoll_event ev;
-    ev.events = CSHS_KEPT_EVENTS;
-    ev.data = kept_data(k, atomic_load_explicit(&k->gen, memory_order_relaxed));
-    if (epoll_ctl(l->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
-        int e = errno;
-        cshs__kept_forget(k);
-        return -e;
-    }
-    return 0;
+    int e = kept_ctl(l, k, EPOLL_CTL_ADD, CSHS_KEPT_EVENTS);
+    if (e) cshs__kept_forget(k);
+    return -e;
 }
 
 /* What an armed kept socket is given: its events, and errors. */
@@ -639,13 +637,8 @@ int cshs__kept_arm(cshs_kept *k)
          * before it, say), or the registration asked for none (muted):
          * epoll looks at the socket again and raises the event if the
          * socket is ready, to be given once armed */
-        struct epoll_event ev;
-        ev.events = CSHS_KEPT_EVENTS;
-        ev.data = kept_data(k, atomic_load_explicit(&k->gen, memory_order_relaxed));
-        if (epoll_ctl(l->epfd, EPOLL_CTL_MOD, k->w.fd, &ev) < 0)
-            e = errno;
-        else
-            k->muted = 0;
+        e = kept_ctl(l, k, EPOLL_CTL_MOD, CSHS_KEPT_EVENTS);
+        if (!e) k->muted = 0;
     }
     if (!e && !k->w.armed) {
         enlist(l, &k->w);
@@ -662,13 +655,9 @@ int cshs__kept_mute(cshs_kept *k)
     int e = 0;
     pthread_mutex_lock(&l->mu);
     if (!k->muted) {
-        struct epoll_event ev;
-        ev.events = EPOLLET; /* EPOLLERR and EPOLLHUP still come: remembered as missed */
-        ev.data = kept_data(k, atomic_load_explicit(&k->gen, memory_order_relaxed));
-        if (epoll_ctl(l->epfd, EPOLL_CTL_MOD, k->w.fd, &ev) < 0)
-            e = errno;
-        else
-            k->muted = 1;
+        /* EPOLLERR and EPOLLHUP still come: remembered as missed */
+        e = kept_ctl(l, k, EPOLL_CTL_MOD, EPOLLET);
+        if (!e) k->muted = 1;
     }
     pthread_mutex_unlock(&l->mu);
     return -e;
