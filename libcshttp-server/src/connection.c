@@ -1066,6 +1066,44 @@ static long voluntary_switches(void)
     return getrusage(RUSAGE_THREAD, &ru) == 0 ? ru.ru_nvcsw : 0;
 }
 
+/* Whether a job's handler blocked is asked of the kernel (getrusage before
+ * and after, about 1 µs each here: a third of a blocking application's
+ * system calls per request) for the first of a run of handlers that
+ * block, and then for one in BLOCKED_RECHECK_EVERY. In between, a handler
+ * that took a quarter of grow_after_us or more is taken to have blocked as
+ * the checked one did: a run of handlers that stop blocking but take long
+ * (computing, or preempted on a machine short of cores) is found out at
+ * the next check, BLOCKED_RECHECK_EVERY requests later at most. */
+#define BLOCKED_RECHECK_EVERY 16
+
+typedef struct job_clock {
+    int check;    /* this handler's blocking is asked of the kernel */
+    long waits;   /* voluntary_switches() before it, when check */
+    int64_t t0us; /* when it started, when not check */
+} job_clock;
+
+static void job_clock_start(const cshs_worker *w, job_clock *jc)
+{
+    jc->check = w->blocked_run % BLOCKED_RECHECK_EVERY == 0;
+    if (jc->check)
+        jc->waits = voluntary_switches();
+    else
+        jc->t0us = cshs__now_us();
+}
+
+/* 1 when the handler timed by jc blocked (or, between checks, took long
+ * after handlers that blocked). */
+static int job_clock_blocked(cshs_worker *w, const job_clock *jc)
+{
+    int blocked;
+    if (jc->check)
+        blocked = voluntary_switches() != jc->waits;
+    else
+        blocked = cshs__now_us() - jc->t0us >= (int64_t)w->srv->o.grow_after_us / 4;
+    w->blocked_run = blocked ? w->blocked_run + 1 : 0;
+    return blocked;
+}
+
 /* The loop's handlers run on other threads a while (offload_ms): a job's
  * handler waited, or the loop was handed over for a blocked one. */
 void cshs__offload_more(cshs_loop *l)
@@ -1117,8 +1155,9 @@ void cshs__conn_job(cshs_worker *w, cshs_conn *c)
     for (;;) {
         cshw_transport t = transport_of(c);
         int streams = cshw_exchange_streams(c->x);
-        long waits = voluntary_switches();
         int r, deferred = c->resume == RESUME_DEFERRED;
+        job_clock jc = {0};
+        if (!streams && !deferred) job_clock_start(w, &jc);
         if (deferred) {
             /* a deferred request's continuation that may wait
              * (cshs_deferred_run): it cannot defer again here */
@@ -1137,7 +1176,7 @@ void cshs__conn_job(cshs_worker *w, cshs_conn *c)
          * preempted on a machine short of cores, does not. A streamed body
          * is waited for by design, and so is what a deferred handler sent
          * here (cshs_deferred_run). */
-        int blocked = !streams && !deferred && voluntary_switches() != waits;
+        int blocked = !streams && !deferred && job_clock_blocked(w, &jc);
         if (blocked) cshs__offload_more(c->loop);
         /* The common end is done here rather than on the loop, a wake-up
          * less per request: the response went out whole and the client may

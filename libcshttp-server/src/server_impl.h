@@ -216,6 +216,10 @@ typedef struct cshs_worker {
     pid_t tid;     /* the kernel's id of the thread */
     int exited;    /* the thread returned (under srv->mu) */
     int abandoned; /* left in a handler at a forced stop (under srv->mu) */
+    /* Handlers of jobs on this thread that blocked one after another
+     * (cshs__conn_job), 0 when the last did not: the next one's blocking
+     * is asked of the kernel when this is a multiple of 16. */
+    unsigned blocked_run;
 } cshs_worker;
 
 struct cshs_server {

@@ -18,7 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -31,6 +33,15 @@
 #include <cshttp/web/request.h>
 #include <cshttp/web/response.h>
 
+/* Microseconds on the monotonic clock. */
+static int64_t mono_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* ?sleep=MS waits in the kernel; ?spin=MS computes as long, never waiting. */
 static void hello(cshw_context *ctx)
 {
     cshw_request *req = cshw_context_request(ctx);
@@ -40,6 +51,12 @@ static void hello(cshw_context *ctx)
         long n = strtol(ms, NULL, 10);
         struct timespec ts = {n / 1000, (n % 1000) * 1000000L};
         nanosleep(&ts, NULL);
+    }
+    const char *spin = cshw_request_query_get(req, "spin");
+    if (spin) {
+        int64_t until = mono_us() + strtol(spin, NULL, 10) * 1000;
+        while (mono_us() < until) {
+        }
     }
     cshw_response_set_content_type(res, "text/plain", NULL);
     cshw_response_printf(res, "hello %s", cshw_request_path(req));
@@ -755,6 +772,58 @@ static void test_job_waits_for_the_next_request(void **state)
     assert_int_equal(cshs_server_stop(s2, 5000), 0);
 }
 
+/* The engine's getrusage calls, counted: it asks the kernel with them
+ * whether a job's handler blocked. No other code of this process calls it. */
+static atomic_int rusage_calls;
+
+int getrusage(int who, struct rusage *ru)
+{
+    atomic_fetch_add(&rusage_calls, 1);
+    return (int)syscall(SYS_getrusage, who, ru);
+}
+
+/* A run of handlers that block is checked with the kernel (getrusage before
+ * and after) once in 16 requests, not for each; and handlers that then
+ * take as long computing, without blocking, are found out at the next
+ * check: from there on the thread no longer waits for their connection's
+ * next request, which comes through the loop again (a job each). */
+static void test_blocking_checked_once_in_a_run(void **state)
+{
+    (void)state;
+    cshs_options o2 = one_loop(16);
+    o2.offload_ms = 600000; /* once jobs, the loop's handlers stay jobs */
+    o2.next_request_wait_us = 200000;
+    unsigned p2 = start_s2(&o2);
+    burst_of_waiting_handlers(p2, 6);
+    int f = dial(p2);
+    assert_true(f >= 0);
+    const char *slow = "GET /slow?sleep=2 HTTP/1.1\r\nHost: x\r\n\r\n";
+    int calls0 = atomic_load(&rusage_calls);
+    for (int i = 0; i < 32; i++)
+        assert_int_equal(exchange(f, slow, "hello /slow", buf, sizeof buf), 0);
+    int calls = atomic_load(&rusage_calls) - calls0;
+    /* two a request would be 64; a check is the run's first request, then
+     * one in 16 (a spare that took the first may have been mid-run) */
+    assert_true(calls >= 2);
+    assert_true(calls <= 6);
+    cshs_counters k0, k1;
+    cshs_server_counters(s2, &k0);
+    const char *spin = "GET /spin?spin=2 HTTP/1.1\r\nHost: x\r\n\r\n";
+    struct timespec gap = {0, 10 * 1000 * 1000}; /* well inside the wait */
+    for (int i = 0; i < 24; i++) {
+        assert_int_equal(exchange(f, spin, "hello /spin", buf, sizeof buf), 0);
+        nanosleep(&gap, NULL);
+    }
+    cshs_server_counters(s2, &k1);
+    /* At most 15 are taken for blocking ones, until the check: after each
+     * of those the thread waits and reads the next request itself. After
+     * each one from the check on it does not: the next request comes
+     * through the loop, a job again. Without the check none would. */
+    assert_true(k1.offloaded - k0.offloaded >= 24 - 16);
+    close(f);
+    assert_int_equal(cshs_server_stop(s2, 5000), 0);
+}
+
 /* a stop whose deadline passes cuts the request */
 static void test_stop_cuts_at_deadline(void **state)
 {
@@ -1169,6 +1238,7 @@ int main(void)
         cmocka_unit_test_teardown(test_slow_handler_holds_no_events, teardown),
         cmocka_unit_test_teardown(test_spares_leave_and_come_back, teardown),
         cmocka_unit_test_teardown(test_job_waits_for_the_next_request, teardown),
+        cmocka_unit_test_teardown(test_blocking_checked_once_in_a_run, teardown),
         cmocka_unit_test_teardown(test_writability_registered_when_a_write_waits, teardown),
         cmocka_unit_test_teardown(test_deferred_handlers, teardown),
         cmocka_unit_test_teardown(test_deferred_hold_no_thread, teardown),
