@@ -7,7 +7,11 @@ started for each round and stopped after it; the CPU time per request is
 the proxy's alone (its process and children), never the origin's.
 cshttpd runs twice: with its default loops (cshttpd-proxy, one per core)
 and with one (cshttpd-proxy-1, `--loops 1`: nginx-proxy's one worker's
-terms, as cshttpd-1 against nginx-1 in W1-W3).
+terms, as cshttpd-1 against nginx-1 in W1-W3). nginx runs twice too: with
+one worker (nginx-proxy, the reference of every ratio) and with one per
+core (nginx-proxy-auto, `worker_processes auto`: cshttpd-proxy's terms).
+Each cshttpd is also compared with the nginx on its terms (the report's
+"/ its peer" column).
 
 Variants:
 - plaintext: `cshttp-load -c 32` on /demo/plaintext through each proxy;
@@ -24,6 +28,7 @@ Variants:
 
 import json
 import os
+import statistics
 import time
 import urllib.request
 
@@ -36,9 +41,10 @@ BURST_S = 1.0
 
 
 class _Nginx(servers.Server):
-    """An nginx of W6's (1 worker, no access log) whose http block ends
-    with http_tail(port), written under the run's folder."""
+    """An nginx of W6's (`workers` worker processes, no access log) whose
+    http block ends with http_tail(port), written under the run's folder."""
     binary = "/usr/sbin/nginx"
+    workers = "1"
 
     def available(self):
         return None if os.access(self.binary, os.X_OK) else "%s is missing" % self.binary
@@ -51,7 +57,7 @@ class _Nginx(servers.Server):
         os.makedirs(os.path.join(prefix, "logs"), exist_ok=True)
         conf = os.path.join(prefix, "nginx.conf")
         with open(conf, "w") as f:
-            f.write("""worker_processes 1;
+            f.write("""worker_processes %(w)s;
 worker_rlimit_nofile %(nofile)d;
 daemon off;
 pid %(p)s/nginx.pid;
@@ -62,7 +68,7 @@ http {
   client_body_temp_path %(p)s/body; proxy_temp_path %(p)s/proxy;
   fastcgi_temp_path %(p)s/fcgi; uwsgi_temp_path %(p)s/uwsgi; scgi_temp_path %(p)s/scgi;
   keepalive_requests 1000000;
-""" % {"p": prefix, "nofile": self.nofile} + self.http_tail(port) + "}\n")
+""" % {"p": prefix, "nofile": self.nofile, "w": self.workers} + self.http_tail(port) + "}\n")
         return [self.binary, "-p", prefix, "-c", conf]
 
 
@@ -82,11 +88,16 @@ class Origin(_Nginx):
 
 
 class NginxProxy(_Nginx):
+    """nginx with proxy_pass: one worker (nginx-proxy), or one per core
+    (`workers` "auto": nginx-proxy-auto, cshttpd-proxy's terms)."""
     name = "nginx-proxy"
 
-    def __init__(self, origin, *a):
+    def __init__(self, origin, *a, workers="1"):
         super().__init__(*a)
         self.origin = origin
+        self.workers = workers
+        if workers != "1":
+            self.name = "nginx-proxy-%s" % workers
 
     def http_tail(self, port):
         return """  keepalive_timeout 300s;
@@ -162,7 +173,8 @@ def run(suite, rnd):
             return
         started.append(origin)
         proxies = [CshttpdProxy(origin, CONNECTIONS, *a),
-                   CshttpdProxy(origin, CONNECTIONS, *a, loops=1), NginxProxy(origin, *a)]
+                   CshttpdProxy(origin, CONNECTIONS, *a, loops=1), NginxProxy(origin, *a),
+                   NginxProxy(origin, *a, workers="auto")]
         live = []
         for p in proxies:
             why = p.available() or _start(suite, p)
@@ -241,6 +253,10 @@ def idle_gaps(suite, p, rnd):
     suite.record("W6", "idle-gaps", p, rnd, "cshttp-load", total)
 
 
+# Each cshttpd and the nginx on its terms: one event loop or worker, or one per core.
+PEER = {"cshttpd-proxy": "nginx-proxy-auto", "cshttpd-proxy-1": "nginx-proxy"}
+
+
 def markdown(t, add):
     """W6's section of the report."""
     add("## W6: cshttpd and nginx as reverse proxies, the same origin")
@@ -249,23 +265,33 @@ def markdown(t, add):
         "/files/, keep-alive timeout 1 s. cshttpd-proxy: `--proxy /demo=ORIGIN --proxy "
         "/files=ORIGIN --proxy-pool-size 32` (8 in pool8), with its default loops (one per "
         "core) and, as cshttpd-proxy-1, with `--loops 1`; nginx-proxy: one worker, "
-        "`proxy_pass` to an upstream with `keepalive 32`, HTTP/1.1, `Connection \"\"`. CPU/req "
-        "is the proxy's own. idle-gaps: %d bursts of 1 s at 16 connections, each after %.1f s "
+        "`proxy_pass` to an upstream with `keepalive 32`, HTTP/1.1, `Connection \"\"`; "
+        "nginx-proxy-auto: the same with `worker_processes auto`. CPU/req "
+        "is the proxy's own. /nginx-proxy: the median req/s over nginx-proxy's. / its peer: "
+        "the medians of each round's ratios to the nginx on the same terms "
+        "(cshttpd-proxy to nginx-proxy-auto, cshttpd-proxy-1 to nginx-proxy), req/s and "
+        "CPU/req. idle-gaps: %d bursts of 1 s at 16 connections, each after %.1f s "
         "of silence in which the origin closed every pooled connection. pool8: 64 "
         "connections, cshttpd's pool of 8; acquire wait from its /status.json (since the "
         "pool was made, warm-up included)." % (GAPS, GAP_S))
     add("")
-    add("| variant | proxy | req/s (median) | /nginx-proxy | CPU/req µs | p99 ms | errors "
-        "(all rounds) | acquire wait p50 / p99 µs | req/s each round | state |")
-    add("|---|---|--:|--:|--:|--:|--:|--:|---|---|")
+    add("| variant | proxy | req/s (median) | /nginx-proxy | / its peer: req/s, CPU | CPU/req µs "
+        "| p99 ms | errors (all rounds) | acquire wait p50 / p99 µs | req/s each round | state |")
+    add("|---|---|--:|--:|--:|--:|--:|--:|--:|---|---|")
     for v in ("plaintext", "1MiB", "idle-gaps", "pool8"):
         ref = t.median("W6", v, "nginx-proxy", "cshttp-load", "rps")
-        for n in ("cshttpd-proxy", "cshttpd-proxy-1", "nginx-proxy"):
+        for n in ("cshttpd-proxy", "cshttpd-proxy-1", "nginx-proxy", "nginx-proxy-auto"):
             runs = t.runs("W6", v, n, "cshttp-load")
             if not runs:
                 continue
             rps = t.median("W6", v, n, "cshttp-load", "rps")
             ratio = "%.2f" % (rps / ref) if rps and ref else "-"
+            peer = "-"
+            if n in PEER:
+                r_rps = _round_ratios(t, v, n, PEER[n], "rps")
+                r_cpu = _round_ratios(t, v, n, PEER[n], "cpu_us")
+                if r_rps and r_cpu:
+                    peer = "%.2f, %.2f" % (statistics.median(r_rps), statistics.median(r_cpu))
             cpu = t.median("W6", v, n, "cshttp-load", "cpu_us")
             p99 = t.median("W6", v, n, "cshttp-load", "p99_ms")
             errs = sum(int(r.get("errors") or 0) for r in runs)
@@ -275,9 +301,24 @@ def markdown(t, add):
                 a99 = t.median("W6", v, n, "cshttp-load", "acquire_p99_us")
                 acq = "%s / %s" % ("%.0f" % a50 if a50 is not None else "-",
                                    "%.0f" % a99 if a99 is not None else "-")
-            add("| %s | %s | %s | %s | %s | %s | %d | %s | %s | %s |" % (
-                v, n, "{:,.0f}".format(rps) if rps else "-", ratio,
+            add("| %s | %s | %s | %s | %s | %s | %s | %d | %s | %s | %s |" % (
+                v, n, "{:,.0f}".format(rps) if rps else "-", ratio, peer,
                 "%.1f" % cpu if cpu is not None else "-", "%.2f" % p99 if p99 is not None else "-",
                 errs, acq, t.rounds("W6", v, n, "cshttp-load", "rps"),
                 t.state("W6", v, n, "cshttp-load") or "ok"))
     add("")
+
+
+def _round_ratios(t, v, a, b, field):
+    """a's value over b's, round by round (rounds where both have one)."""
+    by_round = {}
+    for r in t.runs("W6", v, b, "cshttp-load"):
+        if r.get(field):
+            by_round[r.get("round")] = float(r[field])
+    out = []
+    for r in t.runs("W6", v, a, "cshttp-load"):
+        ref = by_round.get(r.get("round"))
+        if ref and r.get(field) is not None:
+            out.append(float(r[field]) / ref)
+    return out
+
