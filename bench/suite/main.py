@@ -11,6 +11,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import types
 
 from . import clients, proc, report, servers, tls, w6
 
@@ -180,9 +181,30 @@ class Suite:
             self.record("W1", "plaintext", s, rnd, "wrk", res)
 
     def w2(self, rnd):
+        self.w2_ceiling(rnd)
         for s in self.live:
             if s.blocking:
                 self.load("W2", "sleep15", s, rnd, "/demo/sleep?ms=15", ["-c", "128"], 128)
+
+    def w2_ceiling(self, rnd):
+        """W2's ceiling as the machine allows it in this round: 128 threads
+        sleeping 15 ms in a loop, no server, no client (bench_sleep_ceiling).
+        Recorded as the pseudo-server report.W2_CEILING."""
+        b = self.paths["bench_sleep_ceiling"]
+        if not os.access(b, os.X_OK):
+            return
+        cmd = [b, "128", "15", fmt_s(self.a.duration)]
+        res = {"status": "failed", "cmd": " ".join(cmd)}
+        try:
+            out = subprocess.run(cmd, capture_output=True, text=True,
+                                 timeout=self.a.duration + 30).stdout
+            for line in out.splitlines():
+                if line.startswith("sleeps/s "):
+                    res.update(status="ok", rps=float(line.split()[1]))
+        except (OSError, subprocess.SubprocessError) as e:
+            res["note"] = str(e)
+        self.record("W2", "sleep15", types.SimpleNamespace(name=report.W2_CEILING), rnd,
+                    "sleep", res)
 
     def w3(self, rnd):
         for s in self.live:
@@ -399,11 +421,13 @@ class Suite:
             "cshttpd": os.path.join(a.build, "apps", "cshttpd"),
             "cshttp-load": os.path.join(a.build, "apps", "cshttp-load"),
             "bench_mhd": os.path.join(a.build, "bench", "mhd", "bench_mhd"),
+            "bench_sleep_ceiling": os.path.join(a.build, "bench", "bench_sleep_ceiling"),
         }
         if a.baseline:
             self.paths["cshttpd-base"] = a.baseline
         self.paths = {k: os.path.abspath(v) for k, v in self.paths.items()}
-        missing = [p for k, p in self.paths.items() if k != "bench_mhd" and not os.access(p, os.X_OK)]
+        missing = [p for k, p in self.paths.items()
+                   if k not in ("bench_mhd", "bench_sleep_ceiling") and not os.access(p, os.X_OK)]
         for tool in ("wrk", "ab", "gnuplot"):
             if not shutil.which(tool):
                 missing.append(tool + " (scripts/install-deps.sh bench)")
