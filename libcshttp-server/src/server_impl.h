@@ -127,6 +127,7 @@ typedef struct cshs_conn {
     char rdhup;             /* an event said the input ends (read to its end) */
     char out_armed;         /* registered for writability too (cshs__conn_want_out) */
     char in_muted;     /* registered without input: a job's thread waits for it (connection.c) */
+    char tls_drained;  /* TLS: OpenSSL's last read of the socket got less than it asked (tls.c) */
     short tls_wait;    /* POLLIN or POLLOUT: the last read's wait, or a write's that had to */
     short expire_kind; /* EXP_*: which deadline deadline_ms is (a short: 256 bytes in all) */
     short tls_state;   /* TLS_* */

@@ -81,6 +81,22 @@ int cshs_server_reload_tls(cshs_server *s)
     return 0;
 }
 
+/* After each read OpenSSL makes of the socket: whether it got less than it
+ * asked for (with read-ahead it asks for the room of its buffer), that is,
+ * the socket held no more at that moment. tls_read stops there. */
+static long note_socket_read(BIO *b, int oper, const char *argp, size_t len, int argi, long argl,
+                             int ret, size_t *processed)
+{
+    (void)argp;
+    (void)argi;
+    (void)argl;
+    if (oper == (BIO_CB_READ | BIO_CB_RETURN)) {
+        cshs_conn *c = (cshs_conn *)BIO_get_callback_arg(b);
+        c->tls_drained = (char)(ret > 0 && processed && *processed < len);
+    }
+    return ret;
+}
+
 int cshs__tls_attach(cshs_conn *c)
 {
     cshs_server *s = c->srv;
@@ -88,7 +104,14 @@ int cshs__tls_attach(cshs_conn *c)
     SSL *ssl = s->ssl_ctx ? SSL_new(s->ssl_ctx) : NULL;
     pthread_mutex_unlock(&s->tls_mu);
     if (!ssl) return -ENOMEM;
-    SSL_set_fd(ssl, c->fd);
+    if (!SSL_set_fd(ssl, c->fd)) {
+        SSL_free(ssl);
+        return -ENOMEM;
+    }
+    BIO *sock = SSL_get_rbio(ssl);
+    BIO_set_callback_ex(sock, note_socket_read);
+    BIO_set_callback_arg(sock, (char *)c);
+    c->tls_drained = 0;
     SSL_set_accept_state(ssl);
     c->ssl = ssl;
     c->tls_state = TLS_HANDSHAKE;
@@ -136,10 +159,14 @@ int cshs__tls_handshake(cshs_conn *c)
 /* -EAGAIN from OpenSSL may mean "wait to read" or "wait to write"
  * (tls_wait says which; a wait to write registers the socket for it,
  * connection.c), and the edge of either brings the next try. Records are
- * read until the buffer is full or OpenSSL wants the socket: a short read
- * then means the socket said EAGAIN, which an edge-triggered registration
- * needs (one SSL_read returns at most one record, and the socket may hold
- * more). */
+ * read until the buffer is full, OpenSSL wants the socket, or OpenSSL holds
+ * nothing more and its last read of the socket was short (tls_drained):
+ * one SSL_read returns at most one record, and the socket may hold more.
+ * A short return thus means the socket held no more, as a short read of a
+ * plain socket does (connection.c trusts it until the next event: each
+ * arrival makes one on an edge-triggered registration). Stopping there
+ * saves the read that would only say EAGAIN: one of three system calls
+ * per keep-alive request over HTTPS. */
 static ssize_t tls_read(cshs_conn *c, void *buf, size_t len)
 {
     size_t got = 0;
@@ -151,6 +178,7 @@ static ssize_t tls_read(cshs_conn *c, void *buf, size_t len)
         int r = SSL_read_ex(c->ssl, (char *)buf + got, len - got, &n);
         if (r == 1) {
             got += n;
+            if (c->tls_drained && !SSL_has_pending(c->ssl)) break;
             continue;
         }
         r = map_error(c, r);

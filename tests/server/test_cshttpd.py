@@ -14,6 +14,7 @@ import os
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -804,6 +805,56 @@ def t_https(tmp):
         r = curl("--cacert", cert2, url + "/demo/plaintext")
         assert r.stdout == b"Hello, World!", r
 
+
+
+def reads_of(pid):
+    """read(2) calls made so far by the process's live threads (each
+    thread's syscr in /proc/PID/task/TID/io)."""
+    n = 0
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/io" % (pid, tid)) as f:
+                for line in f:
+                    if line.startswith("syscr:"):
+                        n += int(line.split()[1])
+        except OSError:
+            pass  # a thread that left meanwhile
+    return n
+
+
+@test("tls")
+def t_https_one_read_per_request(tmp):
+    """Keep-alive requests over HTTPS, one at a time: one read of the socket
+    each. A record read that the socket could not fill says it held no
+    more, as a short read of a plain socket does; the read that would only
+    say EAGAIN is not made (it was, before: two reads a request)."""
+    cert, key = make_cert(tmp, "reads")
+    with Server("--tls-port", "0", "--tls-cert", cert, "--tls-key", key, "--loops", "1") as srv:
+        port = tls_port(srv)
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        ctx.load_verify_locations(cert)
+        with ctx.wrap_socket(socket.create_connection(("127.0.0.1", port), timeout=10),
+                             server_hostname="127.0.0.1") as s:
+            req = b"GET /demo/plaintext HTTP/1.1\r\nHost: a\r\n\r\n"
+
+            def one():
+                s.sendall(req)
+                got = b""
+                while not got.endswith(b"Hello, World!"):
+                    chunk = s.recv(4096)
+                    assert chunk, got
+                    got += chunk
+                assert got.startswith(b"HTTP/1.1 200 OK"), got
+
+            for _ in range(4):  # the handshake's and first request's reads
+                one()
+            n, before = 64, reads_of(srv.proc.pid)
+            for _ in range(n):
+                one()
+            reads = reads_of(srv.proc.pid) - before
+        # one a request; a few more for what the engine reads besides (an
+        # eventfd), never two a request
+        assert reads <= n + n // 4, (reads, n)
 
 def run_groups(tests, group, tmp):
     """Runs the tests of one group (all groups when None), each with a new
