@@ -739,6 +739,19 @@ static void test_spares_leave_and_come_back(void **state)
     assert_int_equal(cshs_server_stop(s2, 5000), 0);
 }
 
+/* s2 with one loop whose handlers have become jobs (a hand-over for a
+ * burst of waiting ones) and stay jobs, a job's thread waiting up to
+ * 200 ms for its connection's next request: its port. */
+static unsigned start_s2_on_jobs(void)
+{
+    cshs_options o2 = one_loop(16);
+    o2.offload_ms = 600000; /* once jobs, the loop's handlers stay jobs */
+    o2.next_request_wait_us = 200000;
+    unsigned p2 = start_s2(&o2);
+    burst_of_waiting_handlers(p2, 6); /* a hand-over: jobs from now on */
+    return p2;
+}
+
 /* After a job's handler that waited, its thread waits up to
  * next_request_wait_us for the connection's next request: requests sent
  * at once are served by that thread, with no new hand-off (`offloaded`
@@ -748,12 +761,8 @@ static void test_spares_leave_and_come_back(void **state)
 static void test_job_waits_for_the_next_request(void **state)
 {
     (void)state;
-    cshs_options o2 = one_loop(16);
-    o2.offload_ms = 600000; /* once jobs, the loop's handlers stay jobs */
-    o2.next_request_wait_us = 200000;
-    unsigned p2 = start_s2(&o2);
+    unsigned p2 = start_s2_on_jobs();
     cshs_counters k0, k1, k2;
-    burst_of_waiting_handlers(p2, 6); /* a hand-over: jobs from now on */
     cshs_server_counters(s2, &k0);
     assert_true(k0.offloaded > 0);
     const char *slow = "GET /slow?sleep=20 HTTP/1.1\r\nHost: x\r\n\r\n";
@@ -790,11 +799,7 @@ int getrusage(int who, struct rusage *ru)
 static void test_blocking_checked_once_in_a_run(void **state)
 {
     (void)state;
-    cshs_options o2 = one_loop(16);
-    o2.offload_ms = 600000; /* once jobs, the loop's handlers stay jobs */
-    o2.next_request_wait_us = 200000;
-    unsigned p2 = start_s2(&o2);
-    burst_of_waiting_handlers(p2, 6);
+    unsigned p2 = start_s2_on_jobs();
     int f = dial(p2);
     assert_true(f >= 0);
     const char *slow = "GET /slow?sleep=2 HTTP/1.1\r\nHost: x\r\n\r\n";
