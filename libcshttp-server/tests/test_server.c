@@ -485,15 +485,6 @@ static void test_wait_and_graceful_stop(void **state)
     s = NULL;
 }
 
-/* A loop takes several ready events at once. When one of them runs a slow
- * handler, the others must not wait for it: the loop is handed to another
- * thread. One loop, two threads at most: the loop's thread is kept busy (d:
- * 300 ms), then a quick request (e), a slow one (a: 2 s) and two quick ones
- * (b, c) are sent together. The loop goes to the second thread, which
- * serves e and is stuck in a; when d ends, its thread takes the loop back
- * and serves b and c while a still sleeps. The second round runs with the
- * loop's handlers sent to other threads (a slow one was seen), where no
- * thread is free they run on the loop's, and the same holds. */
 /* The group's options on TCP alone, with one loop and threads from 2 to
  * max_threads. */
 static cshs_options one_loop(unsigned max_threads)
@@ -515,6 +506,15 @@ static unsigned start_s2(const cshs_options *o2)
     return cshs_server_port(s2, 0);
 }
 
+/* A loop takes several ready events at once. When one of them runs a slow
+ * handler, the others must not wait for it: the loop is handed to another
+ * thread. One loop, two threads at most: the loop's thread is kept busy (d:
+ * 300 ms), then a quick request (e), a slow one (a: 2 s) and two quick ones
+ * (b, c) are sent together. The loop goes to the second thread, which
+ * serves e and is stuck in a; when d ends, its thread takes the loop back
+ * and serves b and c while a still sleeps. The second round runs with the
+ * loop's handlers sent to other threads (a slow one was seen), where no
+ * thread is free they run on the loop's, and the same holds. */
 static void test_slow_handler_holds_no_events(void **state)
 {
     (void)state;
