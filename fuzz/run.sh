@@ -15,6 +15,10 @@
 #   FUZZ_JOBS=N   run N fuzzing processes per target (libFuzzer -fork=N),
 #                 for long runs on several cores
 #   FUZZ_ARGS=... more libFuzzer flags (e.g. -max_len=16384)
+#   FUZZ_PARALLEL=N  with TARGET all, fuzz N targets at a time (default: the
+#                 number of cores, or 1 with FUZZ_JOBS). Each target still
+#                 gets its SECONDS on one core; the reports are printed in
+#                 the targets' order once all have ended.
 #
 # Exit status: 0 if no target found anything, 1 if one did (the reproducer's
 # path is printed), 2 on a usage or build problem.
@@ -45,33 +49,22 @@ else
     targets=$which
 fi
 
-failed=0
-summary=""
-skipped=""
-for t in $targets; do
-    bin=$bindir/$t
-    if [ ! -x "$bin" ]; then
-        if [ "$which" = all ]; then
-            # fuzz_http_parser is left out of the build when http_parser is
-            # missing (CMake warned); a new fuzz_*.c may not be in
-            # CMakeLists.txt yet. Say so loudly, and run the others.
-            echo "run.sh: WARNING: $t is not built ($bin missing), skipped" >&2
-            skipped+="$t "
-            continue
-        fi
-        echo "run.sh: $bin not found (not a fuzz build, or unknown target '$t')" >&2
-        exit 2
-    fi
-    out=$here/findings/$t
-    work=$out/corpus
+# One target's run. Everything it prints goes to standard output, which the
+# caller sends to a file of its own, so that targets run side by side do not
+# interleave their reports; its status is 1 when it found a problem.
+fuzz_one() {
+    local t=$1 bin=$bindir/$1
+    local out=$here/findings/$t
+    local work=$out/corpus
     mkdir -p "$work"
     for seeds in "$here/corpus/$t" "$here/regressions/$t"; do
         [ -d "$seeds" ] || continue
         find "$seeds" -maxdepth 1 -type f ! -name '.*' -exec cp -p {} "$work/" \;
     done
+    local before after new stats execs line rc
     before=$(ls "$out" | grep -E '^(crash|leak|timeout|oom|slow-unit)-' | sort)
-    log=$out/fuzz.log
-    jobs=()
+    local log=$out/fuzz.log
+    local jobs=()
     if [ -n "${FUZZ_JOBS:-}" ] && [ "${FUZZ_JOBS}" -gt 1 ]; then
         jobs=(-fork="$FUZZ_JOBS" -ignore_crashes=0)
     fi
@@ -90,19 +83,67 @@ for t in $targets; do
     execs=$(grep -E '^stat::average_exec_per_sec' "$log" | tail -1 | awk '{print $2}')
     line="$t: rc=$rc ${execs:+exec/s=$execs }$stats"
     echo "   $line"
-    summary+="$line"$'\n'
     if [ $rc -ne 0 ] || [ -n "$new" ]; then
-        failed=1
-        echo "!! $t FOUND A PROBLEM (log: $log)" >&2
-        grep -E 'ERROR: |fuzz check failed|==== |SUMMARY: |differ|disagree' "$log" | head -20 >&2
+        echo "!! $t FOUND A PROBLEM (log: $log)"
+        grep -E 'ERROR: |fuzz check failed|==== |SUMMARY: |differ|disagree' "$log" | head -20
         for f in $new; do
-            echo "!! reproducer: $out/$f" >&2
-            echo "!!   replay:   $bin $out/$f" >&2
-            echo "!!   keep it:  cp $out/$f $here/regressions/$t/" >&2
+            echo "!! reproducer: $out/$f"
+            echo "!!   replay:   $bin $out/$f"
+            echo "!!   keep it:  cp $out/$f $here/regressions/$t/"
         done
         if [ -z "$new" ]; then
-            grep -E 'Test unit written to|artifact' "$log" | tail -3 >&2
+            grep -E 'Test unit written to|artifact' "$log" | tail -3
         fi
+        return 1
+    fi
+    return 0
+}
+
+parallel=1
+if [ "$which" = all ] && [ -z "${FUZZ_JOBS:-}" ]; then
+    parallel=${FUZZ_PARALLEL:-$(nproc)}
+fi
+case $parallel in
+'' | *[!0-9]* | 0)
+    echo "run.sh: FUZZ_PARALLEL must be a positive number, not '$parallel'" >&2
+    exit 2
+    ;;
+esac
+
+reports=$(mktemp -d)
+trap 'rm -rf "$reports"' EXIT
+ran=()
+skipped=""
+for t in $targets; do
+    if [ ! -x "$bindir/$t" ]; then
+        if [ "$which" = all ]; then
+            # fuzz_http_parser is left out of the build when http_parser is
+            # missing (CMake warned); a new fuzz_*.c may not be in
+            # CMakeLists.txt yet. Say so loudly, and run the others.
+            echo "run.sh: WARNING: $t is not built ($bindir/$t missing), skipped" >&2
+            skipped+="$t "
+            continue
+        fi
+        echo "run.sh: $bindir/$t not found (not a fuzz build, or unknown target '$t')" >&2
+        exit 2
+    fi
+    while [ "$(jobs -rp | wc -l)" -ge "$parallel" ]; do
+        wait -n
+    done
+    echo "-- $t: started"
+    { fuzz_one "$t" >"$reports/$t.out" 2>&1; echo $? >"$reports/$t.rc"; } &
+    ran+=("$t")
+done
+wait
+
+failed=0
+summary=""
+for t in "${ran[@]}"; do
+    cat "$reports/$t.out"
+    summary+="$(grep -m1 -E "^   $t: rc=" "$reports/$t.out" | sed 's/^   //')"$'\n'
+    if [ "$(cat "$reports/$t.rc" 2>/dev/null)" != 0 ]; then
+        failed=1
+        echo "!! $t: see its report above" >&2
     fi
 done
 
