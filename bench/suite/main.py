@@ -508,6 +508,7 @@ class Suite:
                   "W6": self.w6, "SWEEP": self.sweep, "MEM": self.memory, "TLS": self.https}
         # The memory runs restart every server: they come last.
         order = [w for w in a.workloads if w != "MEM"] + (["MEM"] if "MEM" in a.workloads else [])
+        started = list(self.live)
         for i, w in enumerate(order):
             # Every workload starts on servers started afresh: what one
             # workload leaves behind (W2's blocked handlers still sleeping,
@@ -516,7 +517,13 @@ class Suite:
                 self.restart_all()
             for rnd in range(1, a.rounds + 1):
                 self.say("%s, round %d of %d" % (w, rnd, a.rounds))
+                # Each round starts one server later than the round before,
+                # so that none always runs first, or always right after the
+                # same other one, in a workload (what the one before leaves
+                # in the caches and the scheduler weighs on the next).
+                self.live = rotated(started, rnd - 1)
                 phases[w](rnd)
+        self.live = started
         for s in self.live:
             s.stop()
         self.finished = datetime.datetime.now(datetime.timezone.utc)
@@ -526,6 +533,14 @@ class Suite:
         for f in files:
             self.say("wrote " + os.path.relpath(f, os.getcwd()))
         return 0
+
+
+def rotated(servers, k):
+    """servers, starting at the k-th (modulo their number)."""
+    if not servers:
+        return []
+    k %= len(servers)
+    return servers[k:] + servers[:k]
 
 
 def main(argv=None):
