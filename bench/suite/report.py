@@ -57,6 +57,20 @@ class Table:
                 bad[r["status"]] = bad.get(r["status"], 0) + 1
         return ", ".join("%s %d/%d" % (k, v, len(runs)) for k, v in bad.items())
 
+    def round_ratio(self, workload, variant, server, ref, tool, key):
+        """The median over the rounds of server's key over ref's in the
+        same round (rounds where both ran well), or None. Runs side by side
+        in one round share the machine's state of the moment, which on a
+        shared machine moves far more between rounds than between runs: a
+        ratio taken within each round is steadier than the ratio of the
+        medians."""
+        by_round = {r.get("round"): float(r[key]) for r in self.runs(workload, variant, ref, tool)
+                    if r["status"] in GOOD and r.get(key)}
+        out = [float(r[key]) / by_round[r.get("round")]
+               for r in self.runs(workload, variant, server, tool)
+               if r["status"] in GOOD and r.get(key) is not None and r.get("round") in by_round]
+        return statistics.median(out) if out else None
+
     def rounds(self, workload, variant, server, tool, key, fmt=_thousands):
         out = []
         for r in self.runs(workload, variant, server, tool):
@@ -322,7 +336,10 @@ def markdown(suite, t, chart_files, chart_fails):
     def figure_table(workload, variant, tool, ref_name, ref_label, ceiling=None, extra=()):
         ref = (ceiling if ceiling else
                t.median(workload, variant, ref_name, tool, "rps") if ref_name else None)
-        cols = ["server", "req/s (median)", ref_label, "CPU/req µs", "p99 ms"] + \
+        by_round = bool(ref_name) and not ceiling
+        cols = ["server", "req/s (median)", ref_label] + \
+            (["%s round by round: req/s, CPU" % ref_label] if by_round else []) + \
+            ["CPU/req µs", "p99 ms"] + \
             [c[0] for c in extra] + ["errors (all rounds)", "req/s each round", "state"]
         add("| " + " | ".join(cols) + " |")
         add("|" + "|".join(["---"] + ["--:"] * (len(cols) - 3) + ["---", "---"]) + "|")
@@ -332,8 +349,12 @@ def markdown(suite, t, chart_files, chart_fails):
                 continue
             rps = t.median(workload, variant, n, tool, "rps")
             errs = sum(int(r.get("errors") or 0) for r in runs)
-            row = [n, _thousands(rps), _ratio(rps, ref),
-                   _num(t.median(workload, variant, n, tool, "cpu_us"), "%.1f"),
+            row = [n, _thousands(rps), _ratio(rps, ref)]
+            if by_round:
+                rr = t.round_ratio(workload, variant, n, ref_name, tool, "rps")
+                rc = t.round_ratio(workload, variant, n, ref_name, tool, "cpu_us")
+                row.append("%s, %s" % (_num(rr, "%.2f"), _num(rc, "%.2f")))
+            row += [_num(t.median(workload, variant, n, tool, "cpu_us"), "%.1f"),
                    _num(t.median(workload, variant, n, tool, "p99_ms"), "%.2f")]
             row += [c[1](n) for c in extra]
             row += [str(errs), t.rounds(workload, variant, n, tool, "rps"),

@@ -28,7 +28,6 @@ Variants:
 
 import json
 import os
-import statistics
 import time
 import urllib.request
 
@@ -290,10 +289,10 @@ def markdown(t, add):
             ratio = "%.2f" % (rps / ref) if rps and ref else "-"
             peer = "-"
             if n in PEER:
-                r_rps = _round_ratios(t, v, n, PEER[n], "rps")
-                r_cpu = _round_ratios(t, v, n, PEER[n], "cpu_us")
-                if r_rps and r_cpu:
-                    peer = "%.2f, %.2f" % (statistics.median(r_rps), statistics.median(r_cpu))
+                r_rps = t.round_ratio("W6", v, n, PEER[n], "cshttp-load", "rps")
+                r_cpu = t.round_ratio("W6", v, n, PEER[n], "cshttp-load", "cpu_us")
+                if r_rps is not None and r_cpu is not None:
+                    peer = "%.2f, %.2f" % (r_rps, r_cpu)
             cpu = t.median("W6", v, n, "cshttp-load", "cpu_us")
             p99 = t.median("W6", v, n, "cshttp-load", "p99_ms")
             errs = sum(int(r.get("errors") or 0) for r in runs)
@@ -309,18 +308,3 @@ def markdown(t, add):
                 errs, acq, t.rounds("W6", v, n, "cshttp-load", "rps"),
                 t.state("W6", v, n, "cshttp-load") or "ok"))
     add("")
-
-
-def _round_ratios(t, v, a, b, field):
-    """a's value over b's, round by round (rounds where both have one)."""
-    by_round = {}
-    for r in t.runs("W6", v, b, "cshttp-load"):
-        if r.get(field):
-            by_round[r.get("round")] = float(r[field])
-    out = []
-    for r in t.runs("W6", v, a, "cshttp-load"):
-        ref = by_round.get(r.get("round"))
-        if ref and r.get(field) is not None:
-            out.append(float(r[field]) / ref)
-    return out
-
