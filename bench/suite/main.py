@@ -187,29 +187,36 @@ class Suite:
                 self.load("W2", "sleep15", s, rnd, "/demo/sleep?ms=15", ["-c", "128"], 128)
 
     def w2_ceiling(self, rnd):
-        """W2's ceiling as the machine allows it in this round: 128 threads
-        sleeping 15 ms in a loop, no server, no client (bench_sleep_ceiling).
-        Recorded as the pseudo-server report.W2_CEILING."""
+        """W2's ceiling as the machine allows it in this round, recorded as
+        the pseudo-server report.W2_CEILING: 128 threads sleeping 15 ms in a
+        loop, no server, no client (bench_sleep_ceiling, tool "sleep"); and
+        the same with one byte sent and answered over loopback TCP around
+        each sleep, a thread per connection and one client thread
+        (bench_sleep_ceiling --exchange, tool "exchange"): the floor of what
+        any W2 server adds."""
         b = self.paths["bench_sleep_ceiling"]
         if not os.access(b, os.X_OK):
             why = "W2: %s is not built: no measured ceiling" % b
             if why not in self.notes:
                 self.notes.append(why)
             return
-        cmd = [b, "128", "15", str(max(1, round(self.a.duration)))]  # whole seconds
-        res = {"status": "failed", "cmd": " ".join(cmd)}
-        try:
-            out = subprocess.run(cmd, capture_output=True, text=True,
-                                 timeout=self.a.duration + 30)
-            for line in out.stdout.splitlines():
-                if line.startswith("sleeps/s "):
-                    res.update(status="ok", rps=float(line.split()[1]))
-            if res["status"] != "ok":
-                res["note"] = out.stderr.strip()
-        except (OSError, subprocess.SubprocessError) as e:
-            res["note"] = str(e)
-        self.record("W2", "sleep15", types.SimpleNamespace(name=report.W2_CEILING), rnd,
-                    "sleep", res)
+        seconds = str(max(1, round(self.a.duration)))  # whole seconds
+        for tool, first, label in (("sleep", [], "sleeps/s "),
+                                   ("exchange", ["--exchange"], "exchanges/s ")):
+            cmd = [b] + first + ["128", "15", seconds]
+            res = {"status": "failed", "cmd": " ".join(cmd)}
+            try:
+                out = subprocess.run(cmd, capture_output=True, text=True,
+                                     timeout=self.a.duration + 30)
+                for line in out.stdout.splitlines():
+                    if line.startswith(label):
+                        res.update(status="ok", rps=float(line.split()[1]))
+                if res["status"] != "ok":
+                    res["note"] = out.stderr.strip() or "exit status %d" % out.returncode
+            except (OSError, subprocess.SubprocessError) as e:
+                res["note"] = str(e)
+            self.record("W2", "sleep15", types.SimpleNamespace(name=report.W2_CEILING), rnd,
+                        tool, res)
 
     def w3(self, rnd):
         for s in self.live:

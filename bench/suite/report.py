@@ -57,14 +57,15 @@ class Table:
                 bad[r["status"]] = bad.get(r["status"], 0) + 1
         return ", ".join("%s %d/%d" % (k, v, len(runs)) for k, v in bad.items())
 
-    def round_ratio(self, workload, variant, server, ref, tool, key):
+    def round_ratio(self, workload, variant, server, ref, tool, key, ref_tool=None):
         """The median over the rounds of server's key over ref's in the
         same round (rounds where both ran well), or None. Runs side by side
         in one round share the machine's state of the moment, which on a
         shared machine moves far more between rounds than between runs: a
         ratio taken within each round is steadier than the ratio of the
         medians."""
-        by_round = {r.get("round"): float(r[key]) for r in self.runs(workload, variant, ref, tool)
+        by_round = {r.get("round"): float(r[key])
+                    for r in self.runs(workload, variant, ref, ref_tool or tool)
                     if r["status"] in GOOD and r.get(key)}
         out = [float(r[key]) / by_round[r.get("round")]
                for r in self.runs(workload, variant, server, tool)
@@ -407,10 +408,26 @@ def markdown(suite, t, chart_files, chart_fails):
                 "server's median over that median." % (
                     _thousands(measured), t.rounds("W2", "sleep15", W2_CEILING, "sleep", "rps")))
             add("")
+        floor = t.median("W2", "sleep15", W2_CEILING, "exchange", "rps")
+        if floor:
+            add("And the floor of what a server adds, measured right after it: the same 128 "
+                "threads, each reading a byte from a loopback TCP connection before its sleep "
+                "and writing one after it, with one client thread (epoll) sending the next "
+                "byte as soon as one comes back (`bench_sleep_ceiling --exchange`): median %s "
+                "exchanges/s (%s). That is W2 with nothing of HTTP, of a server or of a load "
+                "generator left, only the wake-ups no server can spare (the client's for each "
+                "response, the handler's thread's for each request); \"/exchange\" is each "
+                "server's ratio to it round by round, median over the rounds." % (
+                    _thousands(floor), t.rounds("W2", "sleep15", W2_CEILING, "exchange", "rps")))
+            add("")
         extra = ()
         if measured:
-            extra = (("/measured", lambda n: _ratio(
+            extra += (("/measured", lambda n: _ratio(
                 t.median("W2", "sleep15", n, "cshttp-load", "rps"), measured)),)
+        if floor:
+            extra += (("/exchange", lambda n: _num(
+                t.round_ratio("W2", "sleep15", n, W2_CEILING, "cshttp-load", "rps",
+                              ref_tool="exchange"), "%.2f")),)
         figure_table("W2", "sleep15", "cshttp-load", None, "/ceiling", ceiling=128 / 0.015,
                      extra=extra)
         chart("w2", "W2 against the ceiling")
