@@ -15,6 +15,8 @@
 #   FUZZ_JOBS=N   run N fuzzing processes per target (libFuzzer -fork=N),
 #                 for long runs on several cores
 #   FUZZ_ARGS=... more libFuzzer flags (e.g. -max_len=16384)
+#   FUZZ_FINDINGS=DIR  where the work corpora, logs and reproducers go
+#                 (default fuzz/findings)
 #   FUZZ_PARALLEL=N  with TARGET all, fuzz N targets at a time (default: the
 #                 number of cores, or 1 with FUZZ_JOBS). Each target still
 #                 gets its SECONDS on one core; the reports are printed in
@@ -39,6 +41,7 @@ case $seconds in
 esac
 
 here=$(cd "$(dirname "$0")" && pwd)
+findings=${FUZZ_FINDINGS:-$here/findings}
 bindir=$build/fuzz
 [ -d "$bindir" ] || { echo "run.sh: $bindir does not exist (make fuzz-build)" >&2; exit 2; }
 bindir=$(cd "$bindir" && pwd)
@@ -54,12 +57,12 @@ fi
 # interleave their reports; its status is 1 when it found a problem.
 fuzz_one() {
     local t=$1 bin=$bindir/$1
-    local out=$here/findings/$t
+    local out=$findings/$t
     local work=$out/corpus
     mkdir -p "$work"
     for seeds in "$here/corpus/$t" "$here/regressions/$t"; do
         [ -d "$seeds" ] || continue
-        find "$seeds" -maxdepth 1 -type f ! -name '.*' -exec cp -p {} "$work/" \;
+        find "$seeds" -maxdepth 1 -type f ! -name '.*' -exec cp -p -t "$work/" {} +
     done
     local before after new stats execs line rc
     before=$(ls "$out" | grep -E '^(crash|leak|timeout|oom|slow-unit)-' | sort)
