@@ -155,8 +155,12 @@ int main(int argc, char **argv)
     int client_started = 0;
     if (exchange) {
         ep = epoll_create1(EPOLL_CLOEXEC);
+        if (ep < 0) fprintf(stderr, "bench_sleep_ceiling: epoll_create1: %s\n", strerror(errno));
         failed = ep < 0 || open_exchanges(nthreads, fds, ep) != 0;
-        if (!failed) failed = pthread_create(&client_thread, NULL, client, &ep) != 0;
+        if (!failed && pthread_create(&client_thread, NULL, client, &ep) != 0) {
+            fprintf(stderr, "bench_sleep_ceiling: the client thread did not start\n");
+            failed = 1;
+        }
         client_started = !failed;
     }
     long started = 0;
@@ -169,8 +173,13 @@ int main(int argc, char **argv)
     if (failed || started < nthreads) {
         failed = 1;
     } else {
-        for (long i = 0; exchange && i < nthreads; i++)
-            if (send(fds[2 * i + 1], "x", 1, MSG_NOSIGNAL) != 1) failed = 1;
+        for (long i = 0; exchange && !failed && i < nthreads; i++) {
+            if (send(fds[2 * i + 1], "x", 1, MSG_NOSIGNAL) != 1) {
+                fprintf(stderr, "bench_sleep_ceiling: first byte of connection %ld: %s\n", i,
+                        strerror(errno));
+                failed = 1;
+            }
+        }
         wait_s(1);
         long a = atomic_load(&sleeps);
         struct timespec t0, t1;

@@ -528,7 +528,7 @@ class Suite:
                 # so that none always runs first, or always right after the
                 # same other one, in a workload (what the one before leaves
                 # in the caches and the scheduler weighs on the next).
-                self.live = rotated(started, rnd - 1)
+                self.live = servers.rotated(started, rnd - 1)
                 phases[w](rnd)
         self.live = started
         for s in self.live:
@@ -540,14 +540,6 @@ class Suite:
         for f in files:
             self.say("wrote " + os.path.relpath(f, os.getcwd()))
         return 0
-
-
-def rotated(servers, k):
-    """servers, starting at the k-th (modulo their number)."""
-    if not servers:
-        return []
-    k %= len(servers)
-    return servers[k:] + servers[:k]
 
 
 def main(argv=None):

@@ -377,6 +377,15 @@ class Cshttpd1(Cshttpd):
         return super().command(port) + ["--loops", "1"]
 
 
+def rotated(servers, k):
+    """servers, starting at the k-th (modulo their number): each round of
+    the suite, and of W6, starts one server later than the round before."""
+    if not servers:
+        return []
+    k %= len(servers)
+    return servers[k:] + servers[:k]
+
+
 def all_servers(paths, tmp, root, nofile):
     a = (paths, tmp, root, nofile)
     base = [CshttpdBase(*a)] if paths.get("cshttpd-base") else []

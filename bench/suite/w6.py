@@ -185,8 +185,7 @@ def run(suite, rnd):
             if problems:
                 suite.notes.append("W6: %s: %s" % (p.name, "; ".join(problems)))
             live.append(p)
-        # one proxy later each round, as the suite orders its servers
-        live = live[(rnd - 1) % len(live):] + live[:(rnd - 1) % len(live)] if live else live
+        live = servers.rotated(live, rnd - 1)  # as the suite orders its servers
         for p in live:
             suite.load("W6", "plaintext", p, rnd, "/demo/plaintext", ["-c", str(CONNECTIONS)],
                        CONNECTIONS)
