@@ -42,6 +42,7 @@
 #include <cshttp/parser.h>
 #include <cshttp/server/client.h>
 
+#include "dial.h"
 #include "kept.h"
 #include "sized.h"
 
@@ -217,6 +218,12 @@ typedef struct conn {
     /* opened on a reactor for one call (an async retry's own connect),
      * not for the pool's first waiter */
     struct cshs_call *opened_for;
+    /* opening by the tick: the TCP connect to the name's addresses, until
+     * one connected (then fd is that one's) */
+    cshs_dialer *dialer;
+    /* opening on a reactor: one attempt of that open's race (open_async),
+     * until it won it */
+    struct race *race;
 } conn;
 
 typedef struct waiter {
@@ -564,6 +571,11 @@ static void conn_close(conn *cn)
         sigpipe_restore(&g);
         SSL_free(cn->ssl);
     }
+    if (cn->dialer) {
+        cshs__dialer_cancel(cn->dialer);
+        free(cn->dialer);
+        cn->dialer = NULL;
+    }
     cshs__kept_forget(&cn->kw); /* before the close: the loop lets go of it */
     if (cn->fd >= 0) close(cn->fd);
     free(cn->buf);
@@ -622,7 +634,6 @@ static conn *conn_alloc(pool *p)
 static int map_connect_errno(int e)
 {
     switch (e) {
-    case EINPROGRESS: /* SO_SNDTIMEO ran out on a blocking connect */
     case ETIMEDOUT:
     case EAGAIN:
         return CSHS_CLIENT_E_CONNECT_TIMEOUT;
@@ -649,25 +660,6 @@ static int resolve(const pool *p, struct addrinfo **res)
     int r = getaddrinfo(p->host, p->port, &hints, res);
     if (r == EAI_MEMORY) return -ENOMEM;
     return r ? CSHS_CLIENT_E_RESOLVE : 0;
-}
-
-static int set_nonblock(int fd)
-{
-    int fl = fcntl(fd, F_GETFL);
-    return fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0 ? -errno : 0;
-}
-
-/* A TCP socket to `ai` with the kernel's deadlines set: TCP_USER_TIMEOUT
- * bounds the connect's SYN retries and, later, unacknowledged data. */
-static int tcp_socket(const struct addrinfo *ai, unsigned user_timeout_ms)
-{
-    int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) return -errno;
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    unsigned ut = user_timeout_ms;
-    setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ut, sizeof ut);
-    return fd;
 }
 
 static int tls_setup(cshs_client *c, conn *cn)
@@ -714,48 +706,32 @@ static int tls_step(cshs_client *c, conn *cn, short *events)
     return CSHS_CLIENT_E_TLS;
 }
 
-/* Opens a connection for a request, blocking this thread: resolve, a
- * blocking connect whose deadline the kernel keeps (SO_SNDTIMEO and
- * TCP_USER_TIMEOUT), then the TLS handshake within the same time. */
+/* Opens a connection for a request, blocking this thread: resolve, the
+ * TCP connect to the name's addresses (dial.h), then the TLS handshake,
+ * all within timeout_ms. */
 static int open_blocking(cshs_client *c, pool *p, unsigned timeout_ms, conn **out)
 {
     *out = NULL;
     struct addrinfo *res = NULL;
     int r = resolve(p, &res);
     if (r < 0) return r;
+    int64_t deadline = now_ms() + timeout_ms;
+    cshs_dialer dl;
+    r = cshs__dialer_init(&dl, res, deadline - timeout_ms, timeout_ms);
+    freeaddrinfo(res);
+    int fd = -1;
+    if (r == 0) r = cshs__dialer_run(&dl, -1, &fd);
+    if (r < 0) return r;
     conn *cn = conn_alloc(p);
     if (!cn) {
-        freeaddrinfo(res);
+        close(fd);
         return -ENOMEM;
     }
-    int64_t deadline = now_ms() + timeout_ms;
-    r = CSHS_CLIENT_E_CONNECT;
-    for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
-        int fd = tcp_socket(ai, timeout_ms);
-        if (fd < 0) {
-            r = fd;
-            continue;
-        }
-        struct timeval tv = {(time_t)(timeout_ms / 1000), (suseconds_t)(timeout_ms % 1000) * 1000};
-        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-        if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) {
-            struct timeval zero = {0, 0};
-            setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &zero, sizeof zero);
-            cn->fd = fd;
-            r = 0;
-            break;
-        }
-        r = map_connect_errno(errno);
-        close(fd);
-        if (r == CSHS_CLIENT_E_CONNECT_TIMEOUT) break; /* the time is spent */
-    }
-    freeaddrinfo(res);
-    if (r == 0) {
-        unsigned ut = c->o.send_timeout_ms;
-        setsockopt(cn->fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ut, sizeof ut);
-        r = set_nonblock(cn->fd);
-    }
-    if (r == 0 && p->tls) {
+    cn->fd = fd;
+    unsigned ut = c->o.send_timeout_ms;
+    setsockopt(cn->fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ut, sizeof ut);
+    r = 0;
+    if (p->tls) {
         r = tls_setup(c, cn);
         while (r == 0) {
             short ev = 0;
@@ -783,9 +759,10 @@ static int open_blocking(cshs_client *c, pool *p, unsigned timeout_ms, conn **ou
     return 0;
 }
 
-/* A non-blocking open: resolve and start the connect. The tick's for
- * min_idle (later ticks see it through: open_progress), or one for async
- * waiters (its socket watched on a reactor: open_ready). */
+/* The tick's non-blocking open (min_idle): resolve, and start the TCP
+ * connect to the name's addresses; later ticks see it through
+ * (open_progress), the next address started at the first tick past its
+ * attempt delay. */
 static int open_start(pool *p, unsigned connect_ms, conn **out)
 {
     *out = NULL;
@@ -793,29 +770,14 @@ static int open_start(pool *p, unsigned connect_ms, conn **out)
     int r = resolve(p, &res);
     if (r < 0) return r;
     conn *cn = conn_alloc(p);
-    if (!cn) {
+    cshs_dialer *dl = cn ? malloc(sizeof *dl) : NULL;
+    if (!dl) {
         freeaddrinfo(res);
+        conn_close(cn);
         return -ENOMEM;
     }
-    r = CSHS_CLIENT_E_CONNECT;
-    for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
-        int fd = tcp_socket(ai, connect_ms);
-        if (fd < 0) {
-            r = fd;
-            continue;
-        }
-        if (set_nonblock(fd) < 0) {
-            close(fd);
-            continue;
-        }
-        if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0 || errno == EINPROGRESS) {
-            cn->fd = fd;
-            r = 0;
-            break;
-        }
-        r = map_connect_errno(errno);
-        close(fd);
-    }
+    cn->dialer = dl;
+    r = cshs__dialer_init(dl, res, cn->born_ms, connect_ms);
     freeaddrinfo(res);
     if (r < 0) {
         conn_close(cn);
@@ -851,9 +813,14 @@ static int open_advance(cshs_client *c, conn *cn, short *events)
  * error. Never waits. */
 static int open_progress(cshs_client *c, conn *cn)
 {
-    if (!cn->tcp_done) {
-        struct pollfd pf = {cn->fd, POLLOUT, 0};
-        if (poll(&pf, 1, 0) <= 0 || !pf.revents) goto not_yet;
+    if (cn->dialer) {
+        int fd = -1;
+        int r = cshs__dialer_run(cn->dialer, 0, &fd);
+        if (r < 0) return r;
+        if (r == 0) goto not_yet;
+        free(cn->dialer);
+        cn->dialer = NULL;
+        cn->fd = fd;
     }
     short ev = 0;
     int r = open_advance(c, cn, &ev);
@@ -2562,25 +2529,155 @@ static void open_ready(cshs_watch *w, uint32_t events)
     open_ended(c, cn->p, cn, r, cn->opened_for);
 }
 
-/* Starts a connect for async waiters, its socket watched on the job's
- * reactor until connect_ms: its connect, then its TLS handshake. */
+/* An open for async waiters on a reactor (open_async): the TCP connect
+ * to the name's addresses (dial.h), each attempt a connection of its own
+ * whose socket is watched on the reactor, until one wins the race and
+ * goes on alone to its TLS handshake (open_ready). The reactor's thread
+ * runs the race once its first attempt is armed; the attempt that ends
+ * it frees it. An attempt's deadline is the open's, but for the newest
+ * attempt's, which is the next one's start while an address is left. */
+typedef struct race {
+    cshs_dial d;
+    pool *p;
+    cshs_reactor *rx;
+    struct cshs_call *own;          /* open_job.own */
+    int stopping;                   /* the reactor stops: no attempt starts */
+    conn *att[CSHS_DIAL_MAX_ADDRS]; /* the attempts in flight: d.inflight of them */
+} race;
+
+static void race_ready(cshs_watch *w, uint32_t events);
+
+/* Arms attempt cn for its connect's end, and for its deadline. */
+static int race_arm(race *rc, conn *cn, int newest)
+{
+    cn->kw.w.events = EPOLLOUT;
+    cn->kw.w.deadline_ms = newest ? cshs__dial_wake_ms(&rc->d) : rc->d.deadline_ms;
+    cn->kw.w.ready = race_ready;
+    cn->kw.w.arg = cn;
+    return cshs__kept_arm(&cn->kw);
+}
+
+/* Takes attempt cn out of the race once the dial counted its end (it is
+ * closed by the caller): att[0 .. d.inflight] still holds it. */
+static void race_remove(race *rc, conn *cn)
+{
+    for (unsigned i = 0; i <= rc->d.inflight; i++)
+        if (rc->att[i] == cn) {
+            rc->att[i] = rc->att[rc->d.inflight];
+            break;
+        }
+    cn->race = NULL;
+}
+
+/* Starts the attempts that are due, each armed on the reactor. 1 when one
+ * was armed: from then on the reactor's thread may run the race, and the
+ * caller touches it no more. 0 when none was (none due, or none could
+ * start). */
+static int race_start(race *rc)
+{
+    while (!rc->stopping && cshs__dial_due(&rc->d, now_ms())) {
+        int connected = 0; /* writable at once then: its event comes */
+        int fd = cshs__dial_start(&rc->d, now_ms(), &connected);
+        if (fd < 0) return 0;
+        conn *cn = conn_alloc(rc->p);
+        if (!cn) {
+            close(fd);
+            cshs__dial_abandon(&rc->d, -ENOMEM);
+            return 0;
+        }
+        cn->fd = fd;
+        cn->state = C_OPENING;
+        cn->race = rc;
+        rc->att[rc->d.inflight - 1] = cn;
+        if (cshs__kept_register(&cn->kw, rc->rx, fd) == 0 && race_arm(rc, cn, 1) == 0) return 1;
+        cshs__dial_abandon(&rc->d, CSHS_CLIENT_E_CONNECT);
+        race_remove(rc, cn);
+        conn_close(cn);
+        return 0;
+    }
+    return 0;
+}
+
+/* The race is over when no attempt is in flight: the open failed. */
+static void race_over_if_done(cshs_client *c, race *rc)
+{
+    if (rc->d.inflight > 0) return;
+    pool *p = rc->p;
+    struct cshs_call *own = rc->own;
+    int r = cshs__dial_error(&rc->d);
+    free(rc);
+    open_ended(c, p, NULL, r, own);
+}
+
+/* An attempt's socket was ready, or its deadline passed (0), or the
+ * reactor stops (0 before the deadline). On the reactor's thread. */
+static void race_ready(cshs_watch *w, uint32_t events)
+{
+    conn *cn = w->arg;
+    race *rc = cn->race;
+    cshs_client *c = rc->p->c;
+    int64_t now = now_ms();
+    if (!events) {
+        if (now < w->deadline_ms) {
+            rc->stopping = 1;
+        } else if (now < rc->d.deadline_ms) {
+            /* its attempt delay: the next address starts, and this
+             * attempt waits on beside it (RFC 8305 §5) */
+            if (race_arm(rc, cn, 0) == 0) {
+                race_start(rc);
+                return;
+            }
+        }
+        cshs__dial_abandon(&rc->d, CSHS_CLIENT_E_CONNECT_TIMEOUT); /* or stopped */
+        race_remove(rc, cn);
+        conn_close(cn);
+        race_over_if_done(c, rc);
+        return;
+    }
+    if (cshs__dial_done(&rc->d, cn->fd) != 0) {
+        race_remove(rc, cn);
+        conn_close(cn);
+        if (race_start(rc)) return; /* the next address, at once */
+        race_over_if_done(c, rc);
+        return;
+    }
+    /* won: the other attempts are closed, and this one goes on */
+    race_remove(rc, cn);
+    while (rc->d.inflight > 0) {
+        conn *other = rc->att[--rc->d.inflight];
+        other->race = NULL;
+        conn_close(other);
+    }
+    cn->opened_for = rc->own;
+    cn->kw.w.deadline_ms = rc->d.deadline_ms;
+    free(rc);
+    cn->kw.w.ready = open_ready;
+    open_ready(w, events);
+}
+
+/* Starts a connect for async waiters on the job's reactor, within
+ * connect_ms: the race of its addresses, then its TLS handshake. */
 static void open_async(cshs_client *c, const open_job *j)
 {
-    conn *cn = NULL;
-    int r = open_start(j->p, j->connect_ms, &cn);
+    struct addrinfo *res = NULL;
+    int r = resolve(j->p, &res);
+    race *rc = NULL;
     if (r == 0) {
-        if (cshs__kept_register(&cn->kw, j->rx, cn->fd) == 0) {
-            cn->kw.w.events = EPOLLOUT;
-            cn->kw.w.deadline_ms = cn->born_ms + (int64_t)j->connect_ms;
-            cn->kw.w.ready = open_ready;
-            cn->kw.w.arg = cn;
-            cn->opened_for = j->own;
-            /* last: from here the reactor's thread may run open_ready */
-            if (cshs__kept_arm(&cn->kw) == 0) return;
-        }
-        r = CSHS_CLIENT_E_CONNECT;
+        rc = calloc(1, sizeof *rc);
+        r = rc ? cshs__dial_init(&rc->d, res, now_ms(), j->connect_ms) : -ENOMEM;
+        freeaddrinfo(res);
     }
-    open_ended(c, j->p, cn, r, j->own);
+    if (r < 0) {
+        free(rc);
+        open_ended(c, j->p, NULL, r, j->own);
+        return;
+    }
+    rc->p = j->p;
+    rc->rx = j->rx;
+    rc->own = j->own;
+    /* last: once an attempt is armed, the reactor's thread runs the race */
+    if (race_start(rc)) return;
+    race_over_if_done(c, rc);
 }
 
 /* Sends an async call's request on the connection it holds and waits for

@@ -2567,6 +2567,8 @@ static SSL_CTX *tls_origin_ctx(void)
     return ctx;
 }
 
+static void set_hosts(const char *fmt, ...);
+
 static void test_https(void **state)
 {
     (void)state;
@@ -2615,7 +2617,9 @@ static void test_https(void **state)
     assert_memory_equal(body, data, len);
     cshs_call_free(call);
     free(data);
-    /* the certificate names 127.0.0.1, not localhost */
+    /* the certificate names 127.0.0.1, not localhost; localhost as
+     * Debian maps it (::1, where nothing listens, then 127.0.0.1) */
+    set_hosts("localhost=::1,127.0.0.1");
     char byname[64];
     snprintf(byname, sizeof byname, "https://localhost:%u", og->port);
     assert_int_equal(get(c, byname, "/", NULL, &err), CSHS_CLIENT_E_CERTIFICATE);
@@ -2637,6 +2641,7 @@ static void test_https(void **state)
     assert_int_equal(get(c, byname, "/", NULL, &err), 200);
     assert_int_equal(atomic_load(&og->nconns), before); /* a warm one was used */
     cshs_client_free(c);
+    unsetenv("CSHTTP_TEST_HOSTS");
     origin_free(og);
 
     /* an origin that resets the connection while the body is being sent:
@@ -2713,6 +2718,192 @@ static void test_https_connect_on_the_loop(void **state)
     unlink(cert_path);
 }
 
+/* ---- a name's addresses (dial.h) ----
+ *
+ * tests/support/test_resolver.c, linked into this program, is the
+ * getaddrinfo the client calls: it gives the names of CSHTTP_TEST_HOSTS
+ * the address lists below, whatever /etc/hosts says. The origin listens
+ * on 127.0.0.1 alone, as an application behind a proxy usually does. */
+
+static void set_hosts(const char *fmt, ...)
+{
+    char v[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(v, sizeof v, fmt, ap);
+    va_end(ap);
+    setenv("CSHTTP_TEST_HOSTS", v, 1);
+}
+
+/* An address that never answers: a listener on 127.0.0.1 whose accept
+ * queue (of one) is full drops further SYNs. */
+typedef struct silent {
+    int lfd, parked;
+    unsigned port;
+} silent;
+
+static void silent_open(silent *h)
+{
+    h->lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(bind(h->lfd, (struct sockaddr *)&a, sizeof a), 0);
+    assert_int_equal(listen(h->lfd, 0), 0);
+    h->port = port_of(h->lfd);
+    a.sin_port = htons((uint16_t)h->port);
+    h->parked = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    assert_int_equal(connect(h->parked, (struct sockaddr *)&a, sizeof a), 0);
+}
+
+static void silent_close(silent *h)
+{
+    close(h->parked);
+    close(h->lfd);
+}
+
+/* One request to `url` by each kind of open, each with a client of its
+ * own: a thread's (blocking), the tick's (min_idle) and a loop's
+ * (cshs_client_send_async). want: the status (the blocking one's result
+ * when negative); want_error: the loop's body for a failure. */
+static void by_every_open(const char *url, int want, const char *want_error)
+{
+    /* a thread's */
+    cshs_client *c = client_with(4, 0);
+    int err = 0;
+    assert_int_equal(get(c, url, "/", NULL, &err), want);
+    cshs_client_pool_stats st = stats_of(c);
+    assert_int_equal(st.failures, want < 0 ? 1 : 0); /* one for the whole open */
+    assert_int_equal(st.opens, want < 0 ? 0 : 1);
+    if (want < 0) assert_true(st.last_backoff_ms >= 200 && st.last_backoff_ms <= 400);
+    cshs_client_free(c);
+
+    /* the tick's: min_idle opened by ticks that never wait */
+    if (want > 0) {
+        cshs_client_options o;
+        cshs_client_options_init(&o);
+        o.tick_thread = 0;
+        o.min_idle = 2;
+        c = cshs_client_new(&o);
+        assert_int_equal(get(c, url, "/", NULL, &err), want); /* the pool, and its first */
+        unsigned two = 2;
+        assert_true(wait_for(c, 1, open_is, &two));
+        assert_int_equal(stats_of(c).failures, 0);
+        cshs_client_free(c);
+    }
+
+    /* a loop's: the connect raced on the loop */
+    cshs_client_options o;
+    cshs_client_options_init(&o);
+    o.tick_thread = 0;
+    o.tls_insecure = strncmp(url, "https:", 6) == 0;
+    handler_client = cshs_client_new(&o);
+    snprintf(queue_origins[0], sizeof queue_origins[0], "%s", url);
+    cshs_server *srv = handler_server(queued_handler, 1);
+    char body[256];
+    int st2 = ask_server(cshs_server_port(srv, 0), "/qa", body, sizeof body);
+    if (want > 0) {
+        assert_int_equal(st2, want);
+        assert_int_equal(stats_of(handler_client).opens, 1);
+        assert_int_equal(stats_of(handler_client).failures, 0);
+    } else {
+        assert_int_equal(st2, 502);
+        assert_string_equal(body, want_error);
+        assert_int_equal(stats_of(handler_client).failures, 1);
+    }
+    end_on_the_loop(srv);
+}
+
+/* `localhost` as Debian has it: ::1, where nothing listens, then
+ * 127.0.0.1. Refused moves on to the next address at once. */
+static void test_name_first_address_refused(void **state)
+{
+    (void)state;
+    origin *og = origin_new();
+    set_hosts("dual.test=::1,127.0.0.1");
+    char url[64];
+    snprintf(url, sizeof url, "http://dual.test:%u", og->port);
+    by_every_open(url, 200, NULL);
+    unsetenv("CSHTTP_TEST_HOSTS");
+    origin_free(og);
+}
+
+/* An address that never answers, then one that does: the second starts
+ * after the attempt delay, well within the connect deadline (5 s), where
+ * a connect that waited for the first would have spent it all. */
+static void test_name_silent_address_first(void **state)
+{
+    (void)state;
+    origin *og = origin_new();
+    silent h;
+    silent_open(&h);
+    set_hosts("slow.test=127.0.0.1:%u,127.0.0.1", h.port);
+    char url[64];
+    snprintf(url, sizeof url, "http://slow.test:%u", og->port);
+    by_every_open(url, 200, NULL);
+    unsetenv("CSHTTP_TEST_HOSTS");
+    silent_close(&h);
+    origin_free(og);
+}
+
+/* Every address refused: the open fails once (one failure, one backoff),
+ * with the connect's error: 502 on the loop. */
+static void test_name_every_address_refused(void **state)
+{
+    (void)state;
+    unsigned dead = dead_port();
+    set_hosts("dead.test=::1,127.0.0.1");
+    char url[64];
+    snprintf(url, sizeof url, "http://dead.test:%u", dead);
+    by_every_open(url, CSHS_CLIENT_E_CONNECT, "CSHS_CLIENT_E_CONNECT");
+    /* a name with no address at all: a resolve error */
+    set_hosts("none.test=");
+    cshs_client *c = client_with(1, 0);
+    int err = 0;
+    assert_int_equal(get(c, "http://none.test:80", "/", NULL, &err), CSHS_CLIENT_E_RESOLVE);
+    cshs_client_free(c);
+    unsetenv("CSHTTP_TEST_HOSTS");
+}
+
+/* The same over TLS: the handshake follows the connect that won. */
+static void test_name_over_tls(void **state)
+{
+    (void)state;
+    SSL_CTX *ctx = tls_origin_ctx();
+    origin *og = origin_new_on(0, ctx);
+    origin_start(og);
+    silent h;
+    silent_open(&h);
+    set_hosts("dual.test=::1,127.0.0.1;slow.test=127.0.0.1:%u,::1,127.0.0.1", h.port);
+    char url[64];
+    snprintf(url, sizeof url, "https://dual.test:%u", og->port);
+    cshs_client_options o;
+    cshs_client_options_init(&o);
+    o.tick_thread = 0;
+    o.tls_insecure = 1;
+    for (int i = 0; i < 2; i++) {
+        if (i) snprintf(url, sizeof url, "https://slow.test:%u", og->port);
+        cshs_client *c = cshs_client_new(&o);
+        int err = 0;
+        assert_int_equal(get(c, url, "/", NULL, &err), 200);
+        assert_int_equal(stats_of(c).failures, 0);
+        cshs_client_free(c);
+        handler_client = cshs_client_new(&o);
+        snprintf(queue_origins[0], sizeof queue_origins[0], "%s", url);
+        cshs_server *srv = handler_server(queued_handler, 1);
+        char body[256];
+        assert_int_equal(ask_server(cshs_server_port(srv, 0), "/qa", body, sizeof body), 200);
+        assert_int_equal(stats_of(handler_client).failures, 0);
+        end_on_the_loop(srv);
+    }
+    unsetenv("CSHTTP_TEST_HOSTS");
+    silent_close(&h);
+    origin_free(og);
+    SSL_CTX_free(ctx);
+    unlink(cert_path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -2750,6 +2941,10 @@ int main(void)
         cmocka_unit_test(test_from_handlers),
         cmocka_unit_test(test_https),
         cmocka_unit_test(test_https_connect_on_the_loop),
+        cmocka_unit_test(test_name_first_address_refused),
+        cmocka_unit_test(test_name_silent_address_first),
+        cmocka_unit_test(test_name_every_address_refused),
+        cmocka_unit_test(test_name_over_tls),
     };
     const char *only = getenv("CSHS_TEST_FILTER"); /* one test while debugging */
     if (only) cmocka_set_test_filter(only);
