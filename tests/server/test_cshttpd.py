@@ -34,7 +34,7 @@ def test(group):
 
 
 class Server:
-    def __init__(self, *extra, root=None, max_fds=None, demo=True, cpus=None):
+    def __init__(self, *extra, root=None, max_fds=None, demo=True, cpus=None, env=None):
         # root=False: no --root (it comes from a config file); demo: the demo
         # application and /status (--demo), which most tests here talk to
         self.root = ARGS.root if root is None else root
@@ -50,7 +50,7 @@ class Server:
                 if cpus:  # the affinity mask, as taskset sets it
                     os.sched_setaffinity(0, cpus)
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     text=True, preexec_fn=pre)
+                                     text=True, preexec_fn=pre, env=env)
         self.port = None
         self.lines = []
         deadline = time.time() + 10

@@ -47,13 +47,32 @@ def free_port():
     return port
 
 
-def proxy(tmp, *routes, extra=()):
+def proxy(tmp, *routes, extra=(), hosts=None):
     """cshttpd proxying `routes` ("PREFIX=URL"), its error log in tmp (a
-    pipe nobody reads could fill and block it)."""
+    pipe nobody reads could fill and block it). hosts: names and their
+    address lists for the test resolver ("name=addr,addr;..."), which
+    cshttpd then loads (LD_PRELOAD) in place of /etc/hosts."""
     args = []
     for r in routes:
         args += ["--proxy", r]
-    return T.Server(*args, "--error-log", os.path.join(tmp, "proxy.err"), *extra)
+    env = None
+    if hosts is not None:
+        env = resolver_env(hosts)
+    return T.Server(*args, "--error-log", os.path.join(tmp, "proxy.err"), *extra, env=env)
+
+
+def resolver_env(hosts):
+    """The environment that makes cshttpd resolve `hosts` through
+    tests/support/test_resolver.c. Under ASan, a preloaded library comes
+    before the sanitizer's runtime: ASan is told not to mind."""
+    if not ARGS.resolver:
+        raise AssertionError("--resolver (the test resolver's shared object) is needed")
+    env = dict(os.environ)
+    env["LD_PRELOAD"] = ARGS.resolver
+    env["CSHTTP_TEST_HOSTS"] = hosts
+    asan = env.get("ASAN_OPTIONS", "")
+    env["ASAN_OPTIONS"] = (asan + ":" if asan else "") + "verify_asan_link_order=0"
+    return env
 
 
 def ask(port, raw, method="GET", timeout=20):
@@ -860,6 +879,116 @@ def t_https_origin(tmp):
             assert (st, body) == (200, b"Hello, World!"), (st, body)
 
 
+# ---- a name's addresses ----
+#
+# The test resolver gives each name the list a case needs, whatever
+# /etc/hosts says; the origins listen on 127.0.0.1 alone, as an
+# application behind a reverse proxy usually does. A GET waits for its
+# connection on cshttpd's loop, a POST with a body on a thread (the
+# blocking open): both are asked.
+
+def silent_address():
+    """127.0.0.1:port that never answers a connect: a listener whose
+    accept queue (of one) is full drops further SYNs. Returns (port,
+    sockets to close)."""
+    ls = socket.socket()
+    ls.bind(("127.0.0.1", 0))
+    ls.listen(0)
+    parked = socket.create_connection(ls.getsockname(), timeout=5)
+    return ls.getsockname()[1], (parked, ls)
+
+
+def asked_by_loop_and_thread(px, prefix, n=3):
+    for i in range(n):
+        st, _, body = get(px.port, "%s/get%d" % (prefix, i))
+        assert st == 200 and body.endswith(b"/get%d" % i), (st, body)
+    st, _, body = get(px.port, prefix + "/post", method="POST", body=b"x" * 100000)
+    assert st == 200, (st, body)
+
+
+@test("names")
+def t_name_first_address_refused(tmp):
+    """localhost as Debian maps it: ::1 (refused: nothing listens there),
+    then 127.0.0.1 (the origin). Every request is answered 200, and the
+    pool counts no failure: refused moves on to the next address at once.
+    nginx too tries each address of a name."""
+    o = Origin()
+    try:
+        with proxy(tmp, "/o=http://localhost:%d" % o.port,
+                   hosts="localhost=::1,127.0.0.1") as px:
+            asked_by_loop_and_thread(px, "/o")
+            p = pools(px)["http://localhost:%d" % o.port]
+            assert p["failures"] == 0 and p["opens"] >= 1, p
+    finally:
+        o.close()
+
+
+@test("names")
+def t_name_silent_address_first(tmp):
+    """An address that never answers, then the origin's: answered 200
+    (the next address starts after 250 ms, within the 5 s connect
+    timeout that a connect to the first alone would spend)."""
+    o = Origin()
+    port, socks = silent_address()
+    try:
+        with proxy(tmp, "/o=http://slow.test:%d" % o.port,
+                   hosts="slow.test=127.0.0.1:%d,127.0.0.1" % port) as px:
+            asked_by_loop_and_thread(px, "/o")
+            p = pools(px)["http://slow.test:%d" % o.port]
+            assert p["failures"] == 0, p
+    finally:
+        o.close()
+        for s in socks:
+            s.close()
+
+
+@test("names")
+def t_name_every_address_refused(tmp):
+    """Both addresses refused: 502 at once with the connect's error in the
+    log, GET and POST, and the pool backs off after the open that failed."""
+    dead = free_port()
+    key = "http://dead.test:%d" % dead
+    with proxy(tmp, "/d=" + key, hosts="dead.test=::1,127.0.0.1",
+               extra=("--proxy-acquire-timeout-ms", "60000")) as px:
+        st, _, _ = get(px.port, "/d/x")
+        assert st == 502, st
+        st, _, _ = get(px.port, "/d/x", method="POST", body=b"x" * 100000)
+        assert st == 502, st
+        for _ in range(5):  # the pool is read during its backoff (a few tries)
+            assert get(px.port, "/d/x")[0] == 502
+            p = pools(px).get(key)
+            if p:
+                break
+        assert p and p["failures"] >= 1 and p["open"] == 0 and p["acquire_timeouts"] == 0, p
+    err = open(os.path.join(tmp, "proxy.err")).read()
+    assert "could not connect to the origin" in err, err
+
+
+@test("names")
+def t_name_over_tls(tmp):
+    """An HTTPS origin (cshttpd) by a name whose first address refuses and
+    by one whose first address never answers: the handshake follows the
+    connect that won."""
+    cert, key = T.make_cert(tmp, "origin")
+    port, socks = silent_address()
+    try:
+        with T.Server("--tls-cert", cert, "--tls-key", key, "--tls-port", "0") as origin:
+            tport = T.tls_port(origin)
+            hosts = "dual.test=::1,127.0.0.1;slow.test=127.0.0.1:%d,127.0.0.1" % port
+            for name in ("dual.test", "slow.test"):
+                with proxy(tmp, "/demo=https://%s:%d" % (name, tport), hosts=hosts,
+                           extra=("--proxy-insecure",)) as px:
+                    st, _, body = get(px.port, "/demo/plaintext")
+                    assert (st, body) == (200, b"Hello, World!"), (name, st, body)
+                    st, _, body = get(px.port, "/demo/echo", method="POST", body=b"x" * 100000)
+                    assert st == 200 and json.loads(body)["body_length"] == 100000, (name, st)
+                    p = pools(px)["https://%s:%d" % (name, tport)]
+                    assert p["failures"] == 0, p
+    finally:
+        for s in socks:
+            s.close()
+
+
 # ---- configuration ----
 
 def run_bin(*args, timeout=20):
@@ -1101,6 +1230,8 @@ def main():
     ap.add_argument("--nginx", default=shutil.which("nginx") or
                     (os.path.exists("/usr/sbin/nginx") and "/usr/sbin/nginx") or None)
     ap.add_argument("--group", default=None)
+    ap.add_argument("--resolver", default=None,
+                    help="the test resolver's shared object (tests/support/test_resolver.c)")
     ARGS = ap.parse_args()
     ARGS.tmp = tempfile.mkdtemp(prefix="cshttp-proxy-")
     ARGS.root = os.path.join(ARGS.tmp, "www")
