@@ -155,13 +155,27 @@
  *
  * The thread that opens a connection (a waiting request, or the tick for
  * min_idle) resolves the name with getaddrinfo(): a name that needs DNS
- * blocks that thread for as long as the resolver takes. A waiting request
- * connects with a blocking connect() whose deadline the kernel keeps
- * (SO_SNDTIMEO = connect_timeout_ms, and TCP_USER_TIMEOUT), then runs the
- * TLS handshake within the same timeout. The tick never waits on a
- * socket: it starts a min_idle connection with a non-blocking connect
- * (TCP_USER_TIMEOUT = connect_timeout_ms) and the next ticks see it through
- * the connect and the TLS handshake, or fail it after connect_timeout_ms.
+ * blocks that thread for as long as the resolver takes.
+ *
+ * A name's addresses. Every open, by a thread, the tick or a reactor,
+ * tries all the addresses the name resolves to (16 at the most), as
+ * Happy Eyeballs does (RFC 8305): in getaddrinfo's order with IPv6 and
+ * IPv4 taken in turn from the first address's family on; the next address
+ * is tried at once when one is refused or unreachable, and 250 ms after
+ * the last attempt started when it has not answered, the earlier attempts
+ * going on beside it; the first to connect is used and the others are
+ * closed. So `localhost` (::1 then 127.0.0.1 on Debian) reaches an origin
+ * that listens on 127.0.0.1 alone. connect_timeout_ms bounds the whole
+ * open, every address and the TLS handshake: the open fails with
+ * CSHS_CLIENT_E_CONNECT_TIMEOUT when an attempt was still waiting then,
+ * or with the last address's error (CSHS_CLIENT_E_CONNECT for refused or
+ * unreachable) when every address failed. Only such an open counts as a
+ * failure and starts the backoff. A waiting request sees the open through
+ * with poll(); a request waiting on a reactor, there; the tick never
+ * waits on a socket: the next ticks see a min_idle connection through
+ * the connect and the TLS handshake (its next address starts at the
+ * first tick past its attempt delay). TCP_USER_TIMEOUT bounds each
+ * attempt's SYN retries to the time left.
  * One call (a
  * cshs_call) is used by one thread at a time; it may move between threads.
  *
@@ -258,7 +272,7 @@ typedef struct cshs_client_options {
     unsigned idle_timeout_ms;    /* an idle connection is closed after it (60000) */
     unsigned max_lifetime_ms;    /* a connection older than it is not reused (3600000; 0: none) */
     unsigned acquire_timeout_ms; /* how long a request waits for a connection (10000) */
-    unsigned connect_timeout_ms; /* connect and TLS handshake (5000) */
+    unsigned connect_timeout_ms; /* connect, every address, and TLS handshake (5000) */
     unsigned send_timeout_ms;    /* between bytes of the request being taken (60000) */
     unsigned head_timeout_ms;    /* from the request sent to the response head (60000) */
     unsigned read_timeout_ms;    /* between bytes of the response body (60000) */
