@@ -631,25 +631,6 @@ static conn *conn_alloc(pool *p)
     return cn;
 }
 
-static int map_connect_errno(int e)
-{
-    switch (e) {
-    case ETIMEDOUT:
-    case EAGAIN:
-        return CSHS_CLIENT_E_CONNECT_TIMEOUT;
-    case ECONNREFUSED:
-    case ENETUNREACH:
-    case EHOSTUNREACH:
-    case ECONNRESET:
-    case EADDRNOTAVAIL:
-    case ENETDOWN:
-    case EHOSTDOWN:
-        return CSHS_CLIENT_E_CONNECT;
-    default:
-        return -e;
-    }
-}
-
 static int resolve(const pool *p, struct addrinfo **res)
 {
     struct addrinfo hints;
@@ -798,7 +779,7 @@ static int open_advance(cshs_client *c, conn *cn, short *events)
         int err = 0;
         socklen_t el = sizeof err;
         if (getsockopt(cn->fd, SOL_SOCKET, SO_ERROR, &err, &el) < 0) err = errno;
-        if (err) return map_connect_errno(err);
+        if (err) return cshs__dial_errno(err);
         cn->tcp_done = 1;
         unsigned ut = c->o.send_timeout_ms;
         setsockopt(cn->fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ut, sizeof ut);

@@ -18,8 +18,7 @@ static int64_t dial_now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* A failed connect's errno as the client reports it. */
-static int connect_error(int e)
+int cshs__dial_errno(int e)
 {
     switch (e) {
     case ETIMEDOUT:
@@ -107,7 +106,7 @@ int cshs__dial_start(cshs_dial *d, int64_t now_ms, int *connected)
         if (left <= 0) break;
         int fd = socket(a->sa.sa_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
         if (fd < 0) {
-            d->err = connect_error(errno);
+            d->err = cshs__dial_errno(errno);
             if (errno == EMFILE || errno == ENFILE || errno == ENOMEM || errno == ENOBUFS)
                 return d->err; /* no other address fares better */
             continue;
@@ -124,7 +123,7 @@ int cshs__dial_start(cshs_dial *d, int64_t now_ms, int *connected)
             d->next_ms = now_ms + (int64_t)d->delay_ms;
             return fd;
         }
-        d->err = connect_error(errno);
+        d->err = cshs__dial_errno(errno);
         close(fd);
     }
     return d->err ? d->err : CSHS_CLIENT_E_CONNECT_TIMEOUT;
@@ -137,7 +136,7 @@ int cshs__dial_done(cshs_dial *d, int fd)
     if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) < 0) err = errno;
     d->inflight--;
     if (err == 0) return 0;
-    d->err = connect_error(err);
+    d->err = cshs__dial_errno(err);
     d->next_ms = 0; /* the next address at once */
     return d->err;
 }

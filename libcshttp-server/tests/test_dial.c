@@ -196,10 +196,16 @@ static unsigned peer_port(int fd)
     return ntohs(a.sin_port);
 }
 
-static void dialer_on(cshs_dialer *dl, const char *const *specs, size_t n, unsigned timeout_ms)
+/* A dialer for two addresses, "6:::1" or "4:127.0.0.1" with their ports. */
+static void dialer_on(cshs_dialer *dl, const char *a1, unsigned p1, const char *a2, unsigned p2,
+                      unsigned timeout_ms)
 {
-    fake_ai nodes[8];
-    make_list(nodes, specs, n);
+    char s1[40], s2[40];
+    snprintf(s1, sizeof s1, "%s:%u", a1, p1);
+    snprintf(s2, sizeof s2, "%s:%u", a2, p2);
+    const char *specs[] = {s1, s2};
+    fake_ai nodes[2];
+    make_list(nodes, specs, 2);
     assert_int_equal(cshs__dialer_init(dl, &nodes[0].ai, mono_ms(), timeout_ms), 0);
 }
 
@@ -211,12 +217,8 @@ static void test_refused_then_listening(void **state)
     (void)state;
     unsigned port;
     int lfd = listener("127.0.0.1", 8, &port);
-    char s1[40], s2[40];
-    snprintf(s1, sizeof s1, "6:::1:%u", port);
-    snprintf(s2, sizeof s2, "4:127.0.0.1:%u", port);
-    const char *specs[] = {s1, s2};
     cshs_dialer dl;
-    dialer_on(&dl, specs, 2, 5000);
+    dialer_on(&dl, "6:::1", port, "4:127.0.0.1", port, 5000);
     int fd = -1;
     assert_int_equal(cshs__dialer_run(&dl, -1, &fd), 1);
     assert_int_equal(peer_port(fd), port);
@@ -232,12 +234,8 @@ static void test_all_refused(void **state)
 {
     (void)state;
     unsigned port = dead_port();
-    char s1[40], s2[40];
-    snprintf(s1, sizeof s1, "6:::1:%u", port);
-    snprintf(s2, sizeof s2, "4:127.0.0.1:%u", port);
-    const char *specs[] = {s1, s2};
     cshs_dialer dl;
-    dialer_on(&dl, specs, 2, 5000);
+    dialer_on(&dl, "6:::1", port, "4:127.0.0.1", port, 5000);
     int fd = -1;
     assert_int_equal(cshs__dialer_run(&dl, -1, &fd), CSHS_CLIENT_E_CONNECT);
     assert_int_equal(fd, -1);
@@ -255,12 +253,8 @@ static void test_silent_address_keeps_racing(void **state)
     hole h;
     hole_open(&h);
     unsigned dead = dead_port();
-    char s1[40], s2[40];
-    snprintf(s1, sizeof s1, "4:127.0.0.1:%u", h.port);
-    snprintf(s2, sizeof s2, "4:127.0.0.1:%u", dead);
-    const char *specs[] = {s1, s2};
     cshs_dialer dl;
-    dialer_on(&dl, specs, 2, 30000);
+    dialer_on(&dl, "4:127.0.0.1", h.port, "4:127.0.0.1", dead, 30000);
     dl.d.delay_ms = 3600 * 1000; /* no second attempt until told */
     int fd = -1;
     assert_int_equal(cshs__dialer_run(&dl, 0, &fd), 0); /* never waits */
@@ -296,12 +290,8 @@ static void test_silent_then_listening(void **state)
     hole_open(&h);
     unsigned port;
     int lfd = listener("127.0.0.1", 8, &port);
-    char s1[40], s2[40];
-    snprintf(s1, sizeof s1, "4:127.0.0.1:%u", h.port);
-    snprintf(s2, sizeof s2, "4:127.0.0.1:%u", port);
-    const char *specs[] = {s1, s2};
     cshs_dialer dl;
-    dialer_on(&dl, specs, 2, 30000);
+    dialer_on(&dl, "4:127.0.0.1", h.port, "4:127.0.0.1", port, 30000);
     int fd = -1;
     assert_int_equal(cshs__dialer_run(&dl, -1, &fd), 1);
     assert_int_equal(peer_port(fd), port);
@@ -320,12 +310,8 @@ static void test_deadline(void **state)
     hole h1, h2;
     hole_open(&h1);
     hole_open(&h2);
-    char s1[40], s2[40];
-    snprintf(s1, sizeof s1, "4:127.0.0.1:%u", h1.port);
-    snprintf(s2, sizeof s2, "4:127.0.0.1:%u", h2.port);
-    const char *specs[] = {s1, s2};
     cshs_dialer dl;
-    dialer_on(&dl, specs, 2, 100);
+    dialer_on(&dl, "4:127.0.0.1", h1.port, "4:127.0.0.1", h2.port, 100);
     int fd = -1;
     assert_int_equal(cshs__dialer_run(&dl, -1, &fd), CSHS_CLIENT_E_CONNECT_TIMEOUT);
     assert_int_equal(dl.d.inflight, 0);
