@@ -467,6 +467,14 @@ static void unlist(cshs_loop *l, cshs_watch *w)
     w->prev = w->next = NULL;
 }
 
+/* Under l->mu: the loop wakes by w's deadline. */
+static void note_deadline(cshs_loop *l, const cshs_watch *w)
+{
+    int64_t due = atomic_load_explicit(&l->watch_due_ms, memory_order_relaxed);
+    if (w->deadline_ms && (!due || w->deadline_ms < due))
+        atomic_store_explicit(&l->watch_due_ms, w->deadline_ms, memory_order_relaxed);
+}
+
 /* Under l->mu: w goes on l's list of armed watches (their deadlines). */
 static void enlist(cshs_loop *l, cshs_watch *w)
 {
@@ -517,6 +525,7 @@ int cshs_reactor_arm(cshs_reactor *r, cshs_watch *w)
     }
     if (e == 0) {
         if (!w->armed) enlist(l, w);
+        note_deadline(l, w);
         w->reg = r;
         w->regs |= bit;
         w->armed = 1;
@@ -642,6 +651,7 @@ int cshs__kept_arm(cshs_kept *k)
     }
     if (!e && !k->w.armed) {
         enlist(l, &k->w);
+        note_deadline(l, &k->w);
         k->w.armed = 1;
     }
     pthread_mutex_unlock(&l->mu);
@@ -704,16 +714,22 @@ void cshs__expire_watches(cshs_loop *l, int64_t now_ms)
 {
     int all = atomic_load(&l->srv->forced);
     cshs_watch *due = NULL;
+    int64_t earliest = 0; /* of those left armed */
     pthread_mutex_lock(&l->mu);
     for (cshs_watch *w = l->watches, *next; w; w = next) {
         next = w->next;
-        if (!all && (!w->deadline_ms || now_ms < w->deadline_ms)) continue;
+        if (!all && (!w->deadline_ms || now_ms < w->deadline_ms)) {
+            if (w->deadline_ms && (!earliest || w->deadline_ms < earliest))
+                earliest = w->deadline_ms;
+            continue;
+        }
         unlist(l, w);
         w->armed = 0;
         if (w->tag != TAG_KEPT) make_inert(l, w); /* a kept socket stays registered */
         w->next = due;
         due = w;
     }
+    atomic_store_explicit(&l->watch_due_ms, earliest, memory_order_relaxed);
     pthread_mutex_unlock(&l->mu);
     while (due) {
         cshs_watch *w = due;
@@ -907,14 +923,19 @@ static void serve_loop(cshs_worker *w, cshs_loop *l)
             /* between batches, so that no event taken meets a watch its
              * ready removed */
             int64_t now = cshs__now_ms();
-            if (now >= l->next_watch_check_ms || atomic_load(&s->forced)) {
+            int64_t due = atomic_load_explicit(&l->watch_due_ms, memory_order_relaxed);
+            if (now >= l->next_watch_check_ms || (due && now >= due) || atomic_load(&s->forced)) {
                 l->next_watch_check_ms = now + (int64_t)s->o.sweep_interval_ms;
                 cshs__expire_watches(l, now);
             }
             int64_t wait = 0;
             if (!l->posted) {
-                wait =
-                    atomic_load_explicit(&l->next_sweep_ms, memory_order_relaxed) - cshs__now_ms();
+                now = cshs__now_ms();
+                wait = atomic_load_explicit(&l->next_sweep_ms, memory_order_relaxed) - now;
+                /* a watch's deadline wakes the loop when it comes (one
+                 * armed from another thread meanwhile, by the sweep's) */
+                due = atomic_load_explicit(&l->watch_due_ms, memory_order_relaxed);
+                if (due && due - now < wait) wait = due - now;
                 if (wait < 0) wait = 0;
                 if (wait > 1000) wait = 1000;
             }

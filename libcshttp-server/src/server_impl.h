@@ -190,7 +190,11 @@ typedef struct cshs_loop {
     int listeners_paused;             /* owner only: out of descriptors, the sweep adds them back */
     cshs_watch *watches;              /* registered (reactor.h), under mu: their deadlines */
     int64_t next_watch_check_ms;      /* owner only */
-    unsigned index, count;            /* this loop's place among the server's, and their number */
+    /* the earliest deadline among the armed watches (0: none), so that
+     * the loop wakes for it: lowered by an arm and set by a look at them
+     * all (cshs__expire_watches), under mu; read by the owner */
+    _Atomic int64_t watch_due_ms;
+    unsigned index, count; /* this loop's place among the server's, and their number */
     /* the first loop's: the server (1) and the kept sockets registered
      * with any loop (kept.h) hold the loops; the last to let go frees them */
     _Atomic unsigned refs;

@@ -939,7 +939,8 @@ static void later_sleeps(cshw_context *ctx, void *arg)
  * disarmed and its pipe made readable); /now: resumed before it returns;
  * /ended: resumed with no continuation after writing its answer;
  * /job: the rest runs on a thread where it may wait; /forever: a watch
- * with no deadline, never written (a forced stop gives it 0). A
+ * with no deadline, never written (a forced stop gives it 0); /deadline:
+ * one never written whose deadline is 100 ms away (it gives 0, 503). A
  * streaming route (/stream) runs as a job: cshs_defer says no. */
 static void later_handler(cshw_context *ctx)
 {
@@ -996,6 +997,11 @@ static void later_handler(cshw_context *ctx)
         lt->w.events = EPOLLIN;
         lt->w.ready = later_ready;
         lt->w.arg = lt;
+        if (!strcmp(path, "/deadline")) {
+            struct timespec now;
+            clock_gettime(CLOCK_MONOTONIC, &now);
+            lt->w.deadline_ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000 + 100;
+        }
         later_all[atomic_fetch_add(&later_n, 1) % 64] = lt;
         /* counted once all of it is set: the test reads it then */
         atomic_fetch_add(&later_waiting, 1);
@@ -1203,6 +1209,20 @@ static void test_posted_continuations_behind_a_blocked_one(void **state)
     assert_int_equal(other, 3);
 }
 
+/* A watch's deadline wakes the loop when it comes, not at the next
+ * sweep: here 20 s away, beyond the client's 10 s bound on its read. */
+static void test_watch_deadline_wakes_the_loop(void **state)
+{
+    (void)state;
+    start_later_server_swept(0, 20000);
+    f2 = dial(cshs_server_port(s2, 0));
+    assert_true(f2 >= 0);
+    assert_int_equal(
+        exchange(f2, "GET /deadline HTTP/1.1\r\nHost: x\r\n\r\n", "\r\n\r\n", buf, sizeof buf), 0);
+    assert_non_null(strstr(buf, "HTTP/1.1 503"));
+    assert_int_equal(atomic_load(&later_zeros), 1);
+}
+
 /* A request waiting on a watch with no deadline at a stop that has to
  * cut: its watch is given 0, its continuation answers, and the stop ends
  * with no handler left behind. */
@@ -1250,6 +1270,7 @@ int main(void)
         cmocka_unit_test_teardown(test_deferred_behind_a_blocked_one, teardown),
         cmocka_unit_test_teardown(test_posted_continuations_behind_a_blocked_one, teardown),
         cmocka_unit_test_teardown(test_deferred_at_forced_stop, teardown),
+        cmocka_unit_test_teardown(test_watch_deadline_wakes_the_loop, teardown),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

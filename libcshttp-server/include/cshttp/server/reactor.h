@@ -13,9 +13,10 @@
  *
  * One shot: once armed, ready(w, events) runs once on the reactor's
  * thread, with the epoll events that came (the socket is ready now, or
- * was when armed), or with 0 once deadline_ms has passed (checked every
- * sweep_interval_ms, so up to that much late) or the reactor's server is
- * forced to stop. The watch is then inert until armed again (ready may
+ * was when armed), or with 0 once deadline_ms has passed (the loop wakes
+ * for the earliest deadline it knows of; one armed from another thread
+ * while the loop sleeps, for sooner than the loop means to wake, is up to
+ * sweep_interval_ms late) or the reactor's server is forced to stop. The watch is then inert until armed again (ready may
  * arm it again for more). A watch armed and no longer wanted is disarmed.
  *
  * The socket stays registered with the reactor while inert, so that
