@@ -274,6 +274,12 @@ struct pool {
     uint64_t requests, opens, failures, retries, acquire_timeouts;
     uint64_t looks; /* conn_quiet calls (cshs_client_pool_stats) */
     uint32_t hist[HIST_BUCKETS];
+    /* the address the last open connected to, tried first by the next
+     * (dial.h): a name whose first address never answers costs its
+     * attempt delay once, not on every new connection (nginx skips a
+     * server that failed for fail_timeout) */
+    cshs_dial_addr won;
+    int has_won;
 };
 
 struct cshs_client {
@@ -559,6 +565,29 @@ static pool *pool_get(cshs_client *c, const origin_id *id, const char *given)
 
 /* ---- connections: opening and closing ---- */
 
+/* The pool's preferred address (pool.won), copied for an open that runs
+ * unlocked: `out`, or NULL when it has none. */
+static const cshs_dial_addr *won_get(pool *p, cshs_dial_addr *out)
+{
+    pthread_mutex_lock(&p->c->mu);
+    int has = p->has_won;
+    if (has) *out = p->won;
+    pthread_mutex_unlock(&p->c->mu);
+    return has ? out : NULL;
+}
+
+/* An open connected socket fd: its peer's address is the pool's
+ * preferred one from now on. */
+static void won_set(pool *p, int fd)
+{
+    cshs_dial_addr a;
+    if (cshs__dial_peer(fd, &a) < 0) return;
+    pthread_mutex_lock(&p->c->mu);
+    p->won = a;
+    p->has_won = 1;
+    pthread_mutex_unlock(&p->c->mu);
+}
+
 static void conn_close(conn *cn)
 {
     if (!cn) return;
@@ -696,13 +725,16 @@ static int open_blocking(cshs_client *c, pool *p, unsigned timeout_ms, conn **ou
     struct addrinfo *res = NULL;
     int r = resolve(p, &res);
     if (r < 0) return r;
+    cshs_dial_addr pref;
+    const cshs_dial_addr *prefer = won_get(p, &pref);
     int64_t deadline = now_ms() + timeout_ms;
     cshs_dialer dl;
-    r = cshs__dialer_init(&dl, res, deadline - timeout_ms, timeout_ms);
+    r = cshs__dialer_init(&dl, res, deadline - timeout_ms, timeout_ms, prefer);
     freeaddrinfo(res);
     int fd = -1;
     if (r == 0) r = cshs__dialer_run(&dl, -1, &fd);
     if (r < 0) return r;
+    won_set(p, fd);
     conn *cn = conn_alloc(p);
     if (!cn) {
         close(fd);
@@ -758,7 +790,8 @@ static int open_start(pool *p, unsigned connect_ms, conn **out)
         return -ENOMEM;
     }
     cn->dialer = dl;
-    r = cshs__dialer_init(dl, res, cn->born_ms, connect_ms);
+    cshs_dial_addr pref;
+    r = cshs__dialer_init(dl, res, cn->born_ms, connect_ms, won_get(p, &pref));
     freeaddrinfo(res);
     if (r < 0) {
         conn_close(cn);
@@ -802,6 +835,7 @@ static int open_progress(cshs_client *c, conn *cn)
         free(cn->dialer);
         cn->dialer = NULL;
         cn->fd = fd;
+        won_set(cn->p, fd);
     }
     short ev = 0;
     int r = open_advance(c, cn, &ev);
@@ -2623,6 +2657,7 @@ static void race_ready(cshs_watch *w, uint32_t events)
         return;
     }
     /* won: the other attempts are closed, and this one goes on */
+    won_set(rc->p, cn->fd);
     race_remove(rc, cn);
     while (rc->d.inflight > 0) {
         conn *other = rc->att[--rc->d.inflight];
@@ -2644,8 +2679,10 @@ static void open_async(cshs_client *c, const open_job *j)
     int r = resolve(j->p, &res);
     race *rc = NULL;
     if (r == 0) {
+        cshs_dial_addr pref;
+        const cshs_dial_addr *prefer = won_get(j->p, &pref);
         rc = calloc(1, sizeof *rc);
-        r = rc ? cshs__dial_init(&rc->d, res, now_ms(), j->connect_ms) : -ENOMEM;
+        r = rc ? cshs__dial_init(&rc->d, res, now_ms(), j->connect_ms, prefer) : -ENOMEM;
         freeaddrinfo(res);
     }
     if (r < 0) {

@@ -42,7 +42,17 @@ static socklen_t addr_len(const cshs_dial_addr *a)
     return a->sa.sa_family == AF_INET6 ? sizeof a->in6 : sizeof a->in;
 }
 
-int cshs__dial_init(cshs_dial *d, const struct addrinfo *res, int64_t now_ms, unsigned timeout_ms)
+static int same_addr(const cshs_dial_addr *a, const cshs_dial_addr *b)
+{
+    if (a->sa.sa_family != b->sa.sa_family) return 0;
+    if (a->sa.sa_family == AF_INET)
+        return a->in.sin_port == b->in.sin_port && a->in.sin_addr.s_addr == b->in.sin_addr.s_addr;
+    return a->in6.sin6_port == b->in6.sin6_port && a->in6.sin6_scope_id == b->in6.sin6_scope_id &&
+           !memcmp(&a->in6.sin6_addr, &b->in6.sin6_addr, sizeof a->in6.sin6_addr);
+}
+
+int cshs__dial_init(cshs_dial *d, const struct addrinfo *res, int64_t now_ms, unsigned timeout_ms,
+                    const cshs_dial_addr *prefer)
 {
     memset(d, 0, sizeof *d);
     /* RFC 8305 §4: the list as sorted (RFC 6724), the families taken in
@@ -67,10 +77,24 @@ int cshs__dial_init(cshs_dial *d, const struct addrinfo *res, int64_t now_ms, un
         next[k] = ai;
     }
     if (d->naddr == 0) return CSHS_CLIENT_E_RESOLVE;
+    for (unsigned i = 1; prefer && i < d->naddr; i++)
+        if (same_addr(&d->addr[i], prefer)) { /* first, the others in their order */
+            cshs_dial_addr a = d->addr[i];
+            memmove(&d->addr[1], &d->addr[0], i * sizeof d->addr[0]);
+            d->addr[0] = a;
+            break;
+        }
     d->deadline_ms = now_ms + (int64_t)timeout_ms;
     d->delay_ms = CSHS_DIAL_ATTEMPT_DELAY_MS;
     d->next_ms = now_ms;
     return 0;
+}
+
+int cshs__dial_peer(int fd, cshs_dial_addr *out)
+{
+    socklen_t len = sizeof *out;
+    memset(out, 0, sizeof *out);
+    return getpeername(fd, &out->sa, &len) < 0 ? -errno : 0;
 }
 
 int cshs__dial_due(const cshs_dial *d, int64_t now_ms)
@@ -177,9 +201,9 @@ static int dialer_start_due(cshs_dialer *dl, int64_t now, int *fd)
 }
 
 int cshs__dialer_init(cshs_dialer *dl, const struct addrinfo *res, int64_t now_ms,
-                      unsigned timeout_ms)
+                      unsigned timeout_ms, const cshs_dial_addr *prefer)
 {
-    return cshs__dial_init(&dl->d, res, now_ms, timeout_ms);
+    return cshs__dial_init(&dl->d, res, now_ms, timeout_ms, prefer);
 }
 
 int cshs__dialer_run(cshs_dialer *dl, int wait_ms, int *fd)

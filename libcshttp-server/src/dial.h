@@ -8,7 +8,9 @@
  *
  * - in getaddrinfo's order (RFC 6724's), the families interleaved, the
  *   first result's family first (RFC 8305 §4, a First Address Family
- *   Count of 1);
+ *   Count of 1), but for the address the caller prefers (the one its last
+ *   open connected to: §4 lets a client with a history put first the
+ *   addresses that answered), which goes first;
  * - one attempt at a time, the next started when the last one failed
  *   (refused, unreachable: at once) or after CSHS_DIAL_ATTEMPT_DELAY_MS
  *   without an answer, while the earlier ones go on (§5); the first to
@@ -59,9 +61,14 @@ typedef struct cshs_dial {
 
 /* Orders the addresses of `res` (getaddrinfo's list; IPv4 and IPv6 stream
  * addresses are kept, others skipped) for an open that must end by
- * now_ms + timeout_ms. 0, or CSHS_CLIENT_E_RESOLVE when the list has no
- * address to try. `res` is not kept. */
-int cshs__dial_init(cshs_dial *d, const struct addrinfo *res, int64_t now_ms, unsigned timeout_ms);
+ * now_ms + timeout_ms, `prefer` first when it is among them (NULL: none).
+ * 0, or CSHS_CLIENT_E_RESOLVE when the list has no address to try. `res`
+ * and `prefer` are not kept. */
+int cshs__dial_init(cshs_dial *d, const struct addrinfo *res, int64_t now_ms, unsigned timeout_ms,
+                    const cshs_dial_addr *prefer);
+
+/* The address a connected socket's peer has, into *out: 0, or -errno. */
+int cshs__dial_peer(int fd, cshs_dial_addr *out);
 
 /* 1 when an attempt should start now: an address is left, and none is in
  * flight or the last one has waited its attempt delay. */
@@ -118,7 +125,7 @@ typedef struct cshs_dialer {
 /* Starts the open (cshs__dial_init, then the first attempt). 0, or an
  * error (nothing to close then). */
 int cshs__dialer_init(cshs_dialer *dl, const struct addrinfo *res, int64_t now_ms,
-                      unsigned timeout_ms);
+                      unsigned timeout_ms, const cshs_dial_addr *prefer);
 
 /* Runs the open for at most wait_ms (0: a look that never waits; -1: until
  * it is over): 1 connected (*fd is the caller's, every other attempt is

@@ -2847,6 +2847,64 @@ static void test_name_silent_address_first(void **state)
     origin_free(og);
 }
 
+/* The address that won an open is tried first by the pool's next ones:
+ * a silent first address costs its attempt delay once. Here the next
+ * opens have 200 ms, less than that delay: they connect only because
+ * they start with the winner, by a thread and on a loop. The first open
+ * (5 s) stays busy, so each next request opens; one that failed would
+ * wait for it and get the connect's error at its acquire deadline (1 s,
+ * which the tick keeps). */
+static cshs_call *winner_seed(cshs_client *c, const char *url)
+{
+    cshs_client_request rq;
+    cshs_client_request_init(&rq);
+    rq.origin = url;
+    rq.connect_timeout_ms = 5000; /* the silent address, then the other after 250 ms */
+    cshs_call *held = NULL;
+    assert_int_equal(cshs_client_send(c, &rq, &held), 0);
+    assert_int_equal(cshs_call_status(held), 200);
+    return held;
+}
+
+static void test_name_winner_tried_first(void **state)
+{
+    (void)state;
+    origin *og = origin_new();
+    silent h;
+    silent_open(&h);
+    set_hosts("slow.test=127.0.0.1:%u,127.0.0.1", h.port);
+    char url[64];
+    snprintf(url, sizeof url, "http://slow.test:%u", og->port);
+    cshs_client_options o;
+    cshs_client_options_init(&o);
+    o.connect_timeout_ms = 200;
+    o.acquire_timeout_ms = 1000;
+    /* by a thread (the client's own tick) */
+    cshs_client *c = cshs_client_new(&o);
+    cshs_call *held = winner_seed(c, url);
+    int err = 0;
+    assert_int_equal(get(c, url, "/", NULL, &err), 200);
+    assert_int_equal(stats_of(c).opens, 2);
+    assert_int_equal(stats_of(c).failures, 0);
+    cshs_call_free(held);
+    cshs_client_free(c);
+    /* on a loop (the server's tick) */
+    o.tick_thread = 0;
+    handler_client = cshs_client_new(&o);
+    held = winner_seed(handler_client, url);
+    snprintf(queue_origins[0], sizeof queue_origins[0], "%s", url);
+    cshs_server *srv = handler_server(queued_handler, 1);
+    char body[256];
+    assert_int_equal(ask_server(cshs_server_port(srv, 0), "/qa", body, sizeof body), 200);
+    assert_int_equal(stats_of(handler_client).opens, 2);
+    assert_int_equal(stats_of(handler_client).failures, 0);
+    cshs_call_free(held);
+    end_on_the_loop(srv);
+    unsetenv("CSHTTP_TEST_HOSTS");
+    silent_close(&h);
+    origin_free(og);
+}
+
 /* Every address refused: the open fails once (one failure, one backoff),
  * with the connect's error: 502 on the loop. */
 static void test_name_every_address_refused(void **state)
@@ -2944,6 +3002,7 @@ int main(void)
         cmocka_unit_test(test_name_first_address_refused),
         cmocka_unit_test(test_name_silent_address_first),
         cmocka_unit_test(test_name_every_address_refused),
+        cmocka_unit_test(test_name_winner_tried_first),
         cmocka_unit_test(test_name_over_tls),
     };
     const char *only = getenv("CSHS_TEST_FILTER"); /* one test while debugging */

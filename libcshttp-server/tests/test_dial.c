@@ -92,16 +92,26 @@ static const char *spec_of(const cshs_dial *d, unsigned i, char *buf, size_t cap
     return buf;
 }
 
-static void assert_order(const char *const *given, size_t n, const char *const *want, size_t nw)
+/* The order the dial tries `given` in, `prefer` first (NULL: none). */
+static void assert_order_preferring(const char *const *given, size_t n, const char *prefer,
+                                    const char *const *want, size_t nw)
 {
-    fake_ai nodes[24];
+    fake_ai nodes[24], pref;
     make_list(nodes, given, n);
+    if (prefer) make_list(&pref, &prefer, 1);
     cshs_dial d;
-    assert_int_equal(cshs__dial_init(&d, &nodes[0].ai, 0, 1000), 0);
+    assert_int_equal(cshs__dial_init(&d, &nodes[0].ai, 0, 1000,
+                                     prefer ? (const cshs_dial_addr *)(void *)&pref.a : NULL),
+                     0);
     assert_int_equal(d.naddr, nw);
     char buf[80];
     for (size_t i = 0; i < nw; i++)
         assert_string_equal(spec_of(&d, (unsigned)i, buf, sizeof buf), want[i]);
+}
+
+static void assert_order(const char *const *given, size_t n, const char *const *want, size_t nw)
+{
+    assert_order_preferring(given, n, NULL, want, nw);
 }
 
 /* RFC 8305 §4: the sorted list is kept within each family, and the
@@ -127,6 +137,15 @@ static void test_order(void **state)
     }
     assert_order(many, 20, many, CSHS_DIAL_MAX_ADDRS);
 
+    /* the address the last open connected to goes first, the others in
+     * their order; one that is not in the list changes nothing */
+    const char *prefwant[] = {"4:127.0.0.2:80", "6:::1:80", "4:127.0.0.1:80", "6:::2:80",
+                              "6:::3:80"};
+    assert_order_preferring(v6first, 5, "4:127.0.0.2:80", prefwant, 5);
+    assert_order_preferring(v6first, 5, "6:::1:80", v6want, 5);
+    assert_order_preferring(v6first, 5, "4:127.0.0.2:81", v6want, 5);
+    assert_order_preferring(v6first, 5, "6:::9:80", v6want, 5);
+
     /* what is not a TCP address is skipped; nothing left: a resolve error */
     fake_ai nodes[2];
     const char *two[] = {"4:127.0.0.1:80", "6:::1:80"};
@@ -134,8 +153,8 @@ static void test_order(void **state)
     nodes[0].ai.ai_socktype = SOCK_DGRAM;
     nodes[1].ai.ai_family = AF_UNIX;
     cshs_dial d;
-    assert_int_equal(cshs__dial_init(&d, &nodes[0].ai, 0, 1000), CSHS_CLIENT_E_RESOLVE);
-    assert_int_equal(cshs__dial_init(&d, NULL, 0, 1000), CSHS_CLIENT_E_RESOLVE);
+    assert_int_equal(cshs__dial_init(&d, &nodes[0].ai, 0, 1000, NULL), CSHS_CLIENT_E_RESOLVE);
+    assert_int_equal(cshs__dial_init(&d, NULL, 0, 1000, NULL), CSHS_CLIENT_E_RESOLVE);
 }
 
 /* ---- real sockets ---- */
@@ -206,7 +225,7 @@ static void dialer_on(cshs_dialer *dl, const char *a1, unsigned p1, const char *
     const char *specs[] = {s1, s2};
     fake_ai nodes[2];
     make_list(nodes, specs, 2);
-    assert_int_equal(cshs__dialer_init(dl, &nodes[0].ai, mono_ms(), timeout_ms), 0);
+    assert_int_equal(cshs__dialer_init(dl, &nodes[0].ai, mono_ms(), timeout_ms, NULL), 0);
 }
 
 /* ::1 refused (nothing listens there), then 127.0.0.1: connected to the

@@ -164,7 +164,10 @@
  * is tried at once when one is refused or unreachable, and 250 ms after
  * the last attempt started when it has not answered, the earlier attempts
  * going on beside it; the first to connect is used and the others are
- * closed. So `localhost` (::1 then 127.0.0.1 on Debian) reaches an origin
+ * closed. The pool remembers the address its last open connected to and
+ * tries it first (RFC 8305 §4 lets a client with a history do so), so an
+ * address that never answers costs its delay once, not on every new
+ * connection. So `localhost` (::1 then 127.0.0.1 on Debian) reaches an origin
  * that listens on 127.0.0.1 alone. connect_timeout_ms bounds the whole
  * open, every address and the TLS handshake: the open fails with
  * CSHS_CLIENT_E_CONNECT_TIMEOUT when an attempt was still waiting then,
