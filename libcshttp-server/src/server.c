@@ -236,12 +236,21 @@ void cshs__report(void *arg, const cshw_exchange_outcome *o)
         log_fields(o, &e, ref, sizeof ref, ua, sizeof ua);
     } else {
         /* a head that did not parse: its request line as it came, split at
-         * its first space (the log escapes what it holds) */
+         * its first space into the method and the rest (the log escapes
+         * what they hold); a last word "HTTP/1.d" is the protocol, which a
+         * log line names once, after the target */
         const char *sp = o->line_len ? memchr(o->line, ' ', o->line_len) : NULL;
         size_t ml = sp ? (size_t)(sp - o->line) : o->line_len;
-        e.method = ml ? copy_str(method, sizeof method, o->line, ml) : "-";
-        e.target = sp ? copy_str(target, sizeof target, sp + 1, o->line_len - ml - 1) : "-";
+        const char *t = sp ? sp + 1 : NULL;
+        size_t tl = sp ? o->line_len - ml - 1 : 0;
         e.version_minor = 1;
+        if (tl >= 9 && t[tl - 9] == ' ' && !memcmp(t + tl - 8, "HTTP/1.", 7) && t[tl - 1] >= '0' &&
+            t[tl - 1] <= '9') {
+            e.version_minor = t[tl - 1] - '0';
+            tl -= 9;
+        }
+        e.method = ml ? copy_str(method, sizeof method, o->line, ml) : "-";
+        e.target = sp ? copy_str(target, sizeof target, t, tl) : "-";
     }
     e.status = o->status;
     e.bytes_out = o->bytes_out;

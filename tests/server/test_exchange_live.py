@@ -209,6 +209,7 @@ def t_log_every_answer(tmp):
     try:
         assert ask(srv, b"GET /small.txt HTTP/1.1\r\nHost: a\r\n\r\n")[0] == 200
         assert ask(srv, b"GET / HTTP/1.1\r\nHost: a\r\nBad Header\r\n\r\n")[0] == 400
+        assert ask(srv, b"GET /esc%zz HTTP/1.0\r\nHost: a\r\nBad Header\r\n\r\n")[0] == 400
         assert ask(srv, b"GET /" + b"a" * 300 + b" HTTP/1.1\r\nHost: a\r\n\r\n")[0] == 414
         assert ask(srv, b"GET / HTTP/1.1\r\nHost: a\r\nX: " + b"b" * 5000 + b"\r\n\r\n")[0] == 431
         # the toolkit's own 413: more multipart parts than max_form_parts
@@ -244,6 +245,11 @@ def t_log_every_answer(tmp):
         assert want in statuses, "no %d line in the log:\n%s" % (want, text)
     assert statuses.count(408) == 2, text
     assert 200 in statuses and statuses.count(200) == 1, text  # the 413 is not logged 200
+    # a head that did not parse: its request line as it came, the protocol
+    # named once (combined format's "$request")
+    assert '"GET / HTTP/1.1" 400 ' in text, text
+    assert '"GET /esc%zz HTTP/1.0" 400 ' in text, text
+    assert "HTTP/1.1 HTTP/1." not in text and "HTTP/1.0 HTTP/1." not in text, text
 
 
 # ---- lingering close ----
