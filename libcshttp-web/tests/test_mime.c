@@ -147,13 +147,13 @@ static void test_load_file_precedence(void **state)
                             "application/x-test-new\tfoo BAR\n"
                             "image/x-portable-anymap  pnm ;\n"
                             "text/x-readme readme\n"
-                            "audio/x-mine mp3\n"             /* a file beats the table */
+                            "audio/x-mine mp3\n"                /* a file beats the table */
                             "application/x-not-html html htm\n" /* core types never lose */
                             "application/x-js js\n"
                             "image/x-svg svg\n"
                             "application/octet-stream wasm\n"
-                            "application/x-nothing\n"         /* no extensions */
-                            "not-a-type ext1\n"               /* no slash: skipped */
+                            "application/x-nothing\n" /* no extensions */
+                            "not-a-type ext1\n"       /* no slash: skipped */
                             "a/b bad$ext averyveryveryverylongext ok2\n");
     cshw_mime_types *m = cshw_mime_types_new();
     char err[256] = "";
@@ -188,6 +188,52 @@ static void test_load_file_precedence(void **state)
     assert_int_equal(cshw_mime_types_load(m, path, err, sizeof err), 0);
     unlink(path);
     assert_string_equal(cshw_mime_types_lookup(m, "a.foo"), "application/x-foo");
+    cshw_mime_types_free(m);
+}
+
+/* An extension a file gives twice takes its last line; a later file
+ * overrides an earlier one; many new extensions, given in reverse order,
+ * land among the built-in rows (the table stays in order for lookups). */
+static void test_load_file_order(void **state)
+{
+    (void)state;
+    char *path = write_file("type/one dup\n"
+                            "type/two dup other\n"
+                            "type/three DUP\n");
+    cshw_mime_types *m = cshw_mime_types_new();
+    char err[256] = "";
+    assert_int_equal(cshw_mime_types_load(m, path, err, sizeof err), 4);
+    unlink(path);
+    assert_string_equal(cshw_mime_types_lookup(m, "x.dup"), "type/three");
+    assert_string_equal(cshw_mime_types_lookup(m, "x.other"), "type/two");
+    path = write_file("type/four other\n");
+    assert_int_equal(cshw_mime_types_load(m, path, err, sizeof err), 1);
+    unlink(path);
+    assert_string_equal(cshw_mime_types_lookup(m, "x.other"), "type/four");
+    assert_string_equal(cshw_mime_types_lookup(m, "x.dup"), "type/three");
+
+    /* 600 extensions around the built-in ones (png, pdf, ...), last first */
+    size_t cap = 600 * 48, n = 0;
+    char *text = malloc(cap);
+    assert_non_null(text);
+    for (int i = 599; i >= 0; i--)
+        n += (size_t)snprintf(text + n, cap - n, "x/t%d p%03d a%03d\n", i, i, i);
+    path = write_file(text);
+    free(text);
+    assert_int_equal(cshw_mime_types_load(m, path, err, sizeof err), 1200);
+    unlink(path);
+    char name[32], want[32];
+    for (int i = 0; i < 600; i++) {
+        snprintf(want, sizeof want, "x/t%d", i);
+        snprintf(name, sizeof name, "f.p%03d", i);
+        assert_string_equal(cshw_mime_types_lookup(m, name), want);
+        snprintf(name, sizeof name, "f.A%03d", i);
+        assert_string_equal(cshw_mime_types_lookup(m, name), want);
+    }
+    assert_string_equal(cshw_mime_types_lookup(m, "i.png"), "image/png");
+    assert_string_equal(cshw_mime_types_lookup(m, "d.pdf"), "application/pdf");
+    assert_string_equal(cshw_mime_types_lookup(m, "x.dup"), "type/three");
+    assert_string_equal(cshw_mime_types_lookup(m, "x.nope"), OCTET);
     cshw_mime_types_free(m);
 }
 
@@ -245,6 +291,7 @@ int main(void)
         cmocka_unit_test(test_no_extension),
         cmocka_unit_test(test_table_starts_builtin),
         cmocka_unit_test(test_load_file_precedence),
+        cmocka_unit_test(test_load_file_order),
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_system_file),
     };
