@@ -59,6 +59,10 @@ typedef struct settings {
     char proxy_ca_file[4096];
     int proxy_insecure;
     char config[4096];
+    /* the config file's settings of cshttpd's own that were taken, each
+     * once (names as written there): a second one is refused */
+    char config_keys[32][40];
+    size_t nconfig_keys;
     /* what is wrong, all of it */
     char problems[PROBLEMS_MAX][600];
     size_t nproblems;
@@ -246,11 +250,27 @@ static int set_app(settings *s, const char *name, const char *value)
     return 0;
 }
 
+/* A setting of cshttpd's own in the config file: each is set once there,
+ * as nginx takes a directive once, but for those that add to a list
+ * (proxy, mime_type). */
 static int app_option(void *data, const char *name, const char *value, char *err, size_t errlen)
 {
-    (void)err;
-    (void)errlen;
-    return set_app(data, name, value);
+    settings *s = data;
+    int list = name_is(name, "proxy") || name_is(name, "mime_type");
+    for (size_t i = 0; !list && i < s->nconfig_keys; i++)
+        if (name_is(name, s->config_keys[i])) {
+            snprintf(err, errlen, "'%s' is set twice", s->config_keys[i]);
+            return -EINVAL;
+        }
+    int r = set_app(s, name, value);
+    if (r == 1 && !list && s->nconfig_keys < sizeof s->config_keys / sizeof s->config_keys[0] &&
+        strlen(name) < sizeof s->config_keys[0]) {
+        char *k = s->config_keys[s->nconfig_keys++];
+        strcpy(k, name);
+        for (char *c = k; *c; c++)
+            if (*c == '-') *c = '_';
+    }
+    return r;
 }
 
 /* The command line's modes */
@@ -558,57 +578,17 @@ static void log_request(void *user, const cshs_request_log *e)
     }
 }
 
-/* The config file, every problem in it: the engine's loader stops at its
- * first bad line, so the rest of the file is read again from a copy with
- * the lines already read left blank (the line numbers stay; what was
- * applied is not applied twice), and its messages name the real file. */
+/* A problem of the config file, as the loader names it. */
+static void config_problem(void *data, const char *message)
+{
+    problem(data, "%s", message);
+}
+
+/* The config file, every problem in it (the loader reads on past a bad
+ * line, which sets nothing). */
 static void load_config(settings *s, cshs_options *o, const char *path)
 {
-    char err[600];
-    if (cshs_options_load_file_with(o, path, app_option, s, err, sizeof err) == 0) return;
-    problem(s, "%s", err);
-    char tmp[] = "/tmp/cshttpd-config-XXXXXX";
-    int fd = -1;
-    for (int pass = 0; pass < PROBLEMS_MAX; pass++) {
-        /* "path:LINE: message": a line to go on after */
-        size_t pl = strlen(pass ? tmp : path);
-        const char *p = err + pl;
-        if (strncmp(err, pass ? tmp : path, pl) != 0 || *p != ':') break;
-        long bad = strtol(p + 1, NULL, 10);
-        if (bad <= 0) break;
-        if (pass == 0 && (fd = mkstemp(tmp)) < 0) break;
-        FILE *in = fopen(path, "r"), *out = fdopen(dup(fd), "w");
-        if (!in || !out || ftruncate(fd, 0) < 0) {
-            if (in) fclose(in);
-            if (out) fclose(out);
-            break;
-        }
-        long line = 1;
-        int c, more = 0;
-        while ((c = fgetc(in)) != EOF) {
-            if (line > bad) {
-                fputc(c, out);
-                more |= c != '\n';
-            } else if (c == '\n') {
-                fputc('\n', out);
-            }
-            if (c == '\n') line++;
-        }
-        fclose(in);
-        fclose(out);
-        if (!more) break;
-        char e2[600];
-        if (cshs_options_load_file_with(o, tmp, app_option, s, e2, sizeof e2) == 0) break;
-        snprintf(err, sizeof err, "%s", e2);
-        if (strncmp(e2, tmp, strlen(tmp)) == 0)
-            problem(s, "%s%s", path, e2 + strlen(tmp));
-        else
-            problem(s, "%s", e2);
-    }
-    if (fd >= 0) {
-        close(fd);
-        unlink(tmp);
-    }
+    cshs_options_load_file_each(o, path, app_option, s, config_problem, s);
 }
 
 static void free_settings(settings *s)

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <cshttp/server/options.h>
 #include <cshttp/version.h>
@@ -459,53 +460,127 @@ int cshs_options_load_file(cshs_options *o, const char *path, char *err, size_t 
     return cshs_options_load_file_with(o, path, NULL, NULL, err, errlen);
 }
 
-int cshs_options_load_file_with(cshs_options *o, const char *path, cshs_app_option_fn app,
-                                void *app_data, char *err, size_t errlen)
+/* The longest config line read; a longer one is refused, not split. */
+#define CONF_LINE_MAX 65536
+
+typedef void (*problem_fn)(void *data, const char *message);
+
+/* The loaders' one reading of a config file: each problem to `problem`
+ * ("file:line: message", or "file: message"); at the first one it stops
+ * when `stop` is set, and goes on to the next line otherwise (a bad line
+ * sets nothing). The number of problems, or -errno when the file cannot be
+ * opened or read (a problem was given then too). */
+static int load_file(cshs_options *o, const char *path, cshs_app_option_fn app, void *app_data,
+                     problem_fn problem, void *pdata, int stop)
 {
+    char msg[600];
     FILE *f = fopen(path, "r");
     if (!f) {
         int e = errno;
-        snprintf(err, errlen, "%s: %s", path,
+        snprintf(msg, sizeof msg, "%s: %s", path,
                  strerrordesc_np(e) ? strerrordesc_np(e) : "cannot be read");
+        problem(pdata, msg);
         return -e;
     }
-    char line[1024];
-    int lineno = 0, r = 0;
-    while (r == 0 && fgets(line, sizeof line, f)) {
-        lineno++;
-        char *hash = strchr(line, '#');
-        if (hash) *hash = '\0';
-        char *s = trim(line);
-        if (!*s) continue;
-        char *eq = strchr(s, '=');
-        char msg[256];
-        if (!eq) {
-            snprintf(err, errlen, "%s:%d: expected 'name = value'", path, lineno);
-            r = -EINVAL;
-            break;
-        }
-        *eq = '\0';
-        char *name = trim(s), *value = trim(eq + 1);
-        size_t vl = strlen(value);
-        if (vl >= 2 && value[0] == '"' && value[vl - 1] == '"') {
-            value[vl - 1] = '\0';
-            value++;
-        }
-        /* the engine's names first; the application's own after them */
-        if (app && !find_def(name, strlen(name))) {
-            r = app(app_data, name, value, msg, sizeof msg);
-            if (r == 0) {
-                snprintf(msg, sizeof msg, "unknown option '%s'", name);
-                r = -EINVAL;
-            }
-            if (r > 0) r = 0;
-        } else {
-            r = cshs_options_set(o, name, value, msg, sizeof msg);
-        }
-        if (r < 0) snprintf(err, errlen, "%s:%d: %s", path, lineno, msg);
+    struct stat st;
+    if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+        snprintf(msg, sizeof msg, "%s: is a folder, not a config file", path);
+        problem(pdata, msg);
+        fclose(f);
+        return -EISDIR;
     }
+    /* the line each engine option was set on: a second one is refused, as
+     * nginx refuses a directive twice (the last would win in silence) */
+    int set_on[sizeof defs / sizeof defs[0]];
+    memset(set_on, 0, sizeof set_on);
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    int lineno = 0, problems = 0;
+    while ((len = getline(&line, &cap, f)) >= 0) {
+        lineno++;
+        char why[256];
+        why[0] = '\0';
+        if (len > CONF_LINE_MAX) {
+            snprintf(why, sizeof why, "line longer than %d bytes", CONF_LINE_MAX);
+        } else if (memchr(line, '\0', (size_t)len)) {
+            snprintf(why, sizeof why, "a NUL byte in the line");
+        } else {
+            char *hash = strchr(line, '#');
+            if (hash) *hash = '\0';
+            char *s = trim(line);
+            if (!*s) continue;
+            char *eq = strchr(s, '=');
+            if (!eq) {
+                snprintf(why, sizeof why, "expected 'name = value'");
+            } else {
+                *eq = '\0';
+                char *name = trim(s), *value = trim(eq + 1);
+                size_t vl = strlen(value);
+                if (vl >= 2 && value[0] == '"' && value[vl - 1] == '"') {
+                    value[vl - 1] = '\0';
+                    value++;
+                }
+                /* the engine's names first; the application's own after them */
+                const opt_def *d = find_def(name, strlen(name));
+                int r;
+                if (!d && app) {
+                    r = app(app_data, name, value, why, sizeof why);
+                    if (r == 0) snprintf(why, sizeof why, "unknown option '%s'", name);
+                    if (r > 0) why[0] = '\0';
+                } else if (d && set_on[d - defs]) {
+                    snprintf(why, sizeof why, "'%s' is set twice (first on line %d)", d->name,
+                             set_on[d - defs]);
+                } else {
+                    r = cshs_options_set(o, name, value, why, sizeof why);
+                    if (r == 0 && d) set_on[d - defs] = lineno;
+                    if (r == 0) why[0] = '\0';
+                }
+            }
+        }
+        if (!why[0]) continue;
+        snprintf(msg, sizeof msg, "%s:%d: %s", path, lineno, why);
+        problem(pdata, msg);
+        problems++;
+        if (stop) break;
+    }
+    int e = ferror(f) ? errno : 0;
+    free(line);
     fclose(f);
-    return r;
+    if (e) {
+        snprintf(msg, sizeof msg, "%s: %s", path,
+                 strerrordesc_np(e) ? strerrordesc_np(e) : "read error");
+        problem(pdata, msg);
+        return -e;
+    }
+    return problems;
+}
+
+typedef struct first_problem {
+    char *err;
+    size_t errlen;
+} first_problem;
+
+static void keep_first(void *data, const char *message)
+{
+    first_problem *fp = data;
+    if (fp->err && fp->errlen) snprintf(fp->err, fp->errlen, "%s", message);
+}
+
+int cshs_options_load_file_with(cshs_options *o, const char *path, cshs_app_option_fn app,
+                                void *app_data, char *err, size_t errlen)
+{
+    first_problem fp = {err, errlen};
+    int r = load_file(o, path, app, app_data, keep_first, &fp, 1);
+    return r > 0 ? -EINVAL : r;
+}
+
+int cshs_options_load_file_each(cshs_options *o, const char *path, cshs_app_option_fn app,
+                                void *app_data, void (*problem)(void *data, const char *message),
+                                void *problem_data)
+{
+    if (!o || !path || !problem) return -EINVAL;
+    return load_file(o, path, app, app_data, problem, problem_data, 0);
 }
 
 int cshs_options_parse_args(cshs_options *o, int *argc, char **argv, char *err, size_t errlen)

@@ -360,6 +360,106 @@ static void test_config_file_application_options(void **state)
     assert_non_null(strstr(err, "not-the-app"));
 }
 
+static void write_conf_bytes(const char *bytes, size_t n)
+{
+    FILE *f = fopen(CONF_PATH, "w");
+    assert_non_null(f);
+    assert_int_equal(fwrite(bytes, 1, n, f), n);
+    assert_int_equal(fclose(f), 0);
+}
+
+/* The file as an attacker writes it: a line is read whole (a long comment
+ * never becomes a setting), a line past 64 KiB, a NUL byte, a name set
+ * twice and a folder are errors that name the line. */
+static void test_config_file_refusals(void **state)
+{
+    (void)state;
+    char err[256];
+    /* '#' + 1,021 characters + " port = 1": all of it a comment */
+    char *text = malloc(2000);
+    assert_non_null(text);
+    int n = sprintf(text, "port = 1234\n#");
+    memset(text + n, 'c', 1021);
+    strcpy(text + n + 1021, " port = 1\n");
+    write_conf(text);
+    free(text);
+    assert_int_equal(cshs_options_load_file(&o, CONF_PATH, err, sizeof err), 0);
+    assert_int_equal(o.port, 1234);
+
+    /* a line of 70,000 bytes */
+    text = malloc(70100);
+    assert_non_null(text);
+    n = sprintf(text, "port = 1\nserver_header = ");
+    memset(text + n, 'x', 70000);
+    strcpy(text + n + 70000, "\n");
+    write_conf(text);
+    free(text);
+    assert_int_equal(cshs_options_load_file(&o, CONF_PATH, err, sizeof err), -EINVAL);
+    assert_non_null(strstr(err, ":2: line longer than 65536 bytes"));
+
+    /* a NUL byte: not the end of the line */
+    write_conf_bytes("port = 1\0\nport = 2\n", 19);
+    assert_int_equal(cshs_options_load_file(&o, CONF_PATH, err, sizeof err), -EINVAL);
+    assert_non_null(strstr(err, ":1: a NUL byte"));
+
+    /* a name set twice, however it is spelled (the first stays) */
+    write_conf("port = 1\nkeepalive-timeout-ms = 5\nkeepalive_timeout_ms = 6\n");
+    assert_int_equal(cshs_options_load_file(&o, CONF_PATH, err, sizeof err), -EINVAL);
+    assert_non_null(strstr(err, ":3: 'keepalive_timeout_ms' is set twice (first on line 2)"));
+    assert_int_equal(o.keepalive_timeout_ms, 5);
+
+    /* a folder */
+    assert_int_equal(cshs_options_load_file(&o, "/tmp", err, sizeof err), -EISDIR);
+    assert_non_null(strstr(err, "/tmp: is a folder"));
+}
+
+static char each_seen[8][256];
+static int each_n;
+
+static void each_problem(void *data, const char *message)
+{
+    (void)data;
+    if (each_n < 8) snprintf(each_seen[each_n], sizeof each_seen[0], "%s", message);
+    each_n++;
+}
+
+/* cshs_options_load_file_each: every bad line, in order, and the good
+ * lines around them taken; 100 bad lines are 100 problems. */
+static void test_config_file_every_problem(void **state)
+{
+    (void)state;
+    write_conf("port = 7\nbogus\nkeepalive_timeout_ms = soon\nheader_timeout_ms = 5\n"
+               "port = 8\nread_timeout_ms = 9\n");
+    each_n = 0;
+    assert_int_equal(cshs_options_load_file_each(&o, CONF_PATH, NULL, NULL, each_problem, NULL), 3);
+    assert_int_equal(each_n, 3);
+    assert_non_null(strstr(each_seen[0], ":2: expected 'name = value'"));
+    assert_non_null(strstr(each_seen[1], ":3: keepalive_timeout_ms"));
+    assert_non_null(strstr(each_seen[2], ":5: 'port' is set twice (first on line 1)"));
+    assert_int_equal(o.port, 7);
+    assert_int_equal(o.header_timeout_ms, 5);
+    assert_int_equal(o.read_timeout_ms, 9);
+
+    char *text = malloc(100 * 16);
+    assert_non_null(text);
+    size_t n = 0;
+    for (int i = 0; i < 100; i++) n += (size_t)sprintf(text + n, "bad line %d\n", i);
+    write_conf(text);
+    free(text);
+    each_n = 0;
+    assert_int_equal(cshs_options_load_file_each(&o, CONF_PATH, NULL, NULL, each_problem, NULL),
+                     100);
+    assert_int_equal(each_n, 100);
+
+    each_n = 0;
+    assert_int_equal(
+        cshs_options_load_file_each(&o, "/nonexistent/x.conf", NULL, NULL, each_problem, NULL),
+        -ENOENT);
+    assert_int_equal(each_n, 1);
+    assert_non_null(strstr(each_seen[0], "/nonexistent/x.conf"));
+    assert_int_equal(cshs_options_load_file_each(&o, CONF_PATH, NULL, NULL, NULL, NULL), -EINVAL);
+}
+
 static void test_help(void **state)
 {
     (void)state;
@@ -389,6 +489,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_set_refusals, setup, teardown),
         cmocka_unit_test_setup_teardown(test_config_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_config_file_application_options, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_config_file_refusals, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_config_file_every_problem, setup, teardown),
         cmocka_unit_test_setup_teardown(test_help, setup, teardown),
         cmocka_unit_test_setup_teardown(test_version_and_null_options, setup, teardown),
     };

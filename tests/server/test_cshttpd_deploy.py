@@ -406,6 +406,46 @@ def t_check_config(d):
     assert r.returncode == 1 and "nope.conf" in r.stderr, r.stderr
 
 
+@test("checkconfig")
+def t_config_file_as_an_attacker_writes_it(d):
+    """Each case a clear error naming the file and line, and exit 1: a
+    folder, a NUL byte, a setting given twice (the engine's or cshttpd's;
+    proxy and mime_type add to a list), a line past 64 KiB; a long comment
+    stays a comment; 100 bad lines are 100 problems, the first 32 named."""
+    root = make_root(d)
+
+    def check(name, text, *want):
+        path = os.path.join(d, name)
+        with open(path, "wb") as f:
+            f.write(text)
+        r = run(ARGS.bin, "--check-config", "--config", path)
+        assert r.returncode == 1, (name, r.returncode, r.stdout, r.stderr)
+        for w in want:
+            assert w % {"f": path} in r.stderr, (name, w, r.stderr)
+        return r
+
+    r = run(ARGS.bin, "--check-config", "--config", d)
+    assert r.returncode == 1 and "%s: is a folder" % d in r.stderr, r.stderr
+    base = ("root = %s\n" % root).encode()
+    check("nul.conf", base + b"port = 8080\0 junk\n", "%(f)s:2: a NUL byte")
+    check("twice.conf", base + b"port = 8080\nport = 9090\n",
+          "%(f)s:3: 'port' is set twice (first on line 2)")
+    check("root.conf", base + b"root = /\n", "%(f)s:2: 'root' is set twice")
+    check("long.conf", base + b"server_header = " + b"x" * 70000 + b"\n",
+          "%(f)s:2: line longer than 65536 bytes")
+    r = check("many.conf", base + b"".join(b"bad line %d\n" % i for i in range(100)),
+              "%(f)s:2: ", "%(f)s:33: ", "... and 68 more", "100 problems")
+    assert "%s:34: " % os.path.join(d, "many.conf") not in r.stderr, r.stderr
+    # fine: a long comment ending in what looks like a setting, and lists
+    fine = os.path.join(d, "fine.conf")
+    with open(fine, "wb") as f:
+        f.write(base + b"port = 8080\n#" + b"c" * 1021 + b" port = 1\n"
+                b"mime_type = foo=text/x-foo\nmime_type = bar=text/x-bar\n"
+                b"proxy = /a/=http://127.0.0.1:9\nproxy = /b/=http://127.0.0.1:9\n")
+    r = run(ARGS.bin, "--check-config", "--config", fine)
+    assert r.returncode == 0 and "configuration OK" in r.stdout, (r.stdout, r.stderr)
+
+
 # ---- --install-service ----
 
 def verify_unit(path):

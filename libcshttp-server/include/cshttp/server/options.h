@@ -205,8 +205,11 @@ CSHS_EXPORT int cshs_options_set(cshs_options *o, const char *name, const char *
                                  size_t errlen);
 
 /* Reads a config file: one "name = value" per line, '#' starts a comment,
- * blank lines ignored, names as cshs_options_set takes them. 0, -errno when
- * it cannot be read, or -EINVAL with "file:line: message" in err. */
+ * blank lines ignored, names as cshs_options_set takes them. A line of
+ * more than 65,536 bytes, a NUL byte, a name set twice and a folder given
+ * as the file are errors. 0, -errno when it cannot be read (-EISDIR: a
+ * folder), or -EINVAL with "file:line: message" in err: the first bad
+ * line, after which nothing more is read. */
 CSHS_EXPORT int cshs_options_load_file(cshs_options *o, const char *path, char *err, size_t errlen);
 
 /* An application's own settings in the same file: called for each name the
@@ -221,6 +224,17 @@ typedef int (*cshs_app_option_fn)(void *app_data, const char *name, const char *
 CSHS_EXPORT int cshs_options_load_file_with(cshs_options *o, const char *path,
                                             cshs_app_option_fn app, void *app_data, char *err,
                                             size_t errlen);
+
+/* cshs_options_load_file_with, reading on past a bad line (which sets
+ * nothing): every problem, "file:line: message" (or "file: message" when
+ * the file cannot be opened or read), is handed to problem(problem_data,
+ * message) in the file's order, so that a program reports them all at
+ * once. The number of problems (0: every line taken), -errno when the
+ * file cannot be opened or read (a problem names it), or -EINVAL for a
+ * NULL argument. Since 0.3.3. */
+CSHS_EXPORT int cshs_options_load_file_each(
+    cshs_options *o, const char *path, cshs_app_option_fn app, void *app_data,
+    void (*problem)(void *problem_data, const char *message), void *problem_data);
 
 /* Takes the engine's options out of argv ("--name value" or
  * "--name=value"), leaving the other arguments in argv (compacted, *argc
