@@ -408,8 +408,7 @@ static void check_tls(settings *s, const cshs_options *o)
         ERR_error_string_n(e, why, sizeof why);
         /* a loadable key that does not match the certificate fails here too */
         if (ok_cert && ERR_GET_REASON(e) == X509_R_KEY_VALUES_MISMATCH)
-            problem(s, "tls_key %s does not match the certificate in %s", o->tls_key,
-                    o->tls_cert);
+            problem(s, "tls_key %s does not match the certificate in %s", o->tls_key, o->tls_cert);
         else
             problem(s, "tls_key %s: cannot load a PEM private key: %s", o->tls_key, why);
     } else if (ok_cert && SSL_CTX_check_private_key(ctx) != 1) {
@@ -449,7 +448,8 @@ static void check_settings(settings *s, const cshs_options *o, cshw_mime_types *
     if (s->threads[0]) {
         char *end;
         long t = strtol(s->threads, &end, 10);
-        if (*end || t < 1 || t > 100000) problem(s, "threads: '%s' is not a number of threads", s->threads);
+        if (*end || t < 1 || t > 100000)
+            problem(s, "threads: '%s' is not a number of threads", s->threads);
     }
     if (mime) {
         if (strcmp(s->mime_types, "none") != 0 && s->mime_types[0]) {
@@ -606,6 +606,21 @@ static int report_problems(settings *s, int code)
     return code;
 }
 
+/* Whether a user with no rights of its own can read `path` (absolute):
+ * the file readable by others, and every folder above it open to them. */
+static int readable_by_anyone(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) < 0 || !(st.st_mode & S_IROTH)) return 0;
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", path);
+    for (char *slash = strrchr(dir, '/'); slash && slash != dir; slash = strrchr(dir, '/')) {
+        *slash = '\0';
+        if (stat(dir, &st) < 0 || !(st.st_mode & S_IXOTH)) return 0;
+    }
+    return 1;
+}
+
 static int install(settings *s, const cshs_options *o, const modes *m)
 {
     const char *name = m->service_name ? m->service_name : "cshttpd";
@@ -622,8 +637,9 @@ static int install(settings *s, const cshs_options *o, const modes *m)
         return 2;
     }
     if (m->others) {
-        fprintf(stderr, "cshttpd: --install-service takes only --config, --service-name and "
-                        "--unit-dir: put the other settings in %s\n",
+        fprintf(stderr,
+                "cshttpd: --install-service takes only --config, --service-name and "
+                "--unit-dir: put the other settings in %s\n",
                 s->config);
         return 2;
     }
@@ -637,8 +653,28 @@ static int install(settings *s, const cshs_options *o, const modes *m)
         fprintf(stderr, "cshttpd: --install-service: %s\n", strerror(errno));
         return 1;
     }
-    service_spec spec = {.name = name, .unit_dir = dir, .exe = exe, .config = s->config,
-                         .root = root, .port = o->port};
+    service_spec spec = {.name = name,
+                         .unit_dir = dir,
+                         .exe = exe,
+                         .config = s->config,
+                         .root = root,
+                         .port = o->port};
+    /* relative paths of the config were checked from here: the service
+     * starts here too (else in /, where they name other files) */
+    const char *paths[] = {s->root,       s->access_log,    s->error_log, s->pid_file,
+                           s->mime_types, s->proxy_ca_file, o->tls_cert,  o->tls_key};
+    char cwd[PATH_MAX];
+    for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++)
+        if (paths[i] && paths[i][0] && paths[i][0] != '/' && strcmp(paths[i], "-") != 0 &&
+            strcmp(paths[i], "none") != 0) {
+            if (!getcwd(cwd, sizeof cwd)) {
+                fprintf(stderr, "cshttpd: --install-service: the current folder: %s\n",
+                        strerror(errno));
+                return 1;
+            }
+            spec.workdir = cwd;
+            break;
+        }
     if (o->tls_cert && *o->tls_cert) {
         spec.tls_port = o->tls_port;
         if (realpath(o->tls_cert, cert)) spec.readable[0] = cert;
@@ -657,6 +693,10 @@ static int install(settings *s, const cshs_options *o, const modes *m)
             strcat(strcat(logs_[i], "/"), files[i]);
         spec.writable[nw++] = logs_[i];
     }
+    /* the unit's dynamic user reads the TLS files only when anyone may:
+     * else they go in as credentials, which systemd reads as root */
+    spec.tls_credentials = (spec.readable[0] && !readable_by_anyone(spec.readable[0])) ||
+                           (spec.readable[1] && !readable_by_anyone(spec.readable[1]));
     return service_install(&spec);
 }
 
@@ -664,8 +704,8 @@ int main(int argc, char **argv)
 {
     cshs_options o;
     cshs_options_init(&o);
-    static settings conf = {.root = "www", .access_log_format = "combined",
-                            .mime_types = "/etc/mime.types"};
+    static settings conf = {
+        .root = "www", .access_log_format = "combined", .mime_types = "/etc/mime.types"};
     modes m = {0};
     char err[512];
 
@@ -771,8 +811,7 @@ int main(int argc, char **argv)
     cshw_router *router = cshw_router_new();
     if (!router || (conf.demo && demo_routes(router) < 0) ||
         (conf.status_path[0] && status_routes(router, conf.status_path) < 0)) {
-        error_log_printf(LOG_ERROR, "routes: %s",
-                         router ? cshw_router_error(router) : "no memory");
+        error_log_printf(LOG_ERROR, "routes: %s", router ? cshw_router_error(router) : "no memory");
         return 1;
     }
     cshw_static_options so;
@@ -848,8 +887,8 @@ int main(int argc, char **argv)
     }
     char url[600] = "";
     if (o.address && *o.address) {
-        snprintf(url, sizeof url, "http://%s%s%s:%u/", strchr(o.address, ':') ? "[" : "",
-                 o.address, strchr(o.address, ':') ? "]" : "", cshs_server_port(s, 0));
+        snprintf(url, sizeof url, "http://%s%s%s:%u/", strchr(o.address, ':') ? "[" : "", o.address,
+                 strchr(o.address, ':') ? "]" : "", cshs_server_port(s, 0));
         printf("cshttpd: listening on %s (root %s)\n", url, conf.root);
     }
     if (o.address6 && *o.address6)
@@ -905,9 +944,10 @@ int main(int argc, char **argv)
     if (behind) {
         /* their threads still use the server, the router, the stats and
          * the logs: exit without freeing what they reach */
-        error_log_printf(LOG_WARN, "%u handler%s still running after the deadline: exiting "
-                         "without waiting for %s", behind, behind == 1 ? "" : "s",
-                         behind == 1 ? "it" : "them");
+        error_log_printf(LOG_WARN,
+                         "%u handler%s still running after the deadline: exiting "
+                         "without waiting for %s",
+                         behind, behind == 1 ? "" : "s", behind == 1 ? "it" : "them");
         if (conf.pid_file[0]) unlink(conf.pid_file);
         fflush(NULL);
         _exit(0);

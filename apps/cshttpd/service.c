@@ -21,33 +21,65 @@ int service_name_ok(const char *name)
     return 1;
 }
 
-/* A path as a unit setting takes it: absolute, no whitespace, quotes,
- * backslashes or controls (they would need quoting rules that differ from
- * one setting to another); '%' doubled (systemd's specifiers). */
-static int unit_path(char *dst, size_t cap, const char *path, const char *what, char *err,
+/* 1 when s is UTF-8 (a unit file is: systemd refuses one that is not). */
+static int utf8_ok(const unsigned char *s)
+{
+    while (*s) {
+        unsigned char c = *s++;
+        int more = c < 0x80             ? 0
+                   : (c & 0xe0) == 0xc0 ? 1
+                   : (c & 0xf0) == 0xe0 ? 2
+                   : (c & 0xf8) == 0xf0 ? 3
+                                        : -1;
+        if (more < 0 || (c & 0xfe) == 0xc0 || c > 0xf4) return 0; /* overlong, past U+10FFFF */
+        for (; more > 0; more--)
+            if ((*s++ & 0xc0) != 0x80) return 0;
+    }
+    return 1;
+}
+
+/* A path as a unit setting takes it: absolute, UTF-8, no whitespace,
+ * quotes, backslashes or controls (they would need quoting rules that
+ * differ from one setting to another); '%' doubled (systemd's specifiers)
+ * and, in a command line (exec), '$' too (systemd expands variables
+ * there). */
+static int unit_path(char *dst, size_t cap, const char *path, const char *what, int exec, char *err,
                      size_t errlen)
 {
     if (path[0] != '/') {
         snprintf(err, errlen, "%s '%s' is not an absolute path", what, path);
         return -1;
     }
+    if (!utf8_ok((const unsigned char *)path)) {
+        snprintf(err, errlen, "%s: a unit file is UTF-8, and the path is not", what);
+        return -1;
+    }
     size_t n = 0;
     for (const char *p = path; *p; p++) {
         unsigned char c = (unsigned char)*p;
         if (c <= 0x20 || c == 0x7f || c == '"' || c == '\'' || c == '\\') {
-            snprintf(err, errlen, "%s '%s': a unit file cannot hold a path with spaces, quotes, "
-                     "backslashes or control characters", what, path);
+            snprintf(err, errlen,
+                     "%s '%s': a unit file cannot hold a path with spaces, quotes, "
+                     "backslashes or control characters",
+                     what, path);
             return -1;
         }
         if (n + 3 >= cap) {
             snprintf(err, errlen, "%s: path too long", what);
             return -1;
         }
-        if (c == '%') dst[n++] = '%';
+        if (c == '%' || (exec && c == '$')) dst[n++] = (char)c;
         dst[n++] = (char)c;
     }
     dst[n] = '\0';
     return 0;
+}
+
+static int in_home(const char *path)
+{
+    return strncmp(path, "/home/", 6) == 0 || strcmp(path, "/home") == 0 ||
+           strncmp(path, "/root/", 6) == 0 || strcmp(path, "/root") == 0 ||
+           strncmp(path, "/run/user/", 10) == 0;
 }
 
 static void dir_of(char *dst, size_t cap, const char *path)
@@ -69,23 +101,33 @@ static void dir_of(char *dst, size_t cap, const char *path)
 
 int service_unit_text(const service_spec *s, char *buf, size_t cap, char *err, size_t errlen)
 {
-    char exe[4200], config[4200], root[4200], p[4200];
-    if (unit_path(exe, sizeof exe, s->exe, "the cshttpd binary", err, errlen) < 0 ||
-        unit_path(config, sizeof config, s->config, "the config file", err, errlen) < 0 ||
-        unit_path(root, sizeof root, s->root, "the root", err, errlen) < 0)
+    char exe[4200], config[4200], config_x[4200], root[4200], p[4200], workdir[4200];
+    if (unit_path(exe, sizeof exe, s->exe, "the cshttpd binary", 1, err, errlen) < 0 ||
+        unit_path(config, sizeof config, s->config, "the config file", 0, err, errlen) < 0 ||
+        unit_path(config_x, sizeof config_x, s->config, "the config file", 1, err, errlen) < 0 ||
+        unit_path(root, sizeof root, s->root, "the root", 0, err, errlen) < 0 ||
+        (s->workdir &&
+         unit_path(workdir, sizeof workdir, s->workdir, "the working folder", 0, err, errlen) < 0))
         return -1;
     int low_port = (s->port && s->port < 1024) || (s->tls_port && s->tls_port < 1024);
-    /* a root under /home, /root or /run/user stays readable */
-    int root_in_home = strncmp(s->root, "/home/", 6) == 0 || strcmp(s->root, "/home") == 0 ||
-                       strncmp(s->root, "/root/", 6) == 0 || strcmp(s->root, "/root") == 0 ||
-                       strncmp(s->root, "/run/user/", 10) == 0;
+    /* a root (or working folder) under /home, /root or /run/user stays readable */
+    int root_in_home = in_home(s->root) || (s->workdir && in_home(s->workdir));
     /* PrivateTmp= would hide files the service needs under /tmp */
     int in_tmp = 0;
-    const char *mine[] = {s->exe, s->config, s->root, s->readable[0], s->readable[1],
-                          s->writable[0], s->writable[1], s->writable[2], s->writable[3]};
+    const char *mine[] = {s->exe,         s->config,      s->root,        s->readable[0],
+                          s->readable[1], s->writable[0], s->writable[1], s->writable[2],
+                          s->writable[3], s->workdir};
     for (size_t i = 0; i < sizeof mine / sizeof mine[0]; i++)
         if (mine[i] && (!strncmp(mine[i], "/tmp/", 5) || !strncmp(mine[i], "/var/tmp/", 9)))
             in_tmp = 1;
+    /* the TLS files as credentials: systemd reads them as root at start
+     * (a key is readable by root alone) and gives the dynamic user a copy
+     * in $CREDENTIALS_DIRECTORY, which the command line names (it wins
+     * over the config file) */
+    const char *tls_args = "";
+    if (s->tls_credentials && s->readable[0] && s->readable[1])
+        tls_args = " --tls-cert ${CREDENTIALS_DIRECTORY}/tls_cert"
+                   " --tls-key ${CREDENTIALS_DIRECTORY}/tls_key";
     size_t n = 0;
     APPEND("# Written by cshttpd --install-service; cshttpd --uninstall-service removes it.\n"
            "# The settings are in %s (cshttpd --check-config --config %s).\n"
@@ -97,8 +139,8 @@ int service_unit_text(const service_spec *s, char *buf, size_t cap, char *err, s
            "\n"
            "[Service]\n"
            "Type=simple\n"
-           "ExecStartPre=%s --check-config --config %s\n"
-           "ExecStart=%s --config %s\n"
+           "ExecStartPre=%s --check-config --config %s%s\n"
+           "ExecStart=%s --config %s%s\n"
            "ExecReload=/bin/kill -HUP $MAINPID\n"
            "KillSignal=SIGTERM\n"
            "TimeoutStopSec=30\n"
@@ -129,7 +171,7 @@ int service_unit_text(const service_spec *s, char *buf, size_t cap, char *err, s
            "SystemCallFilter=@system-service\n"
            "UMask=0027\n"
            "ReadOnlyPaths=%s\n",
-           s->config, s->config, s->name, exe, config, exe, config,
+           s->config, s->config, s->name, exe, config_x, tls_args, exe, config_x, tls_args,
            root_in_home ? "read-only" : "yes", in_tmp ? "no" : "yes", root);
     if (low_port)
         APPEND("# a port below 1024\n"
@@ -137,18 +179,24 @@ int service_unit_text(const service_spec *s, char *buf, size_t cap, char *err, s
                "CapabilityBoundingSet=CAP_NET_BIND_SERVICE\n");
     else
         APPEND("CapabilityBoundingSet=\n");
+    static const char *const credential[] = {"tls_cert", "tls_key"};
     for (size_t i = 0; i < sizeof s->readable / sizeof s->readable[0]; i++) {
         if (!s->readable[i]) continue;
-        if (unit_path(p, sizeof p, s->readable[i], "a TLS file", err, errlen) < 0) return -1;
-        APPEND("ReadOnlyPaths=%s\n", p);
+        if (unit_path(p, sizeof p, s->readable[i], "a TLS file", 0, err, errlen) < 0) return -1;
+        if (*tls_args)
+            APPEND("LoadCredential=%s:%s\n", credential[i], p);
+        else
+            APPEND("ReadOnlyPaths=%s\n", p);
     }
+    if (s->workdir) /* the config file's relative paths, as they were checked */
+        APPEND("WorkingDirectory=%s\n", workdir);
     char done[4][4200];
     size_t ndone = 0;
     for (size_t i = 0; i < sizeof s->writable / sizeof s->writable[0]; i++) {
         if (!s->writable[i]) continue;
         char dir[4200];
         dir_of(dir, sizeof dir, s->writable[i]);
-        if (unit_path(p, sizeof p, dir, "a log or pid file's folder", err, errlen) < 0)
+        if (unit_path(p, sizeof p, dir, "a log or pid file's folder", 0, err, errlen) < 0)
             return -1;
         int seen = 0;
         for (size_t k = 0; k < ndone; k++) seen |= strcmp(done[k], p) == 0;
@@ -232,8 +280,7 @@ int service_install(const service_spec *s)
     const char *reload[] = {"systemctl", "daemon-reload", NULL};
     const char *enable[] = {"systemctl", "enable", unit, NULL};
     if (run(reload) != 0 || run(enable) != 0) {
-        fprintf(stderr, "cshttpd: systemctl daemon-reload && systemctl enable %s failed\n",
-                unit);
+        fprintf(stderr, "cshttpd: systemctl daemon-reload && systemctl enable %s failed\n", unit);
         return 1;
     }
     printf("cshttpd: enabled %s; start it with systemctl start %s\n", unit, unit);
@@ -251,7 +298,8 @@ int service_uninstall(const char *name, const char *unit_dir)
     }
     if (systemd_running()) {
         const char *disable[] = {"systemctl", "disable", "--now", unit, NULL};
-        if (run(disable) != 0) fprintf(stderr, "cshttpd: systemctl disable --now %s failed\n", unit);
+        if (run(disable) != 0)
+            fprintf(stderr, "cshttpd: systemctl disable --now %s failed\n", unit);
     }
     if (unlink(path) < 0) {
         fprintf(stderr, "cshttpd: --uninstall-service: %s: %s\n", path, strerror(errno));

@@ -532,6 +532,87 @@ def t_install_service(d):
 
 
 @test("service")
+def t_install_service_paths_and_keys(d):
+    """The unit, as systemd reads it (systemd-analyze verify), for the paths
+    users have: a folder with '$' (doubled in the command lines, where
+    systemd expands variables), a TLS key and certificate only root can
+    read (credentials, LoadCredential=, named on the command line), a
+    relative root (WorkingDirectory=, the folder it was checked from); a
+    path that is not UTF-8 is refused and no unit is written."""
+    units = os.path.join(d, "units")
+    os.mkdir(units)
+    site = os.path.join(d, "si$te")
+    os.mkdir(site)
+    root = make_root(site)
+    cert, key = make_cert(site, "svc")
+    os.chmod(cert, 0o600)
+    os.chmod(key, 0o600)
+    conf = os.path.join(site, "cshttpd.conf")
+    with open(conf, "w") as f:
+        f.write("root = www\nport = 8080\ntls_cert = %s\ntls_key = %s\ntls_port = 8443\n"
+                "access_log = /var/log/cshttpd/access.log\n" % (cert, key))
+    r = subprocess.run([ARGS.bin, "--install-service", "--config", conf, "--unit-dir", units],
+                       cwd=site, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    unit = os.path.join(units, "cshttpd.service")
+    verify_unit(unit)
+    u = unit_settings(unit)
+    exe = os.path.realpath(ARGS.bin)
+    creds = " --tls-cert ${CREDENTIALS_DIRECTORY}/tls_cert --tls-key ${CREDENTIALS_DIRECTORY}/tls_key"
+    conf_x = os.path.realpath(conf).replace("$", "$$")
+    assert u["ExecStart"] == ["%s --config %s%s" % (exe, conf_x, creds)], u["ExecStart"]
+    assert u["ExecStartPre"] == ["%s --check-config --config %s%s" % (exe, conf_x, creds)], \
+        u["ExecStartPre"]
+    assert u["LoadCredential"] == ["tls_cert:" + os.path.realpath(cert),
+                                   "tls_key:" + os.path.realpath(key)], u["LoadCredential"]
+    assert u["WorkingDirectory"] == [os.path.realpath(site)], u.get("WorkingDirectory")
+    assert os.path.realpath(root) in u["ReadOnlyPaths"], u["ReadOnlyPaths"]
+    # TLS files anyone can read (and the folders above them): the unit reads
+    # them itself, read-only, so that a reload sees renewed ones
+    # (a folder of its own under /tmp, which anyone may enter)
+    open_dir = tempfile.mkdtemp(prefix="cshttpd-tls-", dir="/tmp")
+    try:
+        os.chmod(open_dir, 0o755)
+        pair = []
+        for f in (cert, key):
+            pair.append(os.path.join(open_dir, os.path.basename(f)))
+            shutil.copy(f, pair[-1])
+            os.chmod(pair[-1], 0o644)
+        with open(conf, "w") as f:
+            f.write("root = www\nport = 8080\ntls_cert = %s\ntls_key = %s\ntls_port = 8443\n"
+                    % tuple(pair))
+        r = subprocess.run([ARGS.bin, "--install-service", "--config", conf, "--unit-dir", units,
+                            "--service-name", "open"], cwd=site, capture_output=True, text=True,
+                           timeout=60)
+        assert r.returncode == 0, r.stderr
+        u = unit_settings(os.path.join(units, "open.service"))
+        assert "LoadCredential" not in u and "CREDENTIALS" not in u["ExecStart"][0], u
+        assert pair[1] in u["ReadOnlyPaths"], u["ReadOnlyPaths"]
+    finally:
+        shutil.rmtree(open_dir, ignore_errors=True)
+    # absolute paths only: no working folder
+    with open(conf, "w") as f:
+        f.write("root = %s\nport = 8080\n" % root)
+    r = subprocess.run([ARGS.bin, "--install-service", "--config", conf, "--unit-dir", units,
+                        "--service-name", "abs"], cwd=site, capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0, r.stderr
+    u = unit_settings(os.path.join(units, "abs.service"))
+    assert "WorkingDirectory" not in u and "LoadCredential" not in u, u
+    # a path that is not UTF-8
+    bad = os.path.join(os.fsencode(d), b"bad\xff")
+    os.mkdir(bad)
+    bad_root = make_root(os.fsdecode(bad))
+    bad_conf = os.path.join(bad, b"cshttpd.conf")
+    with open(bad_conf, "wb") as f:
+        f.write(b"root = " + os.fsencode(bad_root) + b"\nport = 8080\n")
+    r = subprocess.run([ARGS.bin, "--install-service", "--config", bad_conf, "--unit-dir", units,
+                        "--service-name", "bad8"], capture_output=True, timeout=60)
+    assert r.returncode == 1 and b"UTF-8" in r.stderr, (r.returncode, r.stderr)
+    assert not os.path.exists(os.path.join(units, "bad8.service"))
+
+
+@test("service")
 def t_shipped_unit_verifies(d):
     """The unit in apps/cshttpd verifies too (its binary path made real)."""
     text = open(os.path.join(REPO, "apps", "cshttpd", "cshttpd.service")).read()
