@@ -119,6 +119,11 @@ size_t log_escape_json(char *dst, size_t cap, const char *s)
 size_t access_log_format(char *buf, size_t cap, log_format f, const cshs_request_log *e,
                          int64_t duration_us)
 {
+    /* the body's bytes, as nginx's $body_bytes_sent (an engine older than
+     * 0.3.3 does not say: the total then) */
+    unsigned long long body = offsetof(cshs_request_log, body_bytes_out) < e->size
+                                  ? (unsigned long long)e->body_bytes_out
+                                  : (unsigned long long)e->bytes_out;
     /* a field may grow 4x when escaped: each gets a bounded share */
     char method[64], target[2048], referer[1024], agent[1024], when[64];
     time_t t = (time_t)(e->time_unix_ms / 1000);
@@ -134,10 +139,11 @@ size_t access_log_format(char *buf, size_t cap, log_format f, const cshs_request
         n = snprintf(buf, cap,
                      "{\"time\":\"%s\",\"remote_addr\":\"%s\",\"method\":\"%s\",\"target\":\"%s\","
                      "\"protocol\":\"HTTP/1.%d\",\"status\":%d,\"bytes_out\":%llu,"
+                     "\"body_bytes\":%llu,"
                      "\"referer\":\"%s\",\"user_agent\":\"%s\",\"duration_ms\":%lld.%03lld}\n",
-                     when, e->remote_addr ? e->remote_addr : "", method, target,
-                     e->version_minor, e->status, (unsigned long long)e->bytes_out, referer,
-                     agent, (long long)(duration_us / 1000), (long long)(duration_us % 1000));
+                     when, e->remote_addr ? e->remote_addr : "", method, target, e->version_minor,
+                     e->status, (unsigned long long)e->bytes_out, body, referer, agent,
+                     (long long)(duration_us / 1000), (long long)(duration_us % 1000));
     } else {
         strftime(when, sizeof when, "%d/%b/%Y:%H:%M:%S %z", &tm);
         log_escape(method, sizeof method, e->method);
@@ -145,9 +151,8 @@ size_t access_log_format(char *buf, size_t cap, log_format f, const cshs_request
         log_escape(referer, sizeof referer, e->referer);
         log_escape(agent, sizeof agent, e->user_agent);
         n = snprintf(buf, cap, "%s - - [%s] \"%s %s HTTP/1.%d\" %d %llu \"%s\" \"%s\"\n",
-                     e->remote_addr ? e->remote_addr : "-", when, method, target,
-                     e->version_minor, e->status, (unsigned long long)e->bytes_out, referer,
-                     agent);
+                     e->remote_addr ? e->remote_addr : "-", when, method, target, e->version_minor,
+                     e->status, body, referer, agent);
     }
     if (n < 0) return 0;
     if ((size_t)n >= cap) { /* cut: keep the line a line */

@@ -252,8 +252,12 @@ void cshs__report(void *arg, const cshw_exchange_outcome *o)
         e.method = ml ? copy_str(method, sizeof method, o->line, ml) : "-";
         e.target = sp ? copy_str(target, sizeof target, t, tl) : "-";
     }
-    e.status = o->status;
+    /* a request the client left before any answer: nginx's 499 */
+    e.status = o->status == 0 && o->msg ? 499 : o->status;
     e.bytes_out = o->bytes_out;
+    /* a toolkit older than 0.3.2 does not say: none then */
+    if (offsetof(cshw_exchange_outcome, body_bytes_out) < o->size)
+        e.body_bytes_out = o->body_bytes_out;
     e.bytes_in = o->bytes_in;
     e.duration_us = o->duration_us;
     e.time_unix_ms = o->start_unix_ms;
@@ -1643,7 +1647,7 @@ void cshs_server_free(cshs_server *s)
 }
 
 CSHS__SIZED_NO_TAIL_PADDING(cshs_counters, deferred);
-CSHS__SIZED_NO_TAIL_PADDING(cshs_request_log, duration_us);
+CSHS__SIZED_NO_TAIL_PADDING(cshs_request_log, body_bytes_out);
 
 int cshs_server_counters_sized(const cshs_server *s, cshs_counters *out, size_t size)
 {

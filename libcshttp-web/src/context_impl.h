@@ -72,6 +72,7 @@ struct cshw_response {
     char *buf;
     size_t len, cap;
     uint64_t body_bytes; /* bytes the application wrote, before encoding */
+    uint64_t head_bytes; /* heads written: 100 Continue, the status line and fields */
     uint64_t length;     /* cshw_response_set_content_length, when has_length */
 
     unsigned char headers_sent;
@@ -159,9 +160,10 @@ int cshw__transport_write(cshw_context *ctx, const void *data, size_t len);
  * parse, a body that failed before the handler, a refused connection):
  * the error page with `detail` (may be NULL), Date, Content-Length,
  * Connection: close; head_only: the answer to HEAD, without the page.
- * *written (may be NULL): the bytes written. */
+ * *written and *head (each may be NULL): the bytes written, and of those
+ * the head's. */
 int cshw__write_raw_error(const cshw_transport *t, const cshw_options *o, int status,
-                          const char *detail, int head_only, uint64_t *written);
+                          const char *detail, int head_only, uint64_t *written, uint64_t *head);
 
 /* ---- gzip.c ---- */
 /* 1 when the request's Accept-Encoding prefers gzip to identity. */

@@ -68,6 +68,7 @@ struct cshw_exchange {
     /* the request in progress, for its report */
     int64_t start_us, start_unix_ms;
     uint64_t bytes_out;
+    uint64_t head_out; /* of bytes_out, heads: the rest is the body's */
     const cshw_transport *under;
     cshw_transport view;
     csh_message msg_view;
@@ -95,7 +96,7 @@ static int64_t unix_ms(void)
 }
 
 CSHW__SIZED_NO_TAIL_PADDING(cshw_exchange_config, arg);
-CSHW__SIZED_NO_TAIL_PADDING(cshw_exchange_outcome, duration_us);
+CSHW__SIZED_NO_TAIL_PADDING(cshw_exchange_outcome, body_bytes_out);
 CSHW__SIZED_NO_TAIL_PADDING(cshw_transport, remote_port);
 CSHW__SIZED_NO_TAIL_PADDING(cshw_transport_ops, read);
 
@@ -289,6 +290,7 @@ static void report(cshw_exchange *x, const cshw_transport *t, int status, int er
     o.transport = t;
     o.bytes_in = bytes_in;
     o.bytes_out = x->bytes_out;
+    o.body_bytes_out = x->bytes_out > x->head_out ? x->bytes_out - x->head_out : 0;
     o.keep_alive = keep;
     o.start_unix_ms = x->start_unix_ms ? x->start_unix_ms : unix_ms();
     o.duration_us = x->start_us ? now_us() - x->start_us : 0;
@@ -301,10 +303,11 @@ static void report(cshw_exchange *x, const cshw_transport *t, int status, int er
 static int answer(cshw_exchange *x, const cshw_transport *t, int status, int error,
                   const char *detail)
 {
-    uint64_t written = 0;
+    uint64_t written = 0, head = 0;
     int head_only = x->head_len && x->p.msg.method == CSH_METHOD_HEAD;
-    cshw__write_raw_error(t, &x->web, status, detail, head_only, &written);
+    cshw__write_raw_error(t, &x->web, status, detail, head_only, &written, &head);
     x->bytes_out = written;
+    x->head_out = head;
     uint64_t in = x->head_len ? x->head_len + x->raw_in : x->len;
     report(x, t, status, error, x->head_len ? &x->p.msg : NULL, in, 0);
     x->phase = CSHW_PHASE_CLOSED;
@@ -424,7 +427,7 @@ static int head_done(cshw_exchange *x, const cshw_transport *t)
     x->raw = m->head_length;
     x->body_mem = 0;
     x->body_len = x->raw_in = x->body_rd = 0;
-    x->bytes_out = 0;
+    x->bytes_out = x->head_out = 0;
     int v = cshw__request_validate(x->buf, m);
     if (v < 0) return answer(x, t, cshw_error_status(v), v, cshw_error_message(v));
     /* RFC 9110 §10.1.1: an expectation other than 100-continue is 417,
@@ -456,6 +459,7 @@ static int head_done(cshw_exchange *x, const cshw_transport *t)
         int r = t->ops->write(t->io, cont, sizeof cont - 1);
         if (r < 0) return r;
         x->bytes_out += sizeof cont - 1;
+        x->head_out += sizeof cont - 1;
     }
     x->phase = CSHW_PHASE_BODY;
     return 0;
@@ -539,7 +543,8 @@ int cshw_exchange_refuse(const cshw_exchange_config *cfg, const cshw_transport *
     const cshw_exchange_config *config = &copy;
     cshw_options web; /* the caller's, read by its size */
     if (cshw__options_copy(&web, config->web) < 0) return CSHW_E_INVALID_OPTION;
-    int r = cshw__write_raw_error(t, &web, status, detail, 0, &written);
+    uint64_t head = 0;
+    int r = cshw__write_raw_error(t, &web, status, detail, 0, &written, &head);
     if (config->report) {
         cshw_exchange_outcome o;
         memset(&o, 0, sizeof o);
@@ -548,6 +553,7 @@ int cshw_exchange_refuse(const cshw_exchange_config *cfg, const cshw_transport *
         o.line = "";
         o.transport = t;
         o.bytes_out = written;
+        o.body_bytes_out = written - head;
         o.start_unix_ms = unix_ms();
         config->report(config->arg, &o);
     }
@@ -701,9 +707,10 @@ int cshw_exchange_run(cshw_exchange *x, cshw_context *ctx, const cshw_transport 
     int r = cshw_context_begin(ctx, x->buf, &x->msg_view, &x->view);
     if (r < 0) {
         /* out of memory before the handler: a 500 the exchange can still write */
-        uint64_t written = 0;
-        cshw__write_raw_error(t, &x->web, 500, NULL, m->method == CSH_METHOD_HEAD, &written);
+        uint64_t written = 0, head = 0;
+        cshw__write_raw_error(t, &x->web, 500, NULL, m->method == CSH_METHOD_HEAD, &written, &head);
         x->bytes_out += written;
+        x->head_out += head;
         report(x, t, 500, r, m, x->head_len + x->raw_in, 0);
         drop_body(x);
         x->phase = CSHW_PHASE_CLOSED;
@@ -759,6 +766,7 @@ static int run_end(cshw_exchange *x, const cshw_transport *t, cshw_context *ctx,
     ctx->exchange = NULL;
     x->running = NULL;
     int status = ctx->res.headers_sent || ctx->res.finished ? ctx->res.status : 0;
+    x->head_out += ctx->res.head_bytes;
     if (ctx->res.error) status = ctx->res.headers_sent ? ctx->res.status : 0;
     int error = ctx->req.body_error;
     int keep = r == 1;

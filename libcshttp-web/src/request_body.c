@@ -40,6 +40,7 @@ static int send_continue(cshw_request *req)
     int r = cshw__transport_write(req->ctx, line, sizeof line - 1);
     if (r < 0) return read_error(req, r);
     req->continue_sent = 1;
+    req->ctx->res.head_bytes += sizeof line - 1;
     return 0;
 }
 

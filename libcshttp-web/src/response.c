@@ -381,7 +381,9 @@ static int build_head(cshw_response *res, int64_t content_length, int vary)
     else if (ctx->req.msg.version_minor == 0) /* RFC 9112 §9.3: 1.0 keeps only when told */
         r |= cshw_buf_append_str(b, "Connection: keep-alive\r\n");
     r |= cshw_buf_append(b, "\r\n", 2);
-    return r ? -ENOMEM : 0;
+    if (r) return -ENOMEM;
+    res->head_bytes += b->len; /* written next, before any body byte */
+    return 0;
 }
 
 /* ---- the body on the wire ---- */

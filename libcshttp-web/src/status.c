@@ -141,7 +141,7 @@ int cshw__error_page(cshw_buf *b, int status, const char *detail)
  * content for a HEAD request (RFC 9110 §9.3.2). The bytes written go to
  * *written (when not NULL). */
 int cshw__write_raw_error(const cshw_transport *t, const cshw_options *o, int status,
-                          const char *detail, int head_only, uint64_t *written)
+                          const char *detail, int head_only, uint64_t *written, uint64_t *head)
 {
     cshw_buf page, b;
     cshw_buf_init(&page, NULL);
@@ -162,12 +162,14 @@ int cshw__write_raw_error(const cshw_transport *t, const cshw_options *o, int st
                  "Connection: close\r\n\r\n",
                  page.len);
     r |= cshw_buf_append(&b, line, (size_t)n);
+    size_t head_len = b.len;
     if (!head_only) r |= cshw_buf_append(&b, page.data, page.len);
     if (r == 0)
         r = t->ops->write(t->io, b.data, b.len);
     else
         r = -ENOMEM;
     if (written) *written = r == 0 ? b.len : 0;
+    if (head) *head = r == 0 ? head_len : 0;
     if (r == 0 && t->ops->flush) r = t->ops->flush(t->io);
     cshw_buf_free(&page);
     cshw_buf_free(&b);

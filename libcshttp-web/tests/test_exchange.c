@@ -28,7 +28,7 @@ typedef struct report_log {
     int error[MAX_REPORTS];
     int parsed[MAX_REPORTS];
     int keep[MAX_REPORTS];
-    uint64_t in[MAX_REPORTS], out[MAX_REPORTS];
+    uint64_t in[MAX_REPORTS], out[MAX_REPORTS], body[MAX_REPORTS];
     char line[MAX_REPORTS][64];
 } report_log;
 
@@ -46,6 +46,7 @@ static void on_report(void *arg, const cshw_exchange_outcome *o)
     reports.keep[i] = o->keep_alive;
     reports.in[i] = o->bytes_in;
     reports.out[i] = o->bytes_out;
+    reports.body[i] = o->body_bytes_out;
     size_t l = o->line_len < 63 ? o->line_len : 63;
     memcpy(reports.line[i], o->line, l);
     reports.line[i][l] = '\0';
@@ -152,6 +153,9 @@ static void test_reports(void **state)
     assert_int_equal(reports.status[1], 200);
     assert_int_equal(reports.in[0], 28);
     assert_int_equal(reports.out[0] + reports.out[1], run.out_len);
+    /* of those, the body's: "hello", after each head */
+    assert_int_equal(reports.body[0], 5);
+    assert_int_equal(reports.body[1], 5);
     assert_string_equal(reports.line[1], "GET /b HTTP/1.1");
     assert_int_equal(reports.keep[0], 1);
     tw_free(&run);
@@ -166,6 +170,20 @@ static void test_reports(void **state)
     assert_non_null(tw_field(&run.r[0], "date")); /* RFC 9110 §6.6.1 */
     assert_string_equal(tw_field(&run.r[0], "connection"), "close");
     assert_int_equal(handler_calls, 0);
+    /* the error page is its body */
+    assert_int_equal(reports.body[0],
+                     run.out_len - (size_t)(strstr(run.out, "\r\n\r\n") + 4 - run.out));
+    tw_free(&run);
+
+    /* 100 Continue is a head too: the body's bytes are the answer's body */
+    serve_str(&run,
+              "POST /c HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\n"
+              "Expect: 100-continue\r\n\r\nabc",
+              0);
+    assert_int_equal(reports.n, 1);
+    assert_int_equal(reports.status[0], 200);
+    assert_int_equal(reports.body[0], 5);
+    assert_true(reports.out[0] > 5 + 25);
     tw_free(&run);
 }
 
@@ -716,6 +734,7 @@ static void test_expire_and_refuse(void **state)
     assert_int_equal(reports.n, 1);
     assert_int_equal(reports.status[0], 503);
     assert_int_equal(reports.out[0], n);
+    assert_int_equal(reports.body[0], n - (size_t)(strstr(out, "\r\n\r\n") + 4 - out));
     cshw_memory_free(m);
 
     /* no handler and no router: refused */
@@ -782,7 +801,7 @@ static void test_defer_and_resume(void **state)
     assert_int_equal(n, 0);
     assert_int_equal(reports.n, 0);
     assert_int_equal(cshw_exchange_run(x, ctx, t), CSHW_E_NOT_ACTIVE); /* still its request */
-    assert_int_equal(cshw_exchange_defer(x), CSHW_E_NOT_ACTIVE);      /* no handler running */
+    assert_int_equal(cshw_exchange_defer(x), CSHW_E_NOT_ACTIVE);       /* no handler running */
     assert_int_equal(cshw_exchange_resume(x, t, defer_again, NULL), CSHW_EXCHANGE_DEFERRED);
     assert_int_equal(reports.n, 0);
     assert_int_equal(cshw_exchange_resume(x, t, answer_later, "one"), CSHW_EXCHANGE_NEXT);

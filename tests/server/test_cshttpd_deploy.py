@@ -232,6 +232,53 @@ def t_access_log_escaping(d):
 
 
 @test("logs")
+def t_access_log_body_bytes(d):
+    """The combined format's byte count is the body's, as log tools read it
+    (nginx's $body_bytes_sent, Apache's %b); the JSON format has both. A
+    static file, a gzip answer (its precompressed sibling), a HEAD, a 304
+    and a range; and a client that leaves inside its request body is
+    logged 499, as nginx logs it."""
+    root = make_root(d)
+    text = b"".join(b"line %04d of a text that compresses well\n" % i for i in range(200))
+    with open(os.path.join(root, "big.txt"), "wb") as f:
+        f.write(text)
+    gz = subprocess.run(["gzip", "-9", "-c"], input=text, capture_output=True).stdout
+    with open(os.path.join(root, "big.txt.gz"), "wb") as f:
+        f.write(gz)
+    log = os.path.join(d, "access.json")
+    clog = os.path.join(d, "access.log")
+    with Server("--root", root, "--demo", "--access-log", log,
+                "--access-log-format", "json") as srv:
+        r = curl("-D", "-", "-o", "/dev/null", srv.url("/sub/a.txt"))
+        etag = re.search(rb"(?i)^etag: (.+?)\r$", r.stdout, re.M).group(1).decode()
+        r = curl("-D", "-", "-o", "/dev/null", "-H", "Accept-Encoding: gzip", srv.url("/big.txt"))
+        assert re.search(rb"(?i)^content-encoding: gzip", r.stdout, re.M), r.stdout
+        curl("-I", srv.url("/sub/a.txt"))
+        assert code(srv.url("/sub/a.txt"), "-H", "If-None-Match: " + etag) == 304
+        assert code(srv.url("/big.txt"), "-r", "10-19") == 206
+        # a client that leaves inside its request body
+        s = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+        s.sendall(b"POST /demo/echo HTTP/1.1\r\nHost: a\r\nContent-Length: 1000\r\n\r\nabc")
+        time.sleep(0.2)
+        s.close()
+        end = time.time() + 10
+        while time.time() < end and len(open(log, "rb").read().splitlines()) < 6:
+            time.sleep(0.05)
+    rows = [json.loads(l) for l in open(log, "rb").read().splitlines()]
+    got = [(r["method"], r["target"], r["status"], r["body_bytes"]) for r in rows]
+    assert got == [("GET", "/sub/a.txt", 200, 2), ("GET", "/big.txt", 200, len(gz)),
+                   ("HEAD", "/sub/a.txt", 200, 0), ("GET", "/sub/a.txt", 304, 0),
+                   ("GET", "/big.txt", 206, 10), ("POST", "/demo/echo", 499, 0)], got
+    for r in rows:  # the heads are in bytes_out only
+        assert r["bytes_out"] > r["body_bytes"] or r["status"] == 499, r
+    # the combined format: the body's bytes
+    with Server("--root", root, "--access-log", clog) as srv:
+        curl(srv.url("/sub/a.txt"))
+    line = open(clog, "rb").read().decode()
+    assert '"GET /sub/a.txt HTTP/1.1" 200 2 ' in line, line
+
+
+@test("logs")
 def t_access_log_json(d):
     root = make_root(d)
     log = os.path.join(d, "access.json")

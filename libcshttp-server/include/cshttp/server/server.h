@@ -45,8 +45,10 @@ typedef struct cshs_server cshs_server;
  * connection: every answer, the handler's and the server's own (a head that
  * did not parse: its request line as sent, split at its first space; 408;
  * 413; 503 beyond max_connections: method and target "-"). The status is
- * the one sent (0: none, the client left first). The strings live for the
- * call only and are as the client sent them: escape them.
+ * the one sent; a request the client left before any answer began (inside
+ * its body, say) is 499, as nginx logs it, and 0 means none is known. The
+ * strings live for the call only and are as the client sent them: escape
+ * them.
  *
  * The engine fills it, and it can grow at its end: `size` is
  * sizeof(cshs_request_log) as the engine that filled it was built. A log
@@ -60,13 +62,16 @@ typedef struct cshs_request_log {
     const char *method;
     const char *target;
     int version_minor;   /* as sent, 0 to 9 (csh_message.version_minor) */
-    int status;          /* 0 when unknown */
+    int status;          /* 499: the client left before an answer; 0 when unknown */
     uint64_t bytes_out;  /* bytes written for this request, head included */
     const char *referer; /* NULL when absent */
     const char *user_agent;
     int64_t time_unix_ms; /* when the request's first byte arrived */
     uint64_t bytes_in;    /* head and body bytes received */
     int64_t duration_us;  /* from the first byte to the response handed over */
+    /* of bytes_out, the body's (chunk framing included, as encoded): a
+     * log's body bytes, nginx's $body_bytes_sent. Since 0.3.3. */
+    uint64_t body_bytes_out;
 } cshs_request_log;
 
 /* Called on a worker thread after each answer; must be thread-safe. */
@@ -126,10 +131,8 @@ CSHS_EXPORT void cshs_server_set_log(cshs_server *s, cshs_log_fn fn, void *user)
  * before the body is read). Such a handler holds its worker while the
  * client sends: the one case where a slow client holds a worker, bounded
  * by max_threads; body deadlines still apply. Set before start. */
-CSHS_EXPORT void cshs_server_set_streaming(cshs_server *s,
-                                           int (*fn)(void *arg, const char *head,
-                                                     const csh_message *msg),
-                                           void *arg);
+CSHS_EXPORT void cshs_server_set_streaming(
+    cshs_server *s, int (*fn)(void *arg, const char *head, const csh_message *msg), void *arg);
 
 /* The application's pointer (libuv's `data` convention): every handler
  * reaches it as cshw_context_app_data(ctx). Set before start; the engine

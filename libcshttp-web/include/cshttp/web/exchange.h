@@ -118,6 +118,11 @@ typedef struct cshw_exchange_outcome {
     int keep_alive;                  /* the connection carries on */
     int64_t start_unix_ms;           /* wall clock when the head began */
     int64_t duration_us;             /* from the head's first byte to the response's end */
+    /* of bytes_out, the body's: what followed the heads (chunk framing
+     * included, as encoded), the body bytes of a log line (nginx's
+     * $body_bytes_sent, Apache's %b). Since 0.3.2: read it only when
+     * offsetof(cshw_exchange_outcome, body_bytes_out) < size. */
+    uint64_t body_bytes_out;
 } cshw_exchange_outcome;
 
 /* What every exchange of a connection runs with. Fill it with
