@@ -527,6 +527,7 @@ static int load_file(cshs_options *o, const char *path, cshs_app_option_fn app, 
                 if (!d && app) {
                     r = app(app_data, name, value, why, sizeof why);
                     if (r == 0) snprintf(why, sizeof why, "unknown option '%s'", name);
+                    if (r < 0 && !why[0]) snprintf(why, sizeof why, "'%s' refused", name);
                     if (r > 0) why[0] = '\0';
                 } else if (d && set_on[d - defs]) {
                     snprintf(why, sizeof why, "'%s' is set twice (first on line %d)", d->name,
@@ -544,7 +545,7 @@ static int load_file(cshs_options *o, const char *path, cshs_app_option_fn app, 
         problems++;
         if (stop) break;
     }
-    int e = ferror(f) ? errno : 0;
+    int e = ferror(f) ? (errno ? errno : EIO) : 0;
     free(line);
     fclose(f);
     if (e) {

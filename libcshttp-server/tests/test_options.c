@@ -423,8 +423,21 @@ static void each_problem(void *data, const char *message)
     each_n++;
 }
 
+/* An application that refuses a setting without a word. */
+static int app_silent_refusal(void *data, const char *name, const char *value, char *err,
+                              size_t errlen)
+{
+    (void)data;
+    (void)name;
+    (void)value;
+    (void)err;
+    (void)errlen;
+    return -EINVAL;
+}
+
 /* cshs_options_load_file_each: every bad line, in order, and the good
- * lines around them taken; 100 bad lines are 100 problems. */
+ * lines around them taken; 100 bad lines are 100 problems; an application
+ * that refuses a setting without saying why still gets it named. */
 static void test_config_file_every_problem(void **state)
 {
     (void)state;
@@ -458,6 +471,13 @@ static void test_config_file_every_problem(void **state)
     assert_int_equal(each_n, 1);
     assert_non_null(strstr(each_seen[0], "/nonexistent/x.conf"));
     assert_int_equal(cshs_options_load_file_each(&o, CONF_PATH, NULL, NULL, NULL, NULL), -EINVAL);
+
+    write_conf("port = 7\nmine = 1\n");
+    each_n = 0;
+    assert_int_equal(
+        cshs_options_load_file_each(&o, CONF_PATH, app_silent_refusal, NULL, each_problem, NULL),
+        1);
+    assert_non_null(strstr(each_seen[0], ":2: 'mine' refused"));
 }
 
 static void test_help(void **state)
