@@ -373,7 +373,7 @@ unsigned cshs_server_tls_port(const cshs_server *s, int index)
  * listener is shared, and its exclusive wake-up goes to the loop that
  * waited last, the one that just accepted: a burst of connections mostly
  * joins one loop (32 of 32 in most runs of W6). Spreading them over the
- * loops was measured and not kept (bench/README): beside a load generator
+ * loops was measured and not kept (bench/HISTORY.md): beside a load generator
  * on two cores, two busy loops served W1 at 0.84-0.89 of the rate of one. */
 static void accept_one(cshs_worker *w, cshs_loop *l, cshs_listener *lis)
 {
