@@ -18,10 +18,10 @@
 /* Upper bounds of the latency buckets, in microseconds (about 1.5x
  * apart: a percentile is reported as its bucket's bound); the last bucket
  * holds everything above. */
-static const double bucket_us[] = {
-    50,     100,    200,    300,    500,    700,     1000,    1500,    2000,    3000,
-    5000,   7000,   10000,  15000,  20000,  30000,   50000,   70000,   100000,  150000,
-    200000, 300000, 500000, 700000, 1e6,    2e6,     5e6,     1e7,     3e7,     6e7};
+static const double bucket_us[] = {50,    100,   200,    300,    500,    700,    1000,   1500,
+                                   2000,  3000,  5000,   7000,   10000,  15000,  20000,  30000,
+                                   50000, 70000, 100000, 150000, 200000, 300000, 500000, 700000,
+                                   1e6,   2e6,   5e6,    1e7,    3e7,    6e7};
 #define NBUCKETS (sizeof bucket_us / sizeof bucket_us[0] + 1)
 
 /* A slot of the path table: empty, then claimed by one writer, then
@@ -41,6 +41,7 @@ struct stats {
 
     path_slot paths[STATS_PATHS]; /* open addressing by the path's hash */
     _Atomic uint64_t other;
+    _Atomic uint64_t not_found; /* 404 and 410 answers, one row for all their paths */
 
     pthread_mutex_t ring_lock;
     stats_sample ring[STATS_SAMPLES];
@@ -109,6 +110,13 @@ void stats_record(stats *st, const cshs_request_log *e, int64_t latency_us)
     while (b < NBUCKETS - 1 && (double)latency_us > bucket_us[b]) b++;
     atomic_fetch_add_explicit(&st->hist[b], 1, memory_order_relaxed);
 
+    /* paths that name nothing take no slot: a client asking for many of
+     * them would fill the table for good, and the busy paths would be
+     * counted as "(other)" from then on */
+    if (e->status == 404 || e->status == 410) {
+        atomic_fetch_add_explicit(&st->not_found, 1, memory_order_relaxed);
+        return;
+    }
     /* the path: the target without its query, cut to the slot */
     char path[STATS_PATH_MAX];
     const char *t = e->target ? e->target : "";
@@ -126,9 +134,8 @@ void stats_record(stats *st, const cshs_request_log *e, int64_t latency_us)
         int state = atomic_load_explicit(&sl->state, memory_order_acquire);
         if (state == SLOT_EMPTY) {
             int empty = SLOT_EMPTY;
-            if (atomic_compare_exchange_strong_explicit(&sl->state, &empty, SLOT_CLAIMED,
-                                                        memory_order_acq_rel,
-                                                        memory_order_acquire)) {
+            if (atomic_compare_exchange_strong_explicit(
+                    &sl->state, &empty, SLOT_CLAIMED, memory_order_acq_rel, memory_order_acquire)) {
                 sl->hash = h;
                 memcpy(sl->path, path, n + 1);
                 atomic_fetch_add_explicit(&sl->requests, 1, memory_order_relaxed);
@@ -234,7 +241,7 @@ static int route_cmp(const void *a, const void *b)
 
 size_t stats_routes(stats *st, stats_route *out, size_t cap)
 {
-    stats_route all[STATS_PATHS + 1];
+    stats_route all[STATS_PATHS + 2];
     size_t n = 0;
     for (size_t i = 0; i < STATS_PATHS; i++) {
         path_slot *sl = &st->paths[i];
@@ -253,6 +260,11 @@ size_t stats_routes(stats *st, stats_route *out, size_t cap)
     if (other) {
         strcpy(all[n].path, "(other)");
         all[n++].requests = other;
+    }
+    uint64_t not_found = atomic_load_explicit(&st->not_found, memory_order_relaxed);
+    if (not_found) {
+        strcpy(all[n].path, "(not found)");
+        all[n++].requests = not_found;
     }
     qsort(all, n, sizeof all[0], route_cmp);
     if (n > cap) n = cap;

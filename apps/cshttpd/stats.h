@@ -11,16 +11,17 @@
 #include <cshttp/server.h>
 
 #define STATS_SAMPLES 300 /* 5 minutes of one-second samples */
-#define STATS_PATHS 64    /* distinct paths counted; more go to "(other)" */
+#define STATS_PATHS                                                                                \
+    64 /* distinct paths counted; more go to "(other)", 404s and 410s to "(not found)" */
 #define STATS_PATH_MAX 96 /* bytes of a path kept (longer ones are cut) */
 
 typedef struct stats stats;
 
 typedef struct stats_sample {
-    int64_t t_ms;      /* the end of the second it covers (Unix ms) */
-    double rps;        /* requests answered in that second */
-    double p50_ms;     /* latency percentiles of that second's requests */
-    double p99_ms;     /* (0 when there were none) */
+    int64_t t_ms;                /* the end of the second it covers (Unix ms) */
+    double rps;                  /* requests answered in that second */
+    double p50_ms;               /* latency percentiles of that second's requests */
+    double p99_ms;               /* (0 when there were none) */
     uint64_t open, idle, active; /* connections at the sample */
 } stats_sample;
 
