@@ -756,8 +756,9 @@ int main(int argc, char **argv)
      * its origin on the loop (proxy.c), which only a handler run on its
      * loop's thread can do: under the engine's offload mode, after any
      * handler that blocked, every request would go to another thread and
-     * wait there (2-3 context switches a request more; bench/HISTORY.md,
-     * W6). Given explicitly, the option stands. */
+     * wait there, at the price of more context switches a request
+     * (bench/HISTORY.md, W6, has the figures). Given explicitly, the option
+     * stands. */
     if (px.n && !option_given(argc, argv, "offload_ms")) o.offload_ms = 0;
 
     if (m.install || m.uninstall) {

@@ -275,7 +275,7 @@ static void sort_rows(cshw_mime_types *m)
 /* An extension and its type as a file gave them, in the file's order
  * (seq): gathered, sorted once and merged (load_merge), so that a file of
  * n extensions costs n log n, not a look through the rows added so far
- * for each (n squared: some 40 M instructions for Debian's file). */
+ * for each (n squared, slow for a file as large as Debian's). */
 typedef struct file_pair {
     char ext[MIME_EXT_MAX];
     const char *type;

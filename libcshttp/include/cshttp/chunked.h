@@ -74,7 +74,7 @@ CSH_EXPORT void csh_chunked_init(csh_chunked *c, const csh_limits *limits, unsig
 /* Prepares `c`, already initialised by csh_chunked_init, to decode another
  * chunked body with the same limits, flags and trailer array: the decoding
  * state and the counts are cleared, nothing else is copied or recomputed
- * (about a tenth of csh_chunked_init's cost). */
+ * (far less work than csh_chunked_init). */
 CSH_EXPORT void csh_chunked_reset(csh_chunked *c);
 
 /* Decodes from buf[0 .. len). Sets *consumed to the bytes used (never more
