@@ -156,11 +156,22 @@ typedef struct own_row {
     int from;
 } own_row;
 
+/* The types copied from files and cshw_mime_types_set, packed in chunks
+ * (a file names hundreds of types: one allocation each would cost more
+ * than the rest of the load). */
+typedef struct string_chunk {
+    struct string_chunk *next;
+    size_t used, cap;
+    char data[];
+} string_chunk;
+
+#define STRING_CHUNK 8192
+
 struct cshw_mime_types {
     own_row *rows; /* sorted by ext, unique */
     size_t n, cap;
-    char **strings; /* the types copied from files and cshw_mime_types_set */
-    size_t nstrings, capstrings;
+    string_chunk *strings; /* newest first */
+    const char *last;      /* the string kept last */
 };
 
 static int own_cmp(const void *key, const void *elem)
@@ -210,29 +221,30 @@ static int type_ok(const char *t, size_t len, int params)
 
 static const char *keep_string(cshw_mime_types *m, const char *s, size_t len, const char *suffix)
 {
-    /* the same type is kept once for its many extensions */
-    if (m->nstrings) {
-        const char *last = m->strings[m->nstrings - 1];
-        size_t sl = suffix ? strlen(suffix) : 0;
-        if (strlen(last) == len + sl && memcmp(last, s, len) == 0 &&
-            (!suffix || strcmp(last + len, suffix) == 0))
-            return last;
-    }
-    if (m->nstrings == m->capstrings) {
-        size_t cap = m->capstrings ? m->capstrings * 2 : 64;
-        char **p = realloc(m->strings, cap * sizeof *p);
-        if (!p) return NULL;
-        m->strings = p;
-        m->capstrings = cap;
-    }
     size_t sl = suffix ? strlen(suffix) : 0;
-    char *c = malloc(len + sl + 1);
-    if (!c) return NULL;
-    memcpy(c, s, len);
-    if (sl) memcpy(c + len, suffix, sl);
-    c[len + sl] = '\0';
-    m->strings[m->nstrings++] = c;
-    return c;
+    /* the same type is kept once for its many extensions */
+    const char *last = m->last;
+    if (last && strlen(last) == len + sl && memcmp(last, s, len) == 0 &&
+        (!suffix || strcmp(last + len, suffix) == 0))
+        return last;
+    size_t need = len + sl + 1;
+    string_chunk *c = m->strings;
+    if (!c || c->cap - c->used < need) {
+        size_t cap = need > STRING_CHUNK ? need : STRING_CHUNK;
+        c = malloc(sizeof *c + cap);
+        if (!c) return NULL;
+        c->next = m->strings;
+        c->used = 0;
+        c->cap = cap;
+        m->strings = c;
+    }
+    char *d = c->data + c->used;
+    c->used += need;
+    memcpy(d, s, len);
+    if (sl) memcpy(d + len, suffix, sl);
+    d[len + sl] = '\0';
+    m->last = d;
+    return d;
 }
 
 /* Puts ext -> type from `from` unless a row of higher precedence holds
@@ -297,10 +309,11 @@ static int ext_key_cmp(const char *a, const char *b)
     return 0;
 }
 
-/* By extension, then the file's order. */
+/* By extension, then the file's order (the array sorted holds pointers:
+ * qsort moves them, not the pairs). */
 static int pair_cmp(const void *a, const void *b)
 {
-    const file_pair *x = a, *y = b;
+    const file_pair *x = *(const file_pair *const *)a, *y = *(const file_pair *const *)b;
     int c = ext_key_cmp(x->ext, y->ext);
     if (c) return c;
     return x->seq < y->seq ? -1 : x->seq > y->seq;
@@ -331,32 +344,42 @@ static void merge_rows(cshw_mime_types *m, size_t sorted)
  * pair (as put did), or -ENOMEM. */
 static int load_merge(cshw_mime_types *m, file_pair *pairs, size_t n)
 {
-    qsort(pairs, n, sizeof *pairs, pair_cmp);
-    size_t sorted = m->n;
+    file_pair **by_ext = malloc((n ? n : 1) * sizeof *by_ext);
+    if (!by_ext) return -ENOMEM;
+    for (size_t i = 0; i < n; i++) by_ext[i] = &pairs[i];
+    qsort(by_ext, n, sizeof *by_ext, pair_cmp);
+    size_t sorted = m->n, t = 0; /* rows[0 .. sorted) in order, walked beside the pairs */
     int taken = 0;
     for (size_t i = 0; i < n;) {
         size_t j = i + 1;
-        while (j < n && ext_key_cmp(pairs[j].ext, pairs[i].ext) == 0) j++;
-        /* pairs[i .. j) are one extension's; pairs[j - 1] its last line */
-        own_row *hit = bsearch(pairs[i].ext, m->rows, sorted, sizeof *m->rows, own_cmp);
+        while (j < n && ext_key_cmp(by_ext[j]->ext, by_ext[i]->ext) == 0) j++;
+        /* by_ext[i .. j) are one extension's; by_ext[j - 1] its last line */
+        const char *ext = by_ext[i]->ext;
+        int c = 1;
+        while (t < sorted && (c = strcmp(m->rows[t].ext, ext)) < 0) t++;
+        own_row *hit = t < sorted && c == 0 ? &m->rows[t] : NULL;
         if (!hit || hit->from <= FROM_FILE) {
             if (!hit) {
                 if (m->n == m->cap) {
                     size_t cap = m->cap ? m->cap * 2 : 128;
                     own_row *p = realloc(m->rows, cap * sizeof *p);
-                    if (!p) return -ENOMEM;
+                    if (!p) {
+                        free(by_ext);
+                        return -ENOMEM;
+                    }
                     m->rows = p;
                     m->cap = cap;
                 }
                 hit = &m->rows[m->n++];
-                strcpy(hit->ext, pairs[i].ext);
+                strcpy(hit->ext, ext);
             }
-            hit->type = pairs[j - 1].type;
+            hit->type = by_ext[j - 1]->type;
             hit->from = FROM_FILE;
             taken += (int)(j - i);
         }
         i = j;
     }
+    free(by_ext);
     merge_rows(m, sorted);
     return taken;
 }
@@ -393,8 +416,10 @@ cshw_mime_types *cshw_mime_types_new(void)
 void cshw_mime_types_free(cshw_mime_types *m)
 {
     if (!m) return;
-    for (size_t i = 0; i < m->nstrings; i++) free(m->strings[i]);
-    free(m->strings);
+    for (string_chunk *c = m->strings, *next; c; c = next) {
+        next = c->next;
+        free(c);
+    }
     free(m->rows);
     free(m);
 }
