@@ -2829,22 +2829,35 @@ static void test_name_first_address_refused(void **state)
     origin_free(og);
 }
 
+/* An origin named slow.test in url[64], whose first address never
+ * answers (h) and whose second is the origin's; slow_name_end undoes it. */
+static origin *slow_name(silent *h, char *url)
+{
+    origin *og = origin_new();
+    silent_open(h);
+    set_hosts("slow.test=127.0.0.1:%u,127.0.0.1", h->port);
+    snprintf(url, 64, "http://slow.test:%u", og->port);
+    return og;
+}
+
+static void slow_name_end(origin *og, silent *h)
+{
+    unsetenv("CSHTTP_TEST_HOSTS");
+    silent_close(h);
+    origin_free(og);
+}
+
 /* An address that never answers, then one that does: the second starts
  * after the attempt delay, well within the connect deadline (5 s), where
  * a connect that waited for the first would have spent it all. */
 static void test_name_silent_address_first(void **state)
 {
     (void)state;
-    origin *og = origin_new();
     silent h;
-    silent_open(&h);
-    set_hosts("slow.test=127.0.0.1:%u,127.0.0.1", h.port);
     char url[64];
-    snprintf(url, sizeof url, "http://slow.test:%u", og->port);
+    origin *og = slow_name(&h, url);
     by_every_open(url, 200, NULL);
-    unsetenv("CSHTTP_TEST_HOSTS");
-    silent_close(&h);
-    origin_free(og);
+    slow_name_end(og, &h);
 }
 
 /* The address that won an open is tried first by the pool's next ones:
@@ -2869,12 +2882,9 @@ static cshs_call *winner_seed(cshs_client *c, const char *url)
 static void test_name_winner_tried_first(void **state)
 {
     (void)state;
-    origin *og = origin_new();
     silent h;
-    silent_open(&h);
-    set_hosts("slow.test=127.0.0.1:%u,127.0.0.1", h.port);
     char url[64];
-    snprintf(url, sizeof url, "http://slow.test:%u", og->port);
+    origin *og = slow_name(&h, url);
     cshs_client_options o;
     cshs_client_options_init(&o);
     o.connect_timeout_ms = 200;
@@ -2900,9 +2910,7 @@ static void test_name_winner_tried_first(void **state)
     assert_int_equal(stats_of(handler_client).failures, 0);
     cshs_call_free(held);
     end_on_the_loop(srv);
-    unsetenv("CSHTTP_TEST_HOSTS");
-    silent_close(&h);
-    origin_free(og);
+    slow_name_end(og, &h);
 }
 
 /* Every address refused: the open fails once (one failure, one backoff),
