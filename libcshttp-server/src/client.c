@@ -727,9 +727,9 @@ static int open_blocking(cshs_client *c, pool *p, unsigned timeout_ms, conn **ou
     if (r < 0) return r;
     cshs_dial_addr pref;
     const cshs_dial_addr *prefer = won_get(p, &pref);
-    int64_t deadline = now_ms() + timeout_ms;
+    int64_t start = now_ms(), deadline = start + timeout_ms;
     cshs_dialer dl;
-    r = cshs__dialer_init(&dl, res, deadline - timeout_ms, timeout_ms, prefer);
+    r = cshs__dialer_init(&dl, res, start, timeout_ms, prefer);
     freeaddrinfo(res);
     int fd = -1;
     if (r == 0) r = cshs__dialer_run(&dl, -1, &fd);
@@ -803,16 +803,12 @@ static int open_start(pool *p, unsigned connect_ms, conn **out)
     return 0;
 }
 
-/* A non-blocking open whose socket was ready (writable once the connect
- * ended, or as the TLS handshake asked): 1 ready, 0 the handshake wants
- * *events, or an error. */
+/* A non-blocking open once its TCP connect won (dial.h), then each time
+ * its socket is ready as the TLS handshake asked: 1 ready, 0 the
+ * handshake wants *events, or an error. */
 static int open_advance(cshs_client *c, conn *cn, short *events)
 {
-    if (!cn->tcp_done) {
-        int err = 0;
-        socklen_t el = sizeof err;
-        if (getsockopt(cn->fd, SOL_SOCKET, SO_ERROR, &err, &el) < 0) err = errno;
-        if (err) return cshs__dial_errno(err);
+    if (!cn->tcp_done) { /* connected: the dial saw it (cshs__dial_done) */
         cn->tcp_done = 1;
         unsigned ut = c->o.send_timeout_ms;
         setsockopt(cn->fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ut, sizeof ut);

@@ -2,7 +2,6 @@
 #include "dial.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <string.h>
@@ -18,7 +17,10 @@ static int64_t dial_now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-int cshs__dial_errno(int e)
+/* A failed connect's errno as the client reports it: CSHS_CLIENT_E_CONNECT
+ * for refused or unreachable, CSHS_CLIENT_E_CONNECT_TIMEOUT for ETIMEDOUT,
+ * -errno otherwise. */
+static int dial_errno(int e)
 {
     switch (e) {
     case ETIMEDOUT:
@@ -130,7 +132,7 @@ int cshs__dial_start(cshs_dial *d, int64_t now_ms, int *connected)
         if (left <= 0) break;
         int fd = socket(a->sa.sa_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
         if (fd < 0) {
-            d->err = cshs__dial_errno(errno);
+            d->err = dial_errno(errno);
             if (errno == EMFILE || errno == ENFILE || errno == ENOMEM || errno == ENOBUFS)
                 return d->err; /* no other address fares better */
             continue;
@@ -147,7 +149,7 @@ int cshs__dial_start(cshs_dial *d, int64_t now_ms, int *connected)
             d->next_ms = now_ms + (int64_t)d->delay_ms;
             return fd;
         }
-        d->err = cshs__dial_errno(errno);
+        d->err = dial_errno(errno);
         close(fd);
     }
     return d->err ? d->err : CSHS_CLIENT_E_CONNECT_TIMEOUT;
@@ -160,7 +162,7 @@ int cshs__dial_done(cshs_dial *d, int fd)
     if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) < 0) err = errno;
     d->inflight--;
     if (err == 0) return 0;
-    d->err = cshs__dial_errno(err);
+    d->err = dial_errno(err);
     d->next_ms = 0; /* the next address at once */
     return d->err;
 }

@@ -98,11 +98,6 @@ int64_t cshs__dial_wake_ms(const cshs_dial *d);
  * cshs__dial_over says so. */
 int cshs__dial_start(cshs_dial *d, int64_t now_ms, int *connected);
 
-/* A failed connect's errno as the client reports it:
- * CSHS_CLIENT_E_CONNECT for refused or unreachable,
- * CSHS_CLIENT_E_CONNECT_TIMEOUT for ETIMEDOUT, -errno otherwise. */
-int cshs__dial_errno(int e);
-
 /* Reports the end of an attempt whose socket fd was writable (or in
  * error): 0 connected (the caller has its connection, and closes the other
  * attempts' sockets), or the attempt's error (the caller closes fd, and

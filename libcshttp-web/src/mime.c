@@ -248,17 +248,11 @@ static const char *keep_string(cshw_mime_types *m, const char *s, size_t len, co
 }
 
 /* Puts ext -> type from `from` unless a row of higher precedence holds
- * ext. Rows appended past m->n stay unsorted until sort_rows. 1 when
+ * ext; a new row is appended, and the caller sorts the rows again. 1 when
  * taken, 0 when kept out, -ENOMEM. `lower` is the extension lower-cased. */
-static int put(cshw_mime_types *m, const char *lower, const char *type, int from, size_t sorted)
+static int put(cshw_mime_types *m, const char *lower, const char *type, int from)
 {
-    own_row *hit = bsearch(lower, m->rows, sorted, sizeof *m->rows, own_cmp);
-    if (!hit)
-        for (size_t i = sorted; i < m->n; i++)
-            if (strcmp(m->rows[i].ext, lower) == 0) {
-                hit = &m->rows[i];
-                break;
-            }
+    own_row *hit = bsearch(lower, m->rows, m->n, sizeof *m->rows, own_cmp);
     if (hit) {
         if (hit->from > from) return 0;
         hit->type = type;
@@ -524,8 +518,7 @@ int cshw_mime_types_set(cshw_mime_types *m, const char *ext, const char *type)
     if (!kept) return -ENOMEM;
     char lower[MIME_EXT_MAX];
     lower_copy(lower, ext, elen);
-    size_t sorted = m->n;
-    int r = put(m, lower, kept, FROM_SET, sorted);
+    int r = put(m, lower, kept, FROM_SET);
     if (r < 0) return r;
     sort_rows(m);
     return 0;

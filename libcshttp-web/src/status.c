@@ -139,7 +139,7 @@ int cshw__error_page(cshw_buf *b, int status, const char *detail)
  * parse, a body that failed before the handler ran, or a connection
  * refused; Date (RFC 9110 §6.6.1), Content-Length, Connection: close; no
  * content for a HEAD request (RFC 9110 §9.3.2). The bytes written go to
- * *written (when not NULL). */
+ * *written, and of those the head's to *head (each when not NULL). */
 int cshw__write_raw_error(const cshw_transport *t, const cshw_options *o, int status,
                           const char *detail, int head_only, uint64_t *written, uint64_t *head)
 {

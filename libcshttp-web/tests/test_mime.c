@@ -118,6 +118,16 @@ static char *write_file(const char *text)
     return path;
 }
 
+/* Loads `text` as a mime.types file into m: cshw_mime_types_load's result. */
+static int load_text(cshw_mime_types *m, const char *text)
+{
+    char err[256] = "";
+    char *path = write_file(text);
+    int r = cshw_mime_types_load(m, path, err, sizeof err);
+    unlink(path);
+    return r;
+}
+
 /* a table with nothing loaded answers as the built-in one */
 static void test_table_starts_builtin(void **state)
 {
@@ -184,9 +194,7 @@ static void test_load_file_precedence(void **state)
     assert_string_equal(cshw_mime_types_lookup(m, "a.foo"), "application/x-foo");
     assert_string_equal(cshw_mime_types_lookup(m, "a.NEWEXT"), "image/x-new");
     /* a later file does not undo an override */
-    path = write_file("text/x-again html foo\n");
-    assert_int_equal(cshw_mime_types_load(m, path, err, sizeof err), 0);
-    unlink(path);
+    assert_int_equal(load_text(m, "text/x-again html foo\n"), 0);
     assert_string_equal(cshw_mime_types_lookup(m, "a.foo"), "application/x-foo");
     cshw_mime_types_free(m);
 }
@@ -197,18 +205,14 @@ static void test_load_file_precedence(void **state)
 static void test_load_file_order(void **state)
 {
     (void)state;
-    char *path = write_file("type/one dup\n"
-                            "type/two dup other\n"
-                            "type/three DUP\n");
     cshw_mime_types *m = cshw_mime_types_new();
-    char err[256] = "";
-    assert_int_equal(cshw_mime_types_load(m, path, err, sizeof err), 4);
-    unlink(path);
+    assert_int_equal(load_text(m, "type/one dup\n"
+                                  "type/two dup other\n"
+                                  "type/three DUP\n"),
+                     4);
     assert_string_equal(cshw_mime_types_lookup(m, "x.dup"), "type/three");
     assert_string_equal(cshw_mime_types_lookup(m, "x.other"), "type/two");
-    path = write_file("type/four other\n");
-    assert_int_equal(cshw_mime_types_load(m, path, err, sizeof err), 1);
-    unlink(path);
+    assert_int_equal(load_text(m, "type/four other\n"), 1);
     assert_string_equal(cshw_mime_types_lookup(m, "x.other"), "type/four");
     assert_string_equal(cshw_mime_types_lookup(m, "x.dup"), "type/three");
 
@@ -219,10 +223,8 @@ static void test_load_file_order(void **state)
     assert_non_null(text);
     for (int i = 599; i >= 0; i--)
         n += (size_t)snprintf(text + n, cap - n, "x/a-longer-type-name-%d p%03d a%03d\n", i, i, i);
-    path = write_file(text);
+    assert_int_equal(load_text(m, text), 1200);
     free(text);
-    assert_int_equal(cshw_mime_types_load(m, path, err, sizeof err), 1200);
-    unlink(path);
     char name[32], want[48];
     for (int i = 0; i < 600; i++) {
         snprintf(want, sizeof want, "x/a-longer-type-name-%d", i);
