@@ -44,7 +44,8 @@
 
 #include "dial.h"
 #include "kept.h"
-#include "sized.h"
+#include "cshttp_internal/error_table.h"
+#include "cshttp_internal/sized.h"
 
 #define CONN_BUF 16384     /* a connection's buffer: the head built, the response read */
 #define CONN_BUF_MAX 65536 /* grown up to this for a long head (the parser stops at 32 KiB) */
@@ -55,66 +56,46 @@
 
 /* ---- errors ---- */
 
+static const csh__error_row client_errors[] = {
+#define CSHS_CLIENT_ERROR_ROW_(name, value, status, message)                                       \
+    {value, status, "CSHS_CLIENT_E_" #name, message},
+    CSHS_CLIENT_ERROR_MAP(CSHS_CLIENT_ERROR_ROW_)
+#undef CSHS_CLIENT_ERROR_ROW_
+};
+
+static const csh__error_row *client_error(int code)
+{
+    return csh__error_find(client_errors, sizeof client_errors / sizeof client_errors[0], code);
+}
+
 const char *cshs_client_error_name(int code)
 {
-    switch (code) {
-    case 0:
-        return "OK";
-#define CSHS_CLIENT_ERROR_NAME_(name, value, status, message)                                      \
-    case value:                                                                                    \
-        return "CSHS_CLIENT_E_" #name;
-        CSHS_CLIENT_ERROR_MAP(CSHS_CLIENT_ERROR_NAME_)
-#undef CSHS_CLIENT_ERROR_NAME_
-    default:
-        break;
-    }
-    if (code < 0 && code > -4096) {
-        const char *n = strerrorname_np(-code);
-        if (n) return n;
-    }
-    return "UNKNOWN";
+    if (code == 0) return "OK";
+    const csh__error_row *e = client_error(code);
+    const char *n = e ? e->name : csh__errno_name(code);
+    return n ? n : "UNKNOWN";
 }
 
 const char *cshs_client_error_message(int code)
 {
-    switch (code) {
-    case 0:
-        return "success";
-#define CSHS_CLIENT_ERROR_MSG_(name, value, status, message)                                       \
-    case value:                                                                                    \
-        return message;
-        CSHS_CLIENT_ERROR_MAP(CSHS_CLIENT_ERROR_MSG_)
-#undef CSHS_CLIENT_ERROR_MSG_
-    default:
-        break;
-    }
-    if (code < 0 && code > -4096) {
-        const char *m = strerrordesc_np(-code); /* static text, unlike strerror */
-        if (m) return m;
-    }
-    return "unknown error";
+    if (code == 0) return "success";
+    const csh__error_row *e = client_error(code);
+    const char *m = e ? e->message : csh__errno_message(code);
+    return m ? m : "unknown error";
 }
 
 int cshs_client_error_status(int code)
 {
-    switch (code) {
-    case 0:
-        return 0;
-#define CSHS_CLIENT_ERROR_STATUS_(name, value, status, message)                                    \
-    case value:                                                                                    \
-        return status;
-        CSHS_CLIENT_ERROR_MAP(CSHS_CLIENT_ERROR_STATUS_)
-#undef CSHS_CLIENT_ERROR_STATUS_
-    default:
-        return code < 0 ? 500 : 0;
-    }
+    const csh__error_row *e = client_error(code);
+    if (e) return e->status;
+    return code < 0 ? 500 : 0;
 }
 
 /* ---- options ---- */
 
-CSHS__SIZED_NO_TAIL_PADDING(cshs_client_options, tls_ca_file);
-CSHS__SIZED_NO_TAIL_PADDING(cshs_client_request, content_length);
-CSHS__SIZED_NO_TAIL_PADDING(cshs_client_pool_stats, looks);
+CSH__SIZED_NO_TAIL_PADDING(cshs_client_options, tls_ca_file);
+CSH__SIZED_NO_TAIL_PADDING(cshs_client_request, content_length);
+CSH__SIZED_NO_TAIL_PADDING(cshs_client_pool_stats, looks);
 
 static const cshs_client_options options_defaults = {
     .size = sizeof(cshs_client_options),
@@ -135,7 +116,7 @@ static const cshs_client_options options_defaults = {
 
 void cshs_client_options_init_sized(cshs_client_options *o, size_t size)
 {
-    cshs__sized_init(o, size, &options_defaults, sizeof options_defaults);
+    csh__sized_init(o, size, &options_defaults, sizeof options_defaults);
 }
 
 /* The caller's struct read as far as the caller knew it, the defaults for
@@ -144,7 +125,7 @@ static int options_copy(cshs_client_options *dst, const cshs_client_options *src
 {
     *dst = options_defaults;
     if (!src) return 0;
-    return cshs__sized_copy(dst, sizeof *dst, src, CSHS_CLIENT_OPTIONS_SIZE_0_3) < 0 ? -EINVAL : 0;
+    return csh__sized_copy(dst, sizeof *dst, src, CSHS_CLIENT_OPTIONS_SIZE_0_3) < 0 ? -EINVAL : 0;
 }
 
 int cshs_client_options_check(const cshs_client_options *o, const char **why)
@@ -180,7 +161,7 @@ static const cshs_client_request request_defaults = {
 
 void cshs_client_request_init_sized(cshs_client_request *r, size_t size)
 {
-    cshs__sized_init(r, size, &request_defaults, sizeof request_defaults);
+    csh__sized_init(r, size, &request_defaults, sizeof request_defaults);
 }
 
 /* ---- the objects ---- */
@@ -2175,7 +2156,7 @@ static int start_retrying(cshs_client *c, const cshs_client_request *caller, int
                           cshs_call **out)
 {
     cshs_client_request rq = request_defaults; /* the caller's, read by its size */
-    if (!caller || cshs__sized_copy(&rq, sizeof rq, caller, CSHS_CLIENT_REQUEST_SIZE_0_3) < 0)
+    if (!caller || csh__sized_copy(&rq, sizeof rq, caller, CSHS_CLIENT_REQUEST_SIZE_0_3) < 0)
         return -EINVAL;
     const cshs_client_request *r = &rq;
     for (int attempt = 0;; attempt++) {
@@ -2809,7 +2790,7 @@ int cshs_client_send_async(cshs_client *c, const cshs_client_request *r, cshs_re
     *out = NULL;
     if (!c || !r || !rx || !done) return -EINVAL;
     cshs_client_request rq = request_defaults; /* the caller's, read by its size */
-    if (cshs__sized_copy(&rq, sizeof rq, r, CSHS_CLIENT_REQUEST_SIZE_0_3) < 0) return -EINVAL;
+    if (csh__sized_copy(&rq, sizeof rq, r, CSHS_CLIENT_REQUEST_SIZE_0_3) < 0) return -EINVAL;
     if (rq.body_mode != CSHS_CLIENT_BODY_WHOLE) return -EINVAL;
     cshs_call *call;
     int e = call_new(c, &rq, 1, &call);
@@ -3044,7 +3025,7 @@ ssize_t cshs_client_stats_sized(cshs_client *c, cshs_client_pool_stats *out, siz
         s->last_backoff_ms = p->last_backoff_ms;
         s->looks = p->looks;
         /* the caller's array: elements of its size */
-        cshs__sized_out((char *)out + n * size, size, s, sizeof *s);
+        csh__sized_out((char *)out + n * size, size, s, sizeof *s);
     }
     pthread_mutex_unlock(&c->mu);
     return (ssize_t)n;

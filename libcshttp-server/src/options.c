@@ -22,9 +22,9 @@
 #endif
 
 #include "options_impl.h"
-#include "sized.h"
+#include "cshttp_internal/sized.h"
 
-CSHS__SIZED_NO_TAIL_PADDING(cshs_options, next_request_wait_us);
+CSH__SIZED_NO_TAIL_PADDING(cshs_options, next_request_wait_us);
 
 void cshs_options_init_sized(cshs_options *options, size_t size)
 {

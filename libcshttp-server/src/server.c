@@ -37,7 +37,7 @@
 
 #include "options_impl.h"
 #include "server_impl.h"
-#include "sized.h"
+#include "cshttp_internal/sized.h"
 
 /* Deadlines are milliseconds apart and checked by a sweep: the coarse
  * clock (the last tick, no clock read) is precise enough and costs less,
@@ -1646,8 +1646,8 @@ void cshs_server_free(cshs_server *s)
     }
 }
 
-CSHS__SIZED_NO_TAIL_PADDING(cshs_counters, deferred);
-CSHS__SIZED_NO_TAIL_PADDING(cshs_request_log, body_bytes_out);
+CSH__SIZED_NO_TAIL_PADDING(cshs_counters, deferred);
+CSH__SIZED_NO_TAIL_PADDING(cshs_request_log, body_bytes_out);
 
 int cshs_server_counters_sized(const cshs_server *s, cshs_counters *out, size_t size)
 {
@@ -1686,6 +1686,6 @@ int cshs_server_counters_sized(const cshs_server *s, cshs_counters *out, size_t 
     o->err_io = atomic_load(&m->e_io);
     o->err_tls = atomic_load(&m->e_tls);
     o->tls_handshakes = atomic_load(&m->c_tls_handshakes);
-    cshs__sized_out(out, size, o, sizeof *o);
+    csh__sized_out(out, size, o, sizeof *o);
     return 0;
 }

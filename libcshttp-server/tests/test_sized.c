@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "sized.h"
+#include "cshttp_internal/sized.h"
 
 /* No padding at their ends, as sized.h requires. */
 typedef struct v1 {
@@ -26,8 +26,8 @@ typedef struct v2 {
     uint64_t b; /* added in v2: default 7 */
 } v2;
 
-CSHS__SIZED_NO_TAIL_PADDING(v1, a);
-CSHS__SIZED_NO_TAIL_PADDING(v2, b);
+CSH__SIZED_NO_TAIL_PADDING(v1, a);
+CSH__SIZED_NO_TAIL_PADDING(v2, b);
 
 static const v2 v2_defaults = {sizeof(v2), 1, 7};
 
@@ -44,7 +44,7 @@ static void test_out_older_caller(void **state)
     assert_non_null(old);
     old->canary = 0x5eed5eed5eed5eedu;
     v2 filled = {sizeof(v2), 3, 4};
-    cshs__sized_out(&old->out, sizeof old->out, &filled, sizeof filled);
+    csh__sized_out(&old->out, sizeof old->out, &filled, sizeof filled);
     assert_int_equal(old->out.size, sizeof(v1));
     assert_int_equal(old->out.a, 3);
     assert_true(old->canary == 0x5eed5eed5eed5eedu);
@@ -60,7 +60,7 @@ static void test_out_newer_caller(void **state)
     v2 newer;
     memset(&newer, 0xa5, sizeof newer);
     v1 filled = {sizeof(v1), 3};
-    cshs__sized_out(&newer, sizeof newer, &filled, sizeof filled);
+    csh__sized_out(&newer, sizeof newer, &filled, sizeof filled);
     assert_int_equal(newer.size, sizeof(v1));
     assert_int_equal(newer.a, 3);
     assert_int_equal(newer.b, 0);
@@ -75,12 +75,12 @@ static void test_in_older_caller(void **state)
     (void)state;
     v1 *old = malloc(sizeof *old);
     assert_non_null(old);
-    cshs__sized_init(old, sizeof *old, &v2_defaults, sizeof v2_defaults);
+    csh__sized_init(old, sizeof *old, &v2_defaults, sizeof v2_defaults);
     assert_int_equal(old->size, sizeof(v1));
     assert_int_equal(old->a, 1);
     old->a = 3;
     v2 got = v2_defaults;
-    assert_int_equal(cshs__sized_copy(&got, sizeof got, old, sizeof(v1)), 0);
+    assert_int_equal(csh__sized_copy(&got, sizeof got, old, sizeof(v1)), 0);
     assert_int_equal(got.size, sizeof(v2));
     assert_int_equal(got.a, 3);
     assert_int_equal(got.b, 7);
@@ -88,7 +88,7 @@ static void test_in_older_caller(void **state)
     /* below the first release's size: refused, defaults kept */
     v2 bad = {offsetof(v2, a), 5, 5};
     got = v2_defaults;
-    assert_int_equal(cshs__sized_copy(&got, sizeof got, &bad, sizeof(v1)), -1);
+    assert_int_equal(csh__sized_copy(&got, sizeof got, &bad, sizeof(v1)), -1);
     assert_int_equal(got.a, 1);
 }
 

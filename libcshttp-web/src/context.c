@@ -8,7 +8,8 @@
 #include "context_impl.h"
 #include "cshttp/web/error.h"
 #include "options_impl.h"
-#include "sized.h"
+#include "cshttp_internal/sized.h"
+#include "transport_impl.h"
 
 static _Thread_local cshw_context *current;
 

@@ -8,11 +8,11 @@
 #include <string.h>
 
 #include "cshttp/web/error.h"
-#include "sized.h"
+#include "cshttp_internal/sized.h"
 #include "util.h"
 
-CSHW__SIZED_NO_TAIL_PADDING(cshw_cookie_limits, max_cookie_bytes);
-CSHW__SIZED_NO_TAIL_PADDING(cshw_cookie, same_site);
+CSH__SIZED_NO_TAIL_PADDING(cshw_cookie_limits, max_cookie_bytes);
+CSH__SIZED_NO_TAIL_PADDING(cshw_cookie, same_site);
 
 static const cshw_cookie_limits limits_defaults = {
     .size = sizeof(cshw_cookie_limits),
@@ -23,7 +23,7 @@ static const cshw_cookie_limits limits_defaults = {
 
 void cshw_cookie_limits_init_sized(cshw_cookie_limits *limits, size_t size)
 {
-    cshw__sized_init(limits, size, &limits_defaults, sizeof limits_defaults);
+    csh__sized_init(limits, size, &limits_defaults, sizeof limits_defaults);
 }
 
 static int over(size_t n, size_t limit)
@@ -88,7 +88,7 @@ int cshw_cookie_parse(cshw_arena *a, const char *data, size_t len, const cshw_co
     out->items = NULL;
     out->count = 0;
     cshw_cookie_limits copy = limits_defaults; /* the caller's, read by its size */
-    if (limits && cshw__sized_copy(&copy, sizeof copy, limits, CSHW_COOKIE_LIMITS_SIZE_0_3) < 0)
+    if (limits && csh__sized_copy(&copy, sizeof copy, limits, CSHW_COOKIE_LIMITS_SIZE_0_3) < 0)
         return -EINVAL;
     limits = &copy;
     if (over(len, limits->max_bytes)) return CSHW_E_COOKIE_TOO_LARGE;
@@ -128,7 +128,7 @@ int cshw_cookie_parse(cshw_arena *a, const char *data, size_t len, const cshw_co
 void cshw_cookie_init_sized(cshw_cookie *c, size_t size, const char *name, const char *value)
 {
     const cshw_cookie d = {.size = sizeof(cshw_cookie), .name = name, .value = value};
-    cshw__sized_init(c, size, &d, sizeof d);
+    csh__sized_init(c, size, &d, sizeof d);
 }
 
 /* RFC 6265 §4.1.1 cookie-octet */
@@ -206,7 +206,7 @@ int cshw_cookie_format(cshw_arena *a, const cshw_cookie *cookie, const char **ou
 {
     if (!cookie) return CSHW_E_COOKIE_INVALID_NAME;
     cshw_cookie copy = {.size = sizeof copy}, *c = &copy; /* the caller's, read by its size */
-    if (cshw__sized_copy(c, sizeof *c, cookie, CSHW_COOKIE_SIZE_0_3) < 0) return -EINVAL;
+    if (csh__sized_copy(c, sizeof *c, cookie, CSHW_COOKIE_SIZE_0_3) < 0) return -EINVAL;
     if (!c->name) return CSHW_E_COOKIE_INVALID_NAME;
     const char *value = c->value ? c->value : "";
     size_t nlen = strlen(c->name), vlen = strlen(value);

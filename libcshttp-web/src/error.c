@@ -1,64 +1,40 @@
-/* Result code names, messages and statuses, from the one table in error.h. */
-#define _GNU_SOURCE /* strerrordesc_np */
+/* Result code names, messages and statuses: the toolkit's own from the one
+ * table in error.h, libcshttp's from libcshttp, -errno from the C library. */
+#define _GNU_SOURCE /* strerrorname_np, strerrordesc_np */
 #include "cshttp/web/error.h"
 
-#include <errno.h>
 #include <stddef.h>
-#include <string.h>
 
-typedef struct error_info {
-    int code;
-    int status;
-    const char *name;
-    const char *message;
-} error_info;
+#include "cshttp/error.h"
+#include "cshttp_internal/error_table.h"
 
-static const error_info errors[] = {
+static const csh__error_row errors[] = {
 #define CSHW_ERROR_ROW_(name, value, status, message) {value, status, "CSHW_E_" #name, message},
     CSHW_ERROR_MAP(CSHW_ERROR_ROW_)
 #undef CSHW_ERROR_ROW_
 };
 
-static const error_info *find(int code)
+static const csh__error_row *find(int code)
 {
-    for (size_t i = 0; i < sizeof errors / sizeof errors[0]; i++)
-        if (errors[i].code == code) return &errors[i];
-    return NULL;
+    return csh__error_find(errors, sizeof errors / sizeof errors[0], code);
 }
 
-static int is_errno(int code)
+/* One of libcshttp's errors (each has a status; an unused value of its
+ * range has none). */
+static int is_parser_error(int code)
 {
-    return code < 0 && code > -4096;
+    return code <= CSH_E_FIRST && code >= CSH_E_LAST_OF_RANGE && csh_error_status(code) != 0;
 }
 
 const char *cshw_error_name(int code)
 {
     if (code == 0) return "CSHW_OK";
-    const error_info *e = find(code);
+    const csh__error_row *e = find(code);
     if (e) return e->name;
-    if (is_errno(code)) {
-        switch (-code) {
-        case ENOMEM:
-            return "ENOMEM";
-        case ENOENT:
-            return "ENOENT";
-        case EACCES:
-            return "EACCES";
-        case EPIPE:
-            return "EPIPE";
-        case ECONNRESET:
-            return "ECONNRESET";
-        case ETIMEDOUT:
-            return "ETIMEDOUT";
-        case EINVAL:
-            return "EINVAL";
-        case EIO:
-            return "EIO";
-        case ENOSPC:
-            return "ENOSPC";
-        default:
-            return "CSHW_E_SYSTEM";
-        }
+    if (is_parser_error(code)) return csh_error_name(code);
+    if (csh__is_errno(code)) {
+        const char *n = csh__errno_name(code);
+        return n ? n : "CSHW_E_SYSTEM";
     }
     return "CSHW_E_UNKNOWN";
 }
@@ -66,12 +42,11 @@ const char *cshw_error_name(int code)
 const char *cshw_error_message(int code)
 {
     if (code == 0) return "success";
-    const error_info *e = find(code);
+    const csh__error_row *e = find(code);
     if (e) return e->message;
-    if (is_errno(code)) {
-        /* strerror may write a shared buffer; this returns the C
-         * library's constant text, as error.h promises (thread-safe) */
-        const char *m = strerrordesc_np(-code);
+    if (is_parser_error(code)) return csh_error_message(code);
+    if (csh__is_errno(code)) {
+        const char *m = csh__errno_message(code);
         return m ? m : "system error";
     }
     return "unknown result code";
@@ -80,6 +55,7 @@ const char *cshw_error_message(int code)
 int cshw_error_status(int code)
 {
     if (code >= 0) return 0;
-    const error_info *e = find(code);
-    return e ? e->status : 500;
+    const csh__error_row *e = find(code);
+    if (e) return e->status;
+    return is_parser_error(code) ? csh_error_status(code) : 500;
 }

@@ -32,7 +32,8 @@
 #include "context_impl.h"
 #include "cshttp/web/error.h"
 #include "options_impl.h"
-#include "sized.h"
+#include "cshttp_internal/sized.h"
+#include "transport_impl.h"
 #include "validate.h"
 
 #define READ_ROOM 4096u    /* the least room a read is given */
@@ -95,15 +96,15 @@ static int64_t unix_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-CSHW__SIZED_NO_TAIL_PADDING(cshw_exchange_config, arg);
-CSHW__SIZED_NO_TAIL_PADDING(cshw_exchange_outcome, body_bytes_out);
-CSHW__SIZED_NO_TAIL_PADDING(cshw_transport, remote_port);
-CSHW__SIZED_NO_TAIL_PADDING(cshw_transport_ops, read);
+CSH__SIZED_NO_TAIL_PADDING(cshw_exchange_config, arg);
+CSH__SIZED_NO_TAIL_PADDING(cshw_exchange_outcome, body_bytes_out);
+CSH__SIZED_NO_TAIL_PADDING(cshw_transport, remote_port);
+CSH__SIZED_NO_TAIL_PADDING(cshw_transport_ops, read);
 
 void cshw_exchange_config_init_sized(cshw_exchange_config *config, size_t size)
 {
     static const cshw_exchange_config defaults = {.size = sizeof(cshw_exchange_config)};
-    cshw__sized_init(config, size, &defaults, sizeof defaults);
+    csh__sized_init(config, size, &defaults, sizeof defaults);
 }
 
 /* The caller's config read by its size (exchange.h): 0, or -1 when its
@@ -112,7 +113,7 @@ static int config_copy(cshw_exchange_config *dst, const cshw_exchange_config *sr
 {
     memset(dst, 0, sizeof *dst);
     dst->size = sizeof *dst;
-    return src ? cshw__sized_copy(dst, sizeof *dst, src, CSHW_EXCHANGE_CONFIG_SIZE_0_3) : 0;
+    return src ? csh__sized_copy(dst, sizeof *dst, src, CSHW_EXCHANGE_CONFIG_SIZE_0_3) : 0;
 }
 
 cshw_exchange *cshw_exchange_new(const cshw_exchange_config *cfg)

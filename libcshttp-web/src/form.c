@@ -7,9 +7,9 @@
 
 #include "cshttp/web/error.h"
 #include "cshttp/web/url.h"
-#include "sized.h"
+#include "cshttp_internal/sized.h"
 
-CSHW__SIZED_NO_TAIL_PADDING(cshw_form_limits, max_value_len);
+CSH__SIZED_NO_TAIL_PADDING(cshw_form_limits, max_value_len);
 
 static const cshw_form_limits defaults = {
     .size = sizeof(cshw_form_limits),
@@ -21,7 +21,7 @@ static const cshw_form_limits defaults = {
 
 void cshw_form_limits_init_sized(cshw_form_limits *limits, size_t size)
 {
-    cshw__sized_init(limits, size, &defaults, sizeof defaults);
+    csh__sized_init(limits, size, &defaults, sizeof defaults);
 }
 
 static int over(size_t n, size_t limit)
@@ -35,7 +35,7 @@ int cshw_form_parse(cshw_arena *a, const char *data, size_t len, const cshw_form
     out->items = NULL;
     out->count = 0;
     cshw_form_limits copy = defaults; /* the caller's, read by its size */
-    if (limits && cshw__sized_copy(&copy, sizeof copy, limits, CSHW_FORM_LIMITS_SIZE_0_3) < 0)
+    if (limits && csh__sized_copy(&copy, sizeof copy, limits, CSHW_FORM_LIMITS_SIZE_0_3) < 0)
         return -EINVAL;
     limits = &copy;
     if (over(len, limits->max_bytes)) return CSHW_E_FORM_TOO_LARGE;

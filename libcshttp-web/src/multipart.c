@@ -7,7 +7,7 @@
 
 #include "cshttp/web/error.h"
 #include "cshttp/web/url.h"
-#include "sized.h"
+#include "cshttp_internal/sized.h"
 #include "util.h"
 
 /* RFC 2046 §5.1.1 bcharsnospace */
@@ -115,7 +115,7 @@ int cshw_multipart_boundary(const char *ct, size_t len, const char **boundary, s
     return 0;
 }
 
-CSHW__SIZED_NO_TAIL_PADDING(cshw_multipart_limits, max_headers);
+CSH__SIZED_NO_TAIL_PADDING(cshw_multipart_limits, max_headers);
 
 static const cshw_multipart_limits defaults = {
     .size = sizeof(cshw_multipart_limits),
@@ -126,7 +126,7 @@ static const cshw_multipart_limits defaults = {
 
 void cshw_multipart_limits_init_sized(cshw_multipart_limits *limits, size_t size)
 {
-    cshw__sized_init(limits, size, &defaults, sizeof defaults);
+    csh__sized_init(limits, size, &defaults, sizeof defaults);
 }
 
 enum {
@@ -149,7 +149,7 @@ int cshw_multipart_init(cshw_multipart *m, cshw_arena *a, const char *boundary, 
     m->state_ = S_START;
     m->result_ = CSHW_MULTIPART_INCOMPLETE;
     cshw_multipart_limits l = defaults; /* the caller's, read by its size */
-    if (limits && cshw__sized_copy(&l, sizeof l, limits, CSHW_MULTIPART_LIMITS_SIZE_0_3) < 0) {
+    if (limits && csh__sized_copy(&l, sizeof l, limits, CSHW_MULTIPART_LIMITS_SIZE_0_3) < 0) {
         m->result_ = -EINVAL;
         return m->result_;
     }

@@ -6,9 +6,9 @@
 
 #include "cshttp/web/error.h"
 #include "options_impl.h"
-#include "sized.h"
+#include "cshttp_internal/sized.h"
 
-CSHW__SIZED_NO_TAIL_PADDING(cshw_options, server_header);
+CSH__SIZED_NO_TAIL_PADDING(cshw_options, server_header);
 
 void cshw_options_init_sized(cshw_options *options, size_t size)
 {

@@ -43,10 +43,10 @@
 #include "cshttp/web/request.h"
 #include "cshttp/web/response.h"
 #include "cshttp/web/url.h"
-#include "sized.h"
+#include "cshttp_internal/sized.h"
 #include "static_priv.h"
 
-CSHW__SIZED_NO_TAIL_PADDING(cshw_static_options, mime_types);
+CSH__SIZED_NO_TAIL_PADDING(cshw_static_options, mime_types);
 
 static const cshw_static_options defaults = {
     .size = sizeof(cshw_static_options),
@@ -58,13 +58,13 @@ static const cshw_static_options defaults = {
 
 void cshw_static_options_init_sized(cshw_static_options *o, size_t size)
 {
-    cshw__sized_init(o, size, &defaults, sizeof defaults);
+    csh__sized_init(o, size, &defaults, sizeof defaults);
 }
 
 int cshw__static_options_copy(cshw_static_options *dst, const cshw_static_options *src)
 {
     *dst = defaults;
-    return cshw__sized_copy(dst, sizeof *dst, src, CSHW_STATIC_OPTIONS_SIZE_0_3) < 0 ? -EINVAL : 0;
+    return csh__sized_copy(dst, sizeof *dst, src, CSHW_STATIC_OPTIONS_SIZE_0_3) < 0 ? -EINVAL : 0;
 }
 
 typedef struct serve {

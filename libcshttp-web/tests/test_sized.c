@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "sized.h"
+#include "cshttp_internal/sized.h"
 
 /* No padding at their ends, as sized.h requires of every such struct
  * (with `int a` alone, v2's b would lie in v1's tail padding, and be read
@@ -28,8 +28,8 @@ typedef struct v2 {
     size_t b; /* added in v2: default 7 */
 } v2;
 
-CSHW__SIZED_NO_TAIL_PADDING(v1, a);
-CSHW__SIZED_NO_TAIL_PADDING(v2, b);
+CSH__SIZED_NO_TAIL_PADDING(v1, a);
+CSH__SIZED_NO_TAIL_PADDING(v2, b);
 
 static const v2 v2_defaults = {sizeof(v2), 1, 7};
 
@@ -41,7 +41,7 @@ static void test_init_older_caller(void **state)
     (void)state;
     v1 *old = malloc(sizeof *old);
     assert_non_null(old);
-    cshw__sized_init(old, sizeof *old, &v2_defaults, sizeof v2_defaults);
+    csh__sized_init(old, sizeof *old, &v2_defaults, sizeof v2_defaults);
     assert_int_equal(old->size, sizeof(v1));
     assert_int_equal(old->a, 1);
     free(old);
@@ -56,7 +56,7 @@ static void test_init_newer_caller(void **state)
     static const v1 v1_defaults = {sizeof(v1), 1};
     v2 newer;
     memset(&newer, 0xa5, sizeof newer);
-    cshw__sized_init(&newer, sizeof newer, &v1_defaults, sizeof v1_defaults);
+    csh__sized_init(&newer, sizeof newer, &v1_defaults, sizeof v1_defaults);
     assert_int_equal(newer.size, sizeof(v2));
     assert_int_equal(newer.a, 1);
     assert_int_equal(newer.b, 0);
@@ -72,7 +72,7 @@ static void test_copy_older_caller(void **state)
     old->size = sizeof *old;
     old->a = 3;
     v2 got = v2_defaults;
-    assert_int_equal(cshw__sized_copy(&got, sizeof got, old, sizeof(v1)), 0);
+    assert_int_equal(csh__sized_copy(&got, sizeof got, old, sizeof(v1)), 0);
     assert_int_equal(got.size, sizeof(v2));
     assert_int_equal(got.a, 3);
     assert_int_equal(got.b, 7);
@@ -89,7 +89,7 @@ static void test_copy_newer_caller(void **state)
         v1 got;
         uint64_t canary;
     } out = {{sizeof(v1), 1}, 0x5eed5eed5eed5eedu};
-    assert_int_equal(cshw__sized_copy(&out.got, sizeof out.got, &newer, sizeof(v1)), 0);
+    assert_int_equal(csh__sized_copy(&out.got, sizeof out.got, &newer, sizeof(v1)), 0);
     assert_int_equal(out.got.size, sizeof(v1));
     assert_int_equal(out.got.a, 4);
     assert_true(out.canary == 0x5eed5eed5eed5eedu);
@@ -102,10 +102,10 @@ static void test_copy_too_small(void **state)
     (void)state;
     v2 bad = {offsetof(v2, a), 5, 5};
     v2 got = v2_defaults;
-    assert_int_equal(cshw__sized_copy(&got, sizeof got, &bad, sizeof(v1)), -1);
+    assert_int_equal(csh__sized_copy(&got, sizeof got, &bad, sizeof(v1)), -1);
     assert_int_equal(got.a, 1);
     bad.size = 0;
-    assert_int_equal(cshw__sized_copy(&got, sizeof got, &bad, sizeof(v1)), -1);
+    assert_int_equal(csh__sized_copy(&got, sizeof got, &bad, sizeof(v1)), -1);
     assert_int_equal(got.size, sizeof(v2));
 }
 

@@ -3,28 +3,30 @@
 
 #include <stddef.h>
 
-typedef struct error_info {
-    int code;
-    int status;
-    const char *name;
-    const char *message;
-} error_info;
+#include "cshttp_internal/error_table.h"
 
-static const error_info errors[] = {
+static const csh__error_row errors[] = {
 #define CSH_ERROR_ROW_(name, value, status, message) {value, status, "CSH_E_" #name, message},
     CSH_ERROR_MAP(CSH_ERROR_ROW_)
 #undef CSH_ERROR_ROW_
 };
 
-static const error_info *find(int code)
+/* The table is dense from CSH_E_FIRST downwards, so a code's row is its
+ * distance from the first: checked here for every row. */
+enum {
+#define CSH_ERROR_INDEX_(name, value, status, message) INDEX_##name,
+    CSH_ERROR_MAP(CSH_ERROR_INDEX_)
+#undef CSH_ERROR_INDEX_
+};
+#define CSH_ERROR_DENSE_(name, value, status, message)                                             \
+    _Static_assert((value) == CSH_E_FIRST - INDEX_##name && (value) >= CSH_E_LAST_OF_RANGE,        \
+                   "CSH_E_" #name " must follow the error above it in error.h");
+CSH_ERROR_MAP(CSH_ERROR_DENSE_)
+#undef CSH_ERROR_DENSE_
+
+static const csh__error_row *find(int code)
 {
-    /* the table is dense from -1 downwards */
-    if (code < 0 && (size_t)-code <= sizeof errors / sizeof errors[0] &&
-        errors[-code - 1].code == code)
-        return &errors[-code - 1];
-    for (size_t i = 0; i < sizeof errors / sizeof errors[0]; i++)
-        if (errors[i].code == code) return &errors[i];
-    return NULL;
+    return csh__error_find(errors, sizeof errors / sizeof errors[0], code);
 }
 
 const char *csh_error_name(int code)
@@ -35,7 +37,7 @@ const char *csh_error_name(int code)
     case CSH_DATA: return "CSH_DATA";
     default: break;
     }
-    const error_info *e = find(code);
+    const csh__error_row *e = find(code);
     return e ? e->name : "CSH_E_UNKNOWN";
 }
 
@@ -47,12 +49,12 @@ const char *csh_error_message(int code)
     case CSH_DATA: return "body data";
     default: break;
     }
-    const error_info *e = find(code);
+    const csh__error_row *e = find(code);
     return e ? e->message : "unknown result code";
 }
 
 int csh_error_status(int code)
 {
-    const error_info *e = code < 0 ? find(code) : NULL;
+    const csh__error_row *e = find(code);
     return e ? e->status : 0;
 }

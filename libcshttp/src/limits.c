@@ -5,11 +5,12 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "cshttp_internal/sized.h"
+
 /* A limit appended into tail padding would lie within an older caller's
  * sizeof, and be read from whatever that caller left there: the struct
  * must end with its last field (the rule of every sized struct). */
-_Static_assert(sizeof(csh_limits) == offsetof(csh_limits, max_method) + sizeof(size_t),
-               "csh_limits must not end in padding");
+CSH__SIZED_NO_TAIL_PADDING(csh_limits, max_method);
 
 static const csh_limits defaults = {
     .size = sizeof(csh_limits),
@@ -25,9 +26,7 @@ static const csh_limits defaults = {
 void csh_limits_init_sized(csh_limits *limits, size_t size)
 {
     /* the caller's struct is `size` bytes: older (smaller) or newer */
-    memcpy(limits, &defaults, size < sizeof defaults ? size : sizeof defaults);
-    if (size > sizeof defaults) memset((char *)limits + sizeof defaults, 0, size - sizeof defaults);
-    limits->size = size;
+    csh__sized_init(limits, size, &defaults, sizeof defaults);
 }
 
 int csh__limits_keep(csh_limits_kept_ *kept, const csh_limits *limits)

@@ -85,8 +85,8 @@ def selftest(a):
              "                              method a server implements) */\n"
              "    size_t max_appended;\n} csh_limits;")
         # the struct's last field, named where its tail padding is checked
-        edit(os.path.join(src, "src/limits.c"), "offsetof(csh_limits, max_method)",
-             "offsetof(csh_limits, max_appended)")
+        edit(os.path.join(src, "src/limits.c"), "CSH__SIZED_NO_TAIL_PADDING(csh_limits, max_method)",
+             "CSH__SIZED_NO_TAIL_PADDING(csh_limits, max_appended)")
         edit(os.path.join(src, "include/cshttp/cshttp.h"), "CSH_EXPORT unsigned csh_version(void);",
              "CSH_EXPORT unsigned csh_version(void);\nCSH_EXPORT int csh_selftest_added(void);")
         with open(os.path.join(src, "src/version.c"), "a", encoding="utf-8") as fh:
@@ -101,9 +101,12 @@ def selftest(a):
     failures = 0
     with tempfile.TemporaryDirectory() as d:
         for i, (name, change, expect_pass, needle) in enumerate(cases):
-            src = os.path.join(d, f"src{i}")
+            # libcshttp and the headers private to the libraries beside it,
+            # as in the workspace (its build includes ../internal/include)
+            src = os.path.join(d, f"src{i}", "libcshttp")
             shutil.copytree(os.path.join(a.source, "libcshttp"), src,
                             ignore=shutil.ignore_patterns("tests"))
+            shutil.copytree(os.path.join(a.source, "internal"), os.path.join(d, f"src{i}", "internal"))
             change(src)
             build = os.path.join(d, f"build{i}")
             env = dict(os.environ, CC=a.cc)

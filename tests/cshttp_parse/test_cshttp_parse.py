@@ -130,7 +130,7 @@ class ExitStatus(Base):
         r = self.parse(data, rc=2)
         e = r.doc["error"]
         self.assertEqual(e["name"], "CSH_E_INVALID_FIELD_VALUE")
-        self.assertEqual(e["code"], -19)
+        self.assertEqual(e["code"], -6019)  # CSH_E_INVALID_FIELD_VALUE
         self.assertEqual(e["status"], 400)
         self.assertEqual(e["offset"], data.index(b"\0"))
         self.assertEqual((e["message_index"], e["message_offset"], e["in"]), (0, 0, "head"))

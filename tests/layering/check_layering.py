@@ -4,7 +4,8 @@
   (a) libcshttp/src and libcshttp/include include only C standard and POSIX
       libc headers (plus the compiler's SIMD intrinsics headers) and their own
       headers: no OpenSSL, zlib, pthread, nothing of libcshttp-web or
-      libcshttp-server.
+      libcshttp-server. The headers private to the libraries
+      (internal/include, in every library's build) are held to the same rule.
   (b) the built libcshttp.so needs libc alone (readelf -d NEEDED entries:
       libc.so.6, the dynamic loader; the sanitizer runtimes in a sanitizer
       build).
@@ -146,6 +147,7 @@ def resolve(root, tier, src_file, kind, name):
         candidates.append(os.path.join(os.path.dirname(src_file), name))
         candidates.append(os.path.join(root, tier, "src", name))
     candidates.append(os.path.join(root, tier, "include", name))
+    candidates.append(os.path.join(root, "internal", "include", name))
     for other, _, _ in TIERS:
         if other != tier:
             candidates.append(os.path.join(root, other, "include", name))
@@ -159,9 +161,15 @@ def check_tier1_includes(root):
     """(a): libcshttp/src and libcshttp/include: libc and own headers only."""
     problems = []
     own = [os.path.realpath(os.path.join(root, "libcshttp", "include", "cshttp")),
-           os.path.realpath(os.path.join(root, "libcshttp", "src"))]
-    for sub in ("src", "include"):
-        for f in source_files(os.path.join(root, "libcshttp", sub)):
+           os.path.realpath(os.path.join(root, "libcshttp", "src")),
+           os.path.realpath(os.path.join(root, "internal", "include"))]
+    # the headers private to the libraries (internal/include) are part of
+    # each library's build: libcshttp includes them, so they too include
+    # nothing but libc
+    folders = [os.path.join(root, "libcshttp", sub) for sub in ("src", "include")]
+    folders.append(os.path.join(root, "internal", "include"))
+    for folder in folders:
+        for f in source_files(folder):
             rel = os.path.relpath(f, root)
             for line, kind, name in includes(f):
                 where = "%s:%d: #include %s" % (rel, line, name)

@@ -2,8 +2,10 @@
  *
  * 0 is success; every error is negative and has a stable name, a one-line
  * message and the HTTP status the toolkit answers when a request fails
- * with it. System failures are -errno values (small negatives below 4096);
- * the toolkit's own codes start at -10000 so the two never collide.
+ * with it. A toolkit function returns one of these, a -errno value
+ * (-4095 .. -1) for a system failure, or, where its header says so, a
+ * libcshttp error (-6001 .. -6999, cshttp/error.h); the three ranges never
+ * meet (README.md, Result codes), and the functions below name all three.
  *
  * The table is grouped by the part of the library that raises a code; each
  * part keeps to its range:
@@ -112,15 +114,18 @@ typedef enum cshw_error {
 #undef CSHW_ERROR_ENUM_
 } cshw_error;
 
-/* "CSHW_E_NOT_FOUND", "CSHW_OK", "ENOENT"-style names for -errno values
- * ("E" + the errno name where known, else "CSHW_E_SYSTEM"), "CSHW_E_UNKNOWN"
- * otherwise. Never NULL, static. */
+/* "CSHW_E_NOT_FOUND", "CSHW_OK"; for a -errno value the errno's name
+ * ("ENOENT"; "CSHW_E_SYSTEM" for one the C library does not name); for a
+ * libcshttp error its name ("CSH_E_BARE_CR"); "CSHW_E_UNKNOWN" otherwise.
+ * Never NULL, static. */
 CSHW_EXPORT const char *cshw_error_name(int code);
 
-/* A one-line message (strerror for -errno values). Never NULL. */
+/* A one-line message (the C library's for -errno values, libcshttp's for
+ * its errors). Never NULL, static. */
 CSHW_EXPORT const char *cshw_error_message(int code);
 
-/* The HTTP status for an error (500 for -errno values); 0 for CSHW_OK. */
+/* The HTTP status for an error: the table's, libcshttp's for its errors,
+ * 500 for -errno values and unknown codes; 0 for CSHW_OK. */
 CSHW_EXPORT int cshw_error_status(int code);
 
 #ifdef __cplusplus
