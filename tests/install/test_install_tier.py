@@ -15,10 +15,11 @@ libcshttp-server).
    through the installed client and prints "client=200 hello, world".
 The SONAME of the tier's library is libcshttp-<tier>.so.<major>.<minor>.
 4. the minimum versions of the tiers below: with libcshttp's installed
-   package and .pc file made to say 0.1.0 (an older, incompatible
-   release), both pkg-config and find_package(cshttp-<tier>) refuse; for
-   the server, the same with libcshttp's restored and libcshttp-web's made
-   to say 0.2.0 (the release before the engine's minimum, 0.3).
+   package and .pc file made to say 0.2.0 (an older, incompatible
+   release: its errors were in the -errno range), both pkg-config and
+   find_package(cshttp-<tier>) refuse; for the server, the same with
+   libcshttp's restored and libcshttp-web's made to say 0.3.2 (the release
+   before the engine's minimum, 0.4).
 """
 import argparse
 import os
@@ -169,13 +170,13 @@ def main():
             raise Failure("find_package consumer printed %r" % out)
 
         # the minimum versions: an incompatible libcshttp is refused by both
-        restore = make_older(libdir, "cshttp", "0.1.0")
-        check_refused(args, env, tmp, name, "cshttp", "0.1.0", "0.2")
+        restore = make_older(libdir, "cshttp", "0.2.0")
+        check_refused(args, env, tmp, name, "cshttp", "0.2.0", "0.3")
         restore()
         if args.tier == "server":
-            # the engine asks libcshttp-web 0.3, the first with sized structs
-            make_older(libdir, "cshttp-web", "0.2.0")
-            check_refused(args, env, tmp, name, "cshttp-web", "0.2.0", "0.3")
+            # the engine asks libcshttp-web 0.4, whose SONAME it links
+            make_older(libdir, "cshttp-web", "0.3.2")
+            check_refused(args, env, tmp, name, "cshttp-web", "0.3.2", "0.4")
         ok = True
         print("install_lib%s: ok" % name)
     except Failure as e:

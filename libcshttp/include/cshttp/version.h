@@ -4,7 +4,7 @@
 #define CSHTTP_VERSION_H
 
 #define CSH_VERSION_MAJOR 0
-#define CSH_VERSION_MINOR 2
+#define CSH_VERSION_MINOR 3
 #define CSH_VERSION_PATCH 0
 
 /* 0xMMmmpp, for compile-time comparisons: #if CSH_VERSION_HEX >= 0x000100 */

@@ -3,8 +3,8 @@
 #define CSHTTP_SERVER_VERSION_H
 
 #define CSHS_VERSION_MAJOR 0
-#define CSHS_VERSION_MINOR 3
-#define CSHS_VERSION_PATCH 3
+#define CSHS_VERSION_MINOR 4
+#define CSHS_VERSION_PATCH 0
 
 #define CSHS_VERSION_HEX                                                                           \
     ((CSHS_VERSION_MAJOR << 16) | (CSHS_VERSION_MINOR << 8) | (CSHS_VERSION_PATCH))

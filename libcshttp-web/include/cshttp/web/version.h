@@ -3,8 +3,8 @@
 #define CSHTTP_WEB_VERSION_H
 
 #define CSHW_VERSION_MAJOR 0
-#define CSHW_VERSION_MINOR 3
-#define CSHW_VERSION_PATCH 2
+#define CSHW_VERSION_MINOR 4
+#define CSHW_VERSION_PATCH 0
 
 #define CSHW_VERSION_HEX                                                                           \
     ((CSHW_VERSION_MAJOR << 16) | (CSHW_VERSION_MINOR << 8) | (CSHW_VERSION_PATCH))
