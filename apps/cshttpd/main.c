@@ -513,27 +513,10 @@ static void check_proxy(settings *s, proxy *px, cshs_client_options *co)
 
 /* Whether an engine option was given on the command line or in a config
  * file (its defaults cannot tell: a value may equal the default). */
-static int option_given(int argc, char **argv, const char *name)
+/* Whether the command line itself sets `name` (--name or --name=). */
+static int on_command_line(int argc, char **argv, const char *name)
 {
     for (int i = 1; i < argc; i++) {
-        const char *cfg = NULL;
-        if (!strcmp(argv[i], "--config") && i + 1 < argc) cfg = argv[i + 1];
-        if (!strncmp(argv[i], "--config=", 9)) cfg = argv[i] + 9;
-        if (cfg) {
-            FILE *f = fopen(cfg, "r");
-            char line[1024];
-            while (f && fgets(line, sizeof line, f)) {
-                char *p = line + strspn(line, " \t");
-                size_t n = strcspn(p, " \t=");
-                p[n] = '\0';
-                if (name_is(p, name)) {
-                    fclose(f);
-                    return 1;
-                }
-            }
-            if (f) fclose(f);
-            continue;
-        }
         if (strncmp(argv[i], "--", 2) != 0) continue;
         char opt[128];
         snprintf(opt, sizeof opt, "%s", argv[i] + 2);
@@ -541,6 +524,82 @@ static int option_given(int argc, char **argv, const char *name)
         if (name_is(opt, name)) return 1;
     }
     return 0;
+}
+
+/* Whether the config file sets `name`: a line's first word, read whole
+ * (a long comment is not read as the setting that ends it). */
+static int in_config_file(const char *cfg, const char *name)
+{
+    FILE *f = fopen(cfg, "r");
+    if (!f) return 0;
+    char *line = NULL;
+    size_t cap = 0;
+    int found = 0;
+    while (!found && getline(&line, &cap, f) > 0) {
+        char *p = line + strspn(line, " \t");
+        p[strcspn(p, " \t=\r\n")] = '\0';
+        found = name_is(p, name);
+    }
+    free(line);
+    fclose(f);
+    return found;
+}
+
+static int option_given(int argc, char **argv, const char *name)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *cfg = NULL;
+        if (!strcmp(argv[i], "--config") && i + 1 < argc) cfg = argv[i + 1];
+        if (!strncmp(argv[i], "--config=", 9)) cfg = argv[i] + 9;
+        if (cfg && in_config_file(cfg, name)) return 1;
+    }
+    return on_command_line(argc, argv, name);
+}
+
+/* The paths a config file leaves relative (given there, or root's
+ * default): they name files from the folder cshttpd starts in, and other
+ * files, or none, when it starts elsewhere (a service starts in /). Each
+ * is said with the path it names now; say() gets one line each. A path
+ * given on the command line is the caller's own and is not warned of. */
+static void warn_relative_paths(const settings *s, const cshs_options *o, int argc, char **argv,
+                                void (*say)(const char *line))
+{
+    if (!s->config[0]) return;
+    const struct {
+        const char *name, *value;
+    } paths[] = {
+        {"root", s->root},           {"access_log", s->access_log},
+        {"error_log", s->error_log}, {"pid_file", s->pid_file},
+        {"mime_types", s->mime_types}, {"proxy_ca_file", s->proxy_ca_file},
+        {"tls_cert", o->tls_cert},   {"tls_key", o->tls_key},
+    };
+    char cwd[PATH_MAX];
+    if (!getcwd(cwd, sizeof cwd)) snprintf(cwd, sizeof cwd, "the current folder");
+    for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
+        const char *v = paths[i].value;
+        if (!v || !*v || *v == '/' || !strcmp(v, "-") || !strcmp(v, "none")) continue;
+        if (on_command_line(argc, argv, paths[i].name)) continue;
+        char line[PATH_MAX + 512];
+        snprintf(line, sizeof line,
+                 "%s '%s'%s is relative: %s%s%s from here, another one when cshttpd starts in "
+                 "another folder (write an absolute path)",
+                 paths[i].name, v,
+                 !strcmp(paths[i].name, "root") && !option_given(argc, argv, "root")
+                     ? " (the default)"
+                     : "",
+                 cwd, strcmp(cwd, "/") ? "/" : "", v);
+        say(line);
+    }
+}
+
+static void say_on_stderr(const char *line)
+{
+    fprintf(stderr, "cshttpd: warning: %s\n", line);
+}
+
+static void say_in_error_log(const char *line)
+{
+    error_log_printf(LOG_WARN, "%s", line);
 }
 
 /* ---- running ---- */
@@ -769,6 +828,7 @@ int main(int argc, char **argv)
         return r;
     }
     if (m.check) {
+        warn_relative_paths(&conf, &o, argc, argv, say_on_stderr);
         int bad = conf.nproblems > 0;
         if (bad) {
             report_problems(&conf, 1);
@@ -900,6 +960,7 @@ int main(int argc, char **argv)
         printf("cshttpd: listening on https://%s%s%s:%u/\n", strchr(o.address, ':') ? "[" : "",
                o.address, strchr(o.address, ':') ? "]" : "", cshs_server_tls_port(s, 0));
     fflush(stdout);
+    warn_relative_paths(&conf, &o, argc, argv, say_in_error_log);
     error_log_printf(LOG_NOTICE, "started (pid %ld, root %s%s%s%s%s%s)", (long)getpid(), conf.root,
                      url[0] ? ", " : "", url, conf.demo ? ", demo" : "",
                      conf.status_path[0] ? ", status at " : "", conf.status_path);

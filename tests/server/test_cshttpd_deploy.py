@@ -44,10 +44,10 @@ def test(group):
 class Server:
     """cshttpd on an ephemeral port with exactly the options given."""
 
-    def __init__(self, *args, env=None):
-        cmd = [ARGS.bin, "--port", "0"] + list(args)
+    def __init__(self, *args, env=None, cwd=None):
+        cmd = [os.path.abspath(ARGS.bin), "--port", "0"] + list(args)
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     text=True, env=env)
+                                     text=True, env=env, cwd=cwd)
         self.port = self.port6 = None
         self.lines = []
         deadline = time.time() + 10
@@ -106,8 +106,9 @@ def code(url, *args):
     return int(r.stdout)
 
 
-def run(*cmd, env=None, timeout=60):
-    return subprocess.run(list(cmd), capture_output=True, text=True, timeout=timeout, env=env)
+def run(*cmd, env=None, timeout=60, cwd=None):
+    return subprocess.run(list(cmd), capture_output=True, text=True, timeout=timeout, env=env,
+                          cwd=cwd)
 
 
 def make_root(d):
@@ -491,6 +492,47 @@ def t_config_file_as_an_attacker_writes_it(d):
                 b"proxy = /a/=http://127.0.0.1:9\nproxy = /b/=http://127.0.0.1:9\n")
     r = run(ARGS.bin, "--check-config", "--config", fine)
     assert r.returncode == 0 and "configuration OK" in r.stdout, (r.stdout, r.stderr)
+
+
+@test("checkconfig")
+def t_relative_paths_warned(d):
+    """A path the config file leaves relative names a file from the folder
+    cshttpd starts in: --check-config and the error log say which, with
+    the path it names now; from / the root is then missing, and that is
+    a problem too. A path on the command line is the caller's own."""
+    site = os.path.join(d, "site")
+    make_root(site)
+    conf = os.path.join(site, "rel.conf")
+    with open(conf, "w") as f:
+        f.write("root = www\naccess_log = a.log\n")
+    bin_ = os.path.abspath(ARGS.bin)
+    r = run(bin_, "--check-config", "--config", conf, cwd=site)
+    assert r.returncode == 0 and "configuration OK" in r.stdout, (r.stdout, r.stderr)
+    for name, value in (("root", "www"), ("access_log", "a.log")):
+        want = "cshttpd: warning: %s '%s' is relative: %s from here" % (
+            name, value, os.path.join(os.path.realpath(site), value))
+        assert want in r.stderr, (want, r.stderr)
+    r = run(bin_, "--check-config", "--config", conf, cwd="/")
+    assert r.returncode == 1, (r.stdout, r.stderr)
+    assert "warning: root 'www' is relative: /www from here" in r.stderr, r.stderr
+    assert "root www: No such file or directory" in r.stderr, r.stderr
+    # the command line's own relative path: no warning for it
+    r = run(bin_, "--check-config", "--config", conf, "--root", "www", cwd=site)
+    assert r.returncode == 0 and "root 'www'" not in r.stderr, r.stderr
+    assert "access_log 'a.log' is relative" in r.stderr, r.stderr
+    # root's default is relative too, when a config file leaves it out
+    bare = os.path.join(site, "bare.conf")
+    with open(bare, "w") as f:
+        f.write("port = 8080\n")
+    r = run(bin_, "--check-config", "--config", bare, cwd=site)
+    assert r.returncode == 0 and "root 'www' (the default) is relative" in r.stderr, r.stderr
+    # started: the same words in the error log, at warn
+    elog = os.path.join(d, "e.log")
+    with Server("--config", conf, "--error-log", elog, cwd=site) as srv:
+        assert code(srv.url("/")) == 200
+    text = open(elog).read()
+    assert re.search(r"\[warn\] cshttpd: root 'www' is relative: %s from here"
+                     % re.escape(os.path.join(os.path.realpath(site), "www")), text), text
 
 
 # ---- --install-service ----
