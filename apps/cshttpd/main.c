@@ -24,6 +24,7 @@
 #include <cshttp/server.h>
 #include <cshttp/web/mime.h>
 #include <cshttp/web/request.h>
+#include <cshttp/web/response.h>
 #include <cshttp/web/router.h>
 #include <cshttp/web/static.h>
 
@@ -610,11 +611,16 @@ static void serve(cshw_context *ctx)
 {
     cshttpd_app *app = cshw_context_app_data(ctx);
     const char *t = cshw_request_target(cshw_context_request(ctx));
-    const proxy_route *r = proxy_match(app->proxy, t, strlen(t));
-    if (r)
-        proxy_serve(app->proxy, r, ctx);
-    else
+    size_t len = strlen(t);
+    char *fwd = cshw_arena_alloc(cshw_context_arena(ctx), len + 1);
+    const proxy_route *r = NULL;
+    int v = fwd ? proxy_route_of(app->proxy, t, len, fwd, &r) : -ENOMEM;
+    if (v == 1)
+        proxy_serve(app->proxy, r, ctx, fwd);
+    else if (v == 0)
         cshw_router_dispatch(app->router, ctx);
+    else /* a path that leaves its prefix, an encoded NUL (proxy.h) */
+        cshw_response_send_error(cshw_context_response(ctx), v == -1 ? 400 : 500);
 }
 
 typedef struct logs {

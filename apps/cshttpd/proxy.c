@@ -1,5 +1,6 @@
 /* cshttpd's reverse proxy (proxy.h). */
 #include "proxy.h"
+#include "proxy_path.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -163,27 +164,78 @@ int proxy_add(proxy *p, const char *spec, char *err, size_t errlen)
     return 0;
 }
 
-const proxy_route *proxy_match(const proxy *p, const char *target, size_t len)
+/* The route whose prefix matches the path (len bytes, no query), the
+ * longest; NULL for none. */
+static const proxy_route *match(const proxy *p, const char *path, size_t len)
 {
     const proxy_route *best = NULL;
-    for (size_t i = 0; p && i < p->n; i++) {
+    for (size_t i = 0; i < p->n; i++) {
         const proxy_route *r = &p->routes[i];
-        if (len < r->prefix_len || memcmp(target, r->prefix, r->prefix_len) != 0) continue;
-        if (r->prefix[r->prefix_len - 1] != '/' && len > r->prefix_len &&
-            target[r->prefix_len] != '/' && target[r->prefix_len] != '?')
+        if (len < r->prefix_len || memcmp(path, r->prefix, r->prefix_len) != 0) continue;
+        if (r->prefix[r->prefix_len - 1] != '/' && len > r->prefix_len && path[r->prefix_len] != '/')
             continue;
         if (!best || r->prefix_len > best->prefix_len) best = r;
     }
     return best;
 }
 
+int proxy_route_of(const proxy *p, const char *target, size_t len, char *fwd,
+                   const proxy_route **route)
+{
+    *route = NULL;
+    if (!p || p->n == 0 || len == 0 || target[0] != '/') return 0;
+    const char *q = memchr(target, '?', len);
+    size_t plen = q ? (size_t)(q - target) : len;
+
+    /* The forwarded reading: '/' alone separates, "//" kept. */
+    size_t n;
+    int climbs = proxy_path_resolve(target, plen, 0, fwd, &n) < 0;
+    const proxy_route *r = climbs ? NULL : match(p, fwd, n);
+    const proxy_route *raw = match(p, target, plen);
+    int refused = climbs || (raw && raw != r);
+
+    /* The other readings an origin may make (a decoded "%2f" or a '\'
+     * as a separator, "//" merged) must lead to the same route: a path
+     * that leaves its prefix under any of them never reaches the origin. */
+    char stack[2048];
+    char *scratch = plen < sizeof stack ? stack : malloc(plen + 1);
+    if (!scratch) return -ENOMEM;
+    static const unsigned readings[] = {PROXY_PATH_SLASHES, PROXY_PATH_MERGE,
+                                        PROXY_PATH_SLASHES | PROXY_PATH_MERGE};
+    int involved = r || raw;
+    for (size_t i = 0; i < sizeof readings / sizeof readings[0]; i++) {
+        size_t m;
+        if (proxy_path_resolve(target, plen, readings[i], scratch, &m) < 0) {
+            refused = 1;
+            continue;
+        }
+        const proxy_route *other = match(p, scratch, m);
+        involved |= other != NULL;
+        refused |= other != r;
+    }
+    if (scratch != stack) free(scratch);
+    if (!involved) return 0; /* the router's and the static files' own rules apply */
+    if (refused || proxy_path_has_nul(target, plen)) return -1;
+    memcpy(fwd + n, target + plen, len - plen); /* the query, as sent */
+    fwd[n + len - plen] = '\0';
+    *route = r;
+    return 1;
+}
+
 int proxy_streaming(void *arg, const char *head, const csh_message *msg)
 {
     /* a request without a body has nothing to stream: it runs as any
      * handler does (one that blocks on its origin is the engine's to
-     * move aside) */
-    return msg->body != CSH_BODY_NONE &&
-           proxy_match(arg, csh_span_ptr(head, msg->target), msg->target.len) != NULL;
+     * move aside); a refused target is answered without its origin */
+    if (msg->body == CSH_BODY_NONE) return 0;
+    const proxy_route *r;
+    char stack[2048];
+    size_t len = msg->target.len;
+    char *fwd = len < sizeof stack ? stack : malloc(len + 1);
+    if (!fwd) return 0;
+    int v = proxy_route_of(arg, csh_span_ptr(head, msg->target), len, fwd, &r);
+    if (fwd != stack) free(fwd);
+    return v == 1;
 }
 
 void proxy_tick(void *arg)
@@ -499,7 +551,7 @@ static int proxy_deferred(proxy *p, const proxy_route *r, cshw_context *ctx,
     return 1;
 }
 
-void proxy_serve(proxy *p, const proxy_route *r, cshw_context *ctx)
+void proxy_serve(proxy *p, const proxy_route *r, cshw_context *ctx, const char *target)
 {
     cshw_request *req = cshw_context_request(ctx);
     cshw_response *res = cshw_context_response(ctx);
@@ -513,7 +565,7 @@ void proxy_serve(proxy *p, const proxy_route *r, cshw_context *ctx)
     cshs_client_request_init(&rq);
     rq.origin = r->origin;
     rq.method = cshw_request_method(req);
-    rq.target = cshw_request_target(req);
+    rq.target = target;
     rq.headers = fields;
     rq.num_headers = nfields;
     int64_t cl = cshw_request_content_length(req);

@@ -4,12 +4,22 @@
  * bodies streamed both ways. Everything here is on the client's and the
  * toolkit's public APIs.
  *
- * Matching is on the request-target as sent (not the decoded path), so
- * what is proxied is exactly what is passed on. A prefix matches a target
- * equal to it, or followed by '/' or '?' ("/api" takes "/api", "/api/x"
- * and "/api?q", not "/apix"); a prefix ending in '/' matches every target
- * that starts with it ("/" takes everything). The longest matching prefix
- * wins.
+ * What the origin receives: the request-target with its dot segments
+ * resolved ("/o/x/../y" and "/o/%2e/y" become "/o/y"; proxy_path.h), every
+ * %XX kept as sent ("%2f" too, which APIs use), the query as sent. A
+ * prefix is matched on that path: it matches a path equal to it, or
+ * followed by '/' ("/api" takes "/api", "/api/x" and "/api?q", not
+ * "/apix"); a prefix ending in '/' matches every path that starts with it
+ * ("/" takes everything). The longest matching prefix wins.
+ *
+ * Refused with 400, and never sent to an origin: a target that names a
+ * proxied prefix as sent, or under another reading of its path (a "%2f",
+ * "%5c" or '\' as a separator, "//" merged), but leaves it once its dot
+ * segments are resolved ("/o/../admin", "/o/%2e%2e/admin",
+ * "/o/..%2fadmin"), whose ".." climbs above the root, or that holds an
+ * encoded NUL ("%00"). A target no reading puts under a prefix is the
+ * router's and the static files' (cshw_path_decode: dot segments
+ * resolved, "%2f" and "%00" refused, ".." above the root refused).
  *
  * Threads: proxy_add and proxy_start before the server starts; the rest
  * from any worker at once (the client is thread-safe, the routes are read
@@ -49,8 +59,12 @@ int proxy_parse(const char *spec, proxy_route *out, char *err, size_t errlen);
  * too many routes. */
 int proxy_add(proxy *p, const char *spec, char *err, size_t errlen);
 
-/* The route for a request-target (not NUL-terminated), or NULL. */
-const proxy_route *proxy_match(const proxy *p, const char *target, size_t len);
+/* The route of a request-target (len bytes, not NUL-terminated) and, in
+ * `fwd` (room for len + 1 bytes), the target its origin receives. 1 with
+ * *route; 0 when no prefix takes it (*route NULL, fwd undefined); -1 when
+ * it is refused (answer 400); -ENOMEM. */
+int proxy_route_of(const proxy *p, const char *target, size_t len, char *fwd,
+                   const proxy_route **route);
 
 /* The streaming predicate for cshs_server_set_streaming (arg: the proxy):
  * 1 for a request with a body that goes to an origin, so that its body is
@@ -58,9 +72,11 @@ const proxy_route *proxy_match(const proxy *p, const char *target, size_t len);
  * answered only once the origin has the request's head). */
 int proxy_streaming(void *arg, const char *head, const csh_message *msg);
 
-/* Serves a request that matched `r`: the origin's answer, or 502 / 504
- * when it failed before its response started. */
-void proxy_serve(proxy *p, const proxy_route *r, cshw_context *ctx);
+/* Serves a request that matched `r` (proxy_route_of), sending `target`
+ * (its fwd; it must live as long as the request, in its arena): the
+ * origin's answer, or 502 / 504 when it failed before its response
+ * started. */
+void proxy_serve(proxy *p, const proxy_route *r, cshw_context *ctx, const char *target);
 
 /* cshs_server_add_tick's function for the client (arg: the client). */
 void proxy_tick(void *arg);

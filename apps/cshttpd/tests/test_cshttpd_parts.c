@@ -14,6 +14,7 @@
 #include "app.h"
 #include "log.h"
 #include "proxy.h"
+#include "proxy_path.h"
 #include "stats.h"
 
 static void test_escape_nginx(void **state)
@@ -284,6 +285,15 @@ static void test_proxy_parse(void **state)
     }
 }
 
+/* The route of a target, NULL when none takes it or it is refused. */
+static const proxy_route *route_of(const proxy *p, const char *t)
+{
+    char fwd[256];
+    const proxy_route *r;
+    assert_true(strlen(t) < sizeof fwd);
+    return proxy_route_of(p, t, strlen(t), fwd, &r) == 1 ? r : NULL;
+}
+
 static void test_proxy_match(void **state)
 {
     (void)state;
@@ -295,7 +305,7 @@ static void test_proxy_match(void **state)
     assert_int_equal(proxy_add(&p, "/files/=http://c:3", err, sizeof err), 0);
     assert_int_equal(proxy_add(&p, "/api=http://d:4", err, sizeof err), -1);
     assert_non_null(strstr(err, "twice"));
-#define M(t) proxy_match(&p, t, strlen(t))
+#define M(t) route_of(&p, t)
     assert_string_equal(M("/api")->origin, "http://a:1");
     assert_string_equal(M("/api/x")->origin, "http://a:1");
     assert_string_equal(M("/api?q=1")->origin, "http://a:1");
@@ -322,6 +332,121 @@ static void test_proxy_match(void **state)
     assert_int_equal(proxy_add(&p, "/more=http://a", err, sizeof err), -1);
 }
 
+/* RFC 3986 §5.2.4, with ".." above the root refused (-1), under each
+ * reading of the separators (proxy_path.h). */
+static void test_proxy_path_resolve(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *in;
+        unsigned flags;
+        const char *want; /* NULL: refused */
+    } cases[] = {
+        {"/", 0, "/"},
+        {"/a/b", 0, "/a/b"},
+        {"/a/./b", 0, "/a/b"},
+        {"/a/%2e/b", 0, "/a/b"},
+        {"/a/x/../b", 0, "/a/b"},
+        {"/a/x/%2E%2e/b", 0, "/a/b"},
+        {"/a/x/.%2e/b", 0, "/a/b"},
+        {"/a/b/..", 0, "/a/"},
+        {"/a/b/.", 0, "/a/b/"},
+        {"/a/", 0, "/a/"},
+        {"/..", 0, NULL},
+        {"/a/../..", 0, NULL},
+        {"/%2e%2e/x", 0, NULL},
+        {"/a//../b", 0, "/a/b"},             /* the empty segment is the one dropped */
+        {"/a//../b", PROXY_PATH_MERGE, "/b"}, /* merged first */
+        {"/a//x", 0, "/a//x"},
+        {"/a//x", PROXY_PATH_MERGE, "/a/x"},
+        {"/a/..%2fb", 0, "/a/..%2fb"}, /* one segment */
+        {"/a/..%2fb", PROXY_PATH_SLASHES, "/b"},
+        {"/a/..%2Fb", PROXY_PATH_SLASHES, "/b"},
+        {"/a/..%5cb", PROXY_PATH_SLASHES, "/b"},
+        {"/a/..\\b", PROXY_PATH_SLASHES, "/b"},
+        {"/a%2fb", PROXY_PATH_SLASHES, "/a/b"},
+        {"/..%2fb", PROXY_PATH_SLASHES, NULL},
+        {"/a/...", 0, "/a/..."}, /* a name, not a dot segment */
+        {"/a/.. ", 0, "/a/.. "},
+        {"/a/%2e%2e%2e", 0, "/a/%2e%2e%2e"},
+        {"/a/%252e%252e/b", 0, "/a/%252e%252e/b"}, /* decoded once: "%2e", a name */
+        {"/a/%2", 0, "/a/%2"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char out[64];
+        size_t n = 99;
+        int r = proxy_path_resolve(cases[i].in, strlen(cases[i].in), cases[i].flags, out, &n);
+        if (!cases[i].want) {
+            if (r != -1) fail_msg("%s (%u): '%s', not refused", cases[i].in, cases[i].flags, out);
+            continue;
+        }
+        if (r != 0 || strcmp(out, cases[i].want) != 0 || n != strlen(out))
+            fail_msg("%s (%u): %d '%s', not '%s'", cases[i].in, cases[i].flags, r,
+                     r == 0 ? out : "", cases[i].want);
+    }
+    assert_true(proxy_path_has_nul("/a%00", 5));
+    assert_false(proxy_path_has_nul("/a%0", 4));
+    assert_false(proxy_path_has_nul("/a%2500", 7)); /* "%25" then "00" */
+}
+
+/* The targets an attacker tries: none reaches the origin outside its
+ * prefix; what stays inside goes with its dot segments resolved and its
+ * %XX as sent; what no prefix takes is the router's. */
+static void test_proxy_paths(void **state)
+{
+    (void)state;
+    static proxy p;
+    char err[600];
+    memset(&p, 0, sizeof p);
+    assert_int_equal(proxy_add(&p, "/o/=http://a:1", err, sizeof err), 0);
+    assert_int_equal(proxy_add(&p, "/api=http://b:2", err, sizeof err), 0);
+    static const char *refused[] = {
+        "/o/../admin",  "/o/%2e%2e/admin", "/o/%2E%2E/admin",  "/o/..%2fadmin",
+        "/o/.%2e/admin", "/o/./../admin",  "/o/x/../../admin", "/o//../../admin",
+        "/o/%00",       "/o/a%00b",        "/o/..%5cadmin",    "/o/..\\admin",
+        "/o/..",        "/api/../apix",    "/api/..",          "/api%2f..%2f..%2fo/x",
+        "/o/../../x",   "/x/..%2f..%2fo/y", "/o/x/..%2f..%2f..%2fadmin",
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        char fwd[128];
+        const proxy_route *r = (const proxy_route *)1;
+        int v = proxy_route_of(&p, refused[i], strlen(refused[i]), fwd, &r);
+        if (v != -1) fail_msg("%s: %d, not refused", refused[i], v);
+        assert_null(r);
+    }
+    static const struct {
+        const char *target, *origin, *fwd;
+    } sent[] = {
+        {"/o/a%2fb", "http://a:1", "/o/a%2fb"},
+        {"/o/a%2Fb?x=/../y", "http://a:1", "/o/a%2Fb?x=/../y"},
+        {"/o/x/../y", "http://a:1", "/o/y"},
+        {"/o/./y", "http://a:1", "/o/y"},
+        {"/o/%2e/y", "http://a:1", "/o/y"},
+        {"/o/x/..", "http://a:1", "/o/"},
+        {"/o//y", "http://a:1", "/o//y"},
+        {"/o/%41%20b", "http://a:1", "/o/%41%20b"},
+        {"/x/../o/y", "http://a:1", "/o/y"}, /* into a prefix: resolved */
+        {"/api?q=1", "http://b:2", "/api?q=1"},
+        {"/api/v/../w", "http://b:2", "/api/w"},
+    };
+    for (size_t i = 0; i < sizeof sent / sizeof sent[0]; i++) {
+        char fwd[128];
+        const proxy_route *r = NULL;
+        int v = proxy_route_of(&p, sent[i].target, strlen(sent[i].target), fwd, &r);
+        if (v != 1 || strcmp(r->origin, sent[i].origin) != 0 || strcmp(fwd, sent[i].fwd) != 0)
+            fail_msg("%s: %d %s '%s', not %s '%s'", sent[i].target, v, v == 1 ? r->origin : "-",
+                     v == 1 ? fwd : "", sent[i].origin, sent[i].fwd);
+    }
+    static const char *routers[] = {"/", "/index.html", "/x/../y", "/../x", "/%2e%2e/x",
+                                    "/apix", "/a%2fb", "/a/%00"};
+    for (size_t i = 0; i < sizeof routers / sizeof routers[0]; i++) {
+        char fwd[128];
+        const proxy_route *r;
+        int v = proxy_route_of(&p, routers[i], strlen(routers[i]), fwd, &r);
+        if (v != 0) fail_msg("%s: %d, not the router's", routers[i], v);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -335,6 +460,8 @@ int main(void)
         cmocka_unit_test(test_paths_concurrent),
         cmocka_unit_test(test_proxy_parse),
         cmocka_unit_test(test_proxy_match),
+        cmocka_unit_test(test_proxy_path_resolve),
+        cmocka_unit_test(test_proxy_paths),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
