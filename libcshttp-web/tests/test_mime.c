@@ -107,15 +107,20 @@ static void test_no_extension(void **state)
     assert_string_equal(cshw_static_mime_type(NULL), OCTET);
 }
 
-static char *write_file(const char *text)
+static char *write_bytes(const char *data, size_t len)
 {
     static char path[64];
     strcpy(path, "/tmp/test_mime_XXXXXX");
     int fd = mkstemp(path);
     assert_true(fd >= 0);
-    assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    assert_int_equal(write(fd, data, len), (ssize_t)len);
     close(fd);
     return path;
+}
+
+static char *write_file(const char *text)
+{
+    return write_bytes(text, strlen(text));
 }
 
 /* Loads `text` as a mime.types file into m: cshw_mime_types_load's result. */
@@ -123,6 +128,16 @@ static int load_text(cshw_mime_types *m, const char *text)
 {
     char err[256] = "";
     char *path = write_file(text);
+    int r = cshw_mime_types_load(m, path, err, sizeof err);
+    unlink(path);
+    return r;
+}
+
+/* Loads data[0 .. len) (NULs and all) as a mime.types file into m. */
+static int load_bytes(cshw_mime_types *m, const char *data, size_t len)
+{
+    char err[256] = "";
+    char *path = write_bytes(data, len);
     int r = cshw_mime_types_load(m, path, err, sizeof err);
     unlink(path);
     return r;
@@ -240,6 +255,112 @@ static void test_load_file_order(void **state)
     cshw_mime_types_free(m);
 }
 
+/* Lines as long as a line may be, and one byte longer (skipped whole);
+ * a NUL ends a line's text; a line without a newline at the end of the
+ * file. */
+static void test_load_line_limits(void **state)
+{
+    (void)state;
+    cshw_mime_types *m = cshw_mime_types_new();
+    size_t cap = 3 * 8192, n = 0;
+    char *text = malloc(cap);
+    assert_non_null(text);
+    /* 4094 bytes and its newline: read */
+    n += (size_t)snprintf(text + n, cap - n, "x/fits fits");
+    memset(text + n, ' ', 4094 - strlen("x/fits fits"));
+    n += 4094 - strlen("x/fits fits");
+    text[n++] = '\n';
+    /* 4095 bytes and its newline: skipped */
+    n += (size_t)snprintf(text + n, cap - n, "x/long long");
+    memset(text + n, ' ', 4095 - strlen("x/long long"));
+    n += 4095 - strlen("x/long long");
+    text[n++] = '\n';
+    /* a NUL ends the text of a line */
+    memcpy(text + n, "x/nul n1\0 n2\n", 13);
+    n += 13;
+    /* in a line that long, the text after its first 4095 bytes is read
+     * as a line of its own */
+    memcpy(text + n, "x/a q1\0", 7);
+    memset(text + n + 7, 'z', 4095 - 7);
+    n += 4095;
+    n += (size_t)snprintf(text + n, cap - n, "x/b q2\n");
+    n += (size_t)snprintf(text + n, cap - n, "x/end end"); /* no newline */
+    assert_int_equal(load_bytes(m, text, n), 5);
+    free(text);
+    assert_string_equal(cshw_mime_types_lookup(m, "a.fits"), "x/fits");
+    assert_string_equal(cshw_mime_types_lookup(m, "a.long"), OCTET);
+    assert_string_equal(cshw_mime_types_lookup(m, "a.n1"), "x/nul");
+    assert_string_equal(cshw_mime_types_lookup(m, "a.n2"), OCTET);
+    assert_string_equal(cshw_mime_types_lookup(m, "a.q1"), "x/a");
+    assert_string_equal(cshw_mime_types_lookup(m, "a.q2"), "x/b");
+    assert_string_equal(cshw_mime_types_lookup(m, "a.end"), "x/end");
+    cshw_mime_types_free(m);
+}
+
+/* A file larger than the loader reads at a time: lines across the
+ * boundaries of its reads, and an over-long line across one, are read as
+ * in a small file. */
+static void test_load_large_file(void **state)
+{
+    (void)state;
+    cshw_mime_types *m = cshw_mime_types_new();
+    size_t cap = 400000, n = 0;
+    char *text = malloc(cap);
+    assert_non_null(text);
+    for (int i = 0; i < 6000; i++) {
+        n += (size_t)snprintf(text + n, cap - n, "x/a-type-name-%05d\tb%05d c%05d\n", i, i, i);
+        if (i == 3000) { /* over-long, somewhere past the first read */
+            n += (size_t)snprintf(text + n, cap - n, "x/long long");
+            memset(text + n, ' ', 10000);
+            n += 10000;
+            text[n++] = '\n';
+        }
+    }
+    assert_true(n > 3 * 65536);
+    assert_int_equal(load_bytes(m, text, n), 12000);
+    free(text);
+    char name[32], want[48];
+    for (int i = 0; i < 6000; i++) {
+        snprintf(want, sizeof want, "x/a-type-name-%05d", i);
+        snprintf(name, sizeof name, "f.b%05d", i);
+        assert_string_equal(cshw_mime_types_lookup(m, name), want);
+        snprintf(name, sizeof name, "f.C%05d", i);
+        assert_string_equal(cshw_mime_types_lookup(m, name), want);
+    }
+    assert_string_equal(cshw_mime_types_lookup(m, "f.long"), OCTET);
+    cshw_mime_types_free(m);
+}
+
+/* Every byte in a type and in an extension: a file takes what
+ * cshw_mime_types_set takes (the bytes that separate the words of a
+ * line aside). */
+static void test_load_bytes_as_set(void **state)
+{
+    (void)state;
+    for (int c = 1; c < 256; c++) {
+        if (strchr(" \t\r\v\f\n#;", c)) continue;
+        char type1[8], type2[8], ext[8], text[64];
+        snprintf(type1, sizeof type1, "t%ct/x", c);
+        snprintf(type2, sizeof type2, "t/x%cx", c);
+        snprintf(ext, sizeof ext, "e%ce", c);
+        cshw_mime_types *set = cshw_mime_types_new();
+        int ok1 = cshw_mime_types_set(set, "one", type1) == 0;
+        int ok2 = cshw_mime_types_set(set, "two", type2) == 0;
+        int ok3 = cshw_mime_types_set(set, ext, "t/y") == 0;
+        cshw_mime_types_free(set);
+        cshw_mime_types *m = cshw_mime_types_new();
+        int n = snprintf(text, sizeof text, "%s one\n%s two\nt/y %s\n", type1, type2, ext);
+        assert_int_equal(load_bytes(m, text, (size_t)n), ok1 + ok2 + ok3);
+        assert_string_equal(cshw_mime_types_lookup(m, "a.one"), ok1 ? type1 : OCTET);
+        assert_string_equal(cshw_mime_types_lookup(m, "a.two"), ok2 ? type2 : OCTET);
+        char name[16];
+        snprintf(name, sizeof name, "a.%s", ext);
+        if (c != '/' && c != '.') /* a name's extension is what follows its last '.' */
+            assert_string_equal(cshw_mime_types_lookup(m, name), ok3 ? "t/y" : OCTET);
+        cshw_mime_types_free(m);
+    }
+}
+
 static void test_bad_input(void **state)
 {
     (void)state;
@@ -266,6 +387,9 @@ static void test_bad_input(void **state)
     assert_true(cshw_mime_types_load(m, path, err, sizeof err) >= 1);
     unlink(path);
     assert_string_equal(cshw_mime_types_lookup(m, "a.after"), "image/x-after");
+    /* a directory opens, but cannot be read */
+    assert_int_equal(cshw_mime_types_load(m, "/tmp", err, sizeof err), -EIO);
+    assert_string_equal(err, "/tmp: read error");
     cshw_mime_types_free(m);
 }
 
@@ -295,6 +419,9 @@ int main(void)
         cmocka_unit_test(test_table_starts_builtin),
         cmocka_unit_test(test_load_file_precedence),
         cmocka_unit_test(test_load_file_order),
+        cmocka_unit_test(test_load_line_limits),
+        cmocka_unit_test(test_load_large_file),
+        cmocka_unit_test(test_load_bytes_as_set),
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_system_file),
     };
