@@ -404,8 +404,8 @@ static void test_proxy_paths(void **state)
         "/o/../admin",  "/o/%2e%2e/admin", "/o/%2E%2E/admin",  "/o/..%2fadmin",
         "/o/.%2e/admin", "/o/./../admin",  "/o/x/../../admin", "/o//../../admin",
         "/o/%00",       "/o/a%00b",        "/o/..%5cadmin",    "/o/..\\admin",
-        "/o/..",        "/api/../apix",    "/api/..",          "/api%2f..%2f..%2fo/x",
-        "/o/../../x",   "/x/..%2f..%2fo/y", "/o/x/..%2f..%2f..%2fadmin",
+        "/o/..",        "/api/../apix",    "/api/..",          "/o/../../x",
+        "/o/x/..%2f..%2f..%2fadmin",
     };
     for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
         char fwd[128];
@@ -437,8 +437,12 @@ static void test_proxy_paths(void **state)
             fail_msg("%s: %d %s '%s', not %s '%s'", sent[i].target, v, v == 1 ? r->origin : "-",
                      v == 1 ? fwd : "", sent[i].origin, sent[i].fwd);
     }
-    static const char *routers[] = {"/", "/index.html", "/x/../y", "/../x", "/%2e%2e/x",
-                                    "/apix", "/a%2fb", "/a/%00"};
+    /* no reading puts these under a prefix: the router refuses those
+     * that climb above the root or hold %2f or %00 (cshw_path_decode) */
+    static const char *routers[] = {"/",          "/index.html",          "/x/../y",
+                                    "/../x",      "/%2e%2e/x",            "/apix",
+                                    "/a%2fb",     "/a/%00",               "/api%2f..%2f..%2fo/x",
+                                    "/x/..%2f..%2fo/y"};
     for (size_t i = 0; i < sizeof routers / sizeof routers[0]; i++) {
         char fwd[128];
         const proxy_route *r;
