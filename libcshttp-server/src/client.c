@@ -27,6 +27,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -44,6 +45,7 @@
 
 #include "dial.h"
 #include "kept.h"
+#include "lookup.h"
 #include "cshttp_internal/error_table.h"
 #include "cshttp_internal/sized.h"
 
@@ -205,6 +207,10 @@ typedef struct conn {
     /* opening on a reactor: one attempt of that open's race (open_async),
      * until it won it */
     struct race *race;
+    /* a name's look-up (lookup.h) the tick's open waits for (then fd is
+     * -1), or whose end this connection's eventfd tells a reactor (then
+     * `race` is the open it is for, and the connection is no socket) */
+    cshs_lookup *lookup;
 } conn;
 
 typedef struct waiter {
@@ -586,6 +592,8 @@ static void conn_close(conn *cn)
         free(cn->dialer);
         cn->dialer = NULL;
     }
+    cshs__lookup_release(cn->lookup); /* a look-up in flight ends by itself */
+    cn->lookup = NULL;
     cshs__kept_forget(&cn->kw); /* before the close: the loop lets go of it */
     if (cn->fd >= 0) close(cn->fd);
     free(cn->buf);
@@ -753,33 +761,42 @@ static int open_blocking(cshs_client *c, pool *p, unsigned timeout_ms, conn **ou
     return 0;
 }
 
-/* The tick's non-blocking open (min_idle): resolve, and start the TCP
- * connect to the name's addresses; later ticks see it through
- * (open_progress), the next address started at the first tick past its
- * attempt delay. */
+/* The TCP connect of the tick's open, to the addresses of res (its
+ * deadline from the open's start, born_ms). 0, or an error. */
+static int open_dial(conn *cn, struct addrinfo *res)
+{
+    cshs_dialer *dl = malloc(sizeof *dl);
+    if (!dl) return -ENOMEM;
+    cn->dialer = dl;
+    cshs_dial_addr pref;
+    return cshs__dialer_init(dl, res, cn->born_ms, cn->connect_ms, won_get(cn->p, &pref));
+}
+
+/* The tick's non-blocking open (min_idle): the name looked up on a thread
+ * of its own (lookup.h; an address is read at once), then the TCP connect
+ * to its addresses; later ticks see it through (open_progress), the next
+ * address started at the first tick past its attempt delay. */
 static int open_start(pool *p, unsigned connect_ms, conn **out)
 {
     *out = NULL;
-    struct addrinfo *res = NULL;
-    int r = resolve(p, &res);
-    if (r < 0) return r;
     conn *cn = conn_alloc(p);
-    cshs_dialer *dl = cn ? malloc(sizeof *dl) : NULL;
-    if (!dl) {
-        freeaddrinfo(res);
-        conn_close(cn);
-        return -ENOMEM;
+    if (!cn) return -ENOMEM;
+    cn->state = C_OPENING;
+    cn->connect_ms = connect_ms;
+    int r = 0;
+    if (p->host_is_ip) {
+        struct addrinfo *res = NULL;
+        r = resolve(p, &res); /* numeric: never waits */
+        if (r == 0) r = open_dial(cn, res);
+        if (res) freeaddrinfo(res);
+    } else {
+        cn->lookup = cshs__lookup_start(p->host, p->port, -1);
+        if (!cn->lookup) r = -ENOMEM;
     }
-    cn->dialer = dl;
-    cshs_dial_addr pref;
-    r = cshs__dialer_init(dl, res, cn->born_ms, connect_ms, won_get(p, &pref));
-    freeaddrinfo(res);
     if (r < 0) {
         conn_close(cn);
         return r;
     }
-    cn->state = C_OPENING;
-    cn->connect_ms = connect_ms;
     *out = cn;
     return 0;
 }
@@ -804,6 +821,16 @@ static int open_advance(cshs_client *c, conn *cn, short *events)
  * error. Never waits. */
 static int open_progress(cshs_client *c, conn *cn)
 {
+    if (cn->lookup) {
+        struct addrinfo *res = NULL;
+        int r;
+        if (!cshs__lookup_done(cn->lookup, &res, &r)) goto not_yet;
+        cshs__lookup_release(cn->lookup);
+        cn->lookup = NULL;
+        if (r == 0) r = open_dial(cn, res);
+        if (res) freeaddrinfo(res);
+        if (r < 0) return r;
+    }
     if (cn->dialer) {
         int fd = -1;
         int r = cshs__dialer_run(cn->dialer, 0, &fd);
@@ -2533,6 +2560,8 @@ typedef struct race {
     pool *p;
     cshs_reactor *rx;
     struct cshs_call *own;          /* open_job.own */
+    int64_t started_ms;             /* the open's start: its deadline runs from here */
+    unsigned connect_ms;
     int stopping;                   /* the reactor stops: no attempt starts */
     conn *att[CSHS_DIAL_MAX_ADDRS]; /* the attempts in flight: d.inflight of them */
 } race;
@@ -2648,31 +2677,110 @@ static void race_ready(cshs_watch *w, uint32_t events)
     open_ready(w, events);
 }
 
-/* Starts a connect for async waiters on the job's reactor, within
- * connect_ms: the race of its addresses, then its TLS handshake. */
-static void open_async(cshs_client *c, const open_job *j)
+/* The race of the addresses of res (r: the look-up's result), within the
+ * open's connect_ms from its start. Ends the open when none can start. */
+static void race_begin(cshs_client *c, race *rc, int r, struct addrinfo *res)
 {
-    struct addrinfo *res = NULL;
-    int r = resolve(j->p, &res);
-    race *rc = NULL;
     if (r == 0) {
         cshs_dial_addr pref;
-        const cshs_dial_addr *prefer = won_get(j->p, &pref);
-        rc = calloc(1, sizeof *rc);
-        r = rc ? cshs__dial_init(&rc->d, res, now_ms(), j->connect_ms, prefer) : -ENOMEM;
-        freeaddrinfo(res);
+        const cshs_dial_addr *prefer = won_get(rc->p, &pref);
+        r = cshs__dial_init(&rc->d, res, rc->started_ms, rc->connect_ms, prefer);
     }
     if (r < 0) {
+        pool *p = rc->p;
+        struct cshs_call *own = rc->own;
         free(rc);
-        open_ended(c, j->p, NULL, r, j->own);
+        open_ended(c, p, NULL, r, own);
+        return;
+    }
+    /* last: once an attempt is armed, the reactor's thread runs the race */
+    if (race_start(rc)) return;
+    race_over_if_done(c, rc);
+}
+
+/* The end of the name's look-up for an open on a reactor (its eventfd
+ * readable), or its deadline (the open's), or the reactor stops (0). On
+ * the reactor's thread. */
+static void lookup_ready(cshs_watch *w, uint32_t events)
+{
+    conn *lc = w->arg;
+    race *rc = lc->race;
+    cshs_client *c = rc->p->c;
+    struct addrinfo *res = NULL;
+    int r;
+    if (!events || !cshs__lookup_done(lc->lookup, &res, &r)) {
+        if (events && cshs__kept_arm(&lc->kw) == 0) return; /* not yet: no such event */
+        r = CSHS_CLIENT_E_RESOLVE; /* not within the connect's time, or the reactor stops */
+    }
+    lc->race = NULL;
+    conn_close(lc); /* lets go of the look-up, which ends by itself if it runs */
+    race_begin(c, rc, r, res);
+    if (res) freeaddrinfo(res);
+}
+
+/* The name of an open on a reactor, looked up on a thread of its own
+ * (lookup.h) whose end is an event on the reactor (an eventfd, kept
+ * registered as a connection's socket is, kept.h). 0, or an error. */
+static int lookup_async(race *rc)
+{
+    conn *lc = conn_alloc(rc->p);
+    if (!lc) return -ENOMEM;
+    lc->fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    int tell = lc->fd >= 0 ? fcntl(lc->fd, F_DUPFD_CLOEXEC, 0) : -1;
+    if (tell < 0) {
+        int e = -errno;
+        conn_close(lc);
+        return e;
+    }
+    lc->state = C_OPENING;
+    lc->race = rc;
+    lc->lookup = cshs__lookup_start(rc->p->host, rc->p->port, tell);
+    if (!lc->lookup) {
+        int e = -errno;
+        conn_close(lc);
+        return e;
+    }
+    int e = cshs__kept_register(&lc->kw, rc->rx, lc->fd);
+    if (e == 0) {
+        lc->kw.w.events = EPOLLIN;
+        lc->kw.w.deadline_ms = rc->started_ms + (int64_t)rc->connect_ms;
+        lc->kw.w.ready = lookup_ready;
+        lc->kw.w.arg = lc;
+        /* last: from here the reactor's thread may run lookup_ready */
+        e = cshs__kept_arm(&lc->kw);
+    }
+    if (e < 0) {
+        lc->race = NULL;
+        conn_close(lc);
+    }
+    return e;
+}
+
+/* Starts a connect for async waiters on the job's reactor, within
+ * connect_ms: the name's look-up (on a thread of its own, lookup.h; an
+ * address is read at once), the race of its addresses, then its TLS
+ * handshake. No step waits on this thread or the reactor's. */
+static void open_async(cshs_client *c, const open_job *j)
+{
+    race *rc = calloc(1, sizeof *rc);
+    if (!rc) {
+        open_ended(c, j->p, NULL, -ENOMEM, j->own);
         return;
     }
     rc->p = j->p;
     rc->rx = j->rx;
     rc->own = j->own;
-    /* last: once an attempt is armed, the reactor's thread runs the race */
-    if (race_start(rc)) return;
-    race_over_if_done(c, rc);
+    rc->started_ms = now_ms();
+    rc->connect_ms = j->connect_ms;
+    if (!j->p->host_is_ip) {
+        int r = lookup_async(rc);
+        if (r < 0) race_begin(c, rc, r, NULL);
+        return;
+    }
+    struct addrinfo *res = NULL;
+    int r = resolve(j->p, &res); /* numeric: never waits */
+    race_begin(c, rc, r, res);
+    if (res) freeaddrinfo(res);
 }
 
 /* Sends an async call's request on the connection it holds and waits for

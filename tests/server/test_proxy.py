@@ -945,6 +945,67 @@ def t_name_silent_address_first(tmp):
 
 
 @test("names")
+def t_name_slow_lookup(tmp):
+    """A name whose look-up takes 2 s, as with a DNS server that answers
+    late: the request waits for it without its loop (one loop, and no
+    other thread to hand it to in the meantime: grow_after_us of a
+    minute). A static file asked on the same loop meanwhile is answered
+    while the proxied request still waits, which is then answered 200.
+    nginx's resolver does not hold its worker either."""
+    o = Origin()
+    try:
+        with proxy(tmp, "/o=http://dns.test:%d" % o.port,
+                   extra=("--loops", "1", "--grow-after-us", "60000000"),
+                   hosts="dns.test=wait:2000,127.0.0.1") as px:
+            got = {}
+
+            def slow():
+                got["r"] = get(px.port, "/o/late")
+            t = threading.Thread(target=slow)
+            t.start()
+            time.sleep(0.3)  # the request is in, its name being looked up
+            st, _, body = get(px.port, "/big.bin")
+            waiting = t.is_alive()
+            t.join(30)
+            assert st == 200 and len(body) == 1 << 20, st
+            assert waiting, "the static file was answered only after the look-up ended"
+            assert got["r"][0] == 200 and got["r"][2].endswith(b"/o/late"), got
+    finally:
+        o.close()
+
+
+@test("names")
+def t_stop_with_lookup_in_flight(tmp):
+    """A look-up that takes 60 s does not hold the server's stop: SIGTERM
+    while a request waits for it, and cshttpd exits 0 (the test's bound is
+    20 s); the request is answered first (502 or 504: the stop ends its
+    wait), and the origin is never asked."""
+    o = Origin()
+    try:
+        px = proxy(tmp, "/o=http://never.test:%d" % o.port, extra=("--loops", "1"),
+                   hosts="never.test=wait:60000,127.0.0.1")
+        got = {}
+
+        def waiting():
+            try:
+                got["r"] = get(px.port, "/o/never", timeout=30)
+            except Exception as e:  # noqa: BLE001
+                got["r"] = repr(e)
+        t = threading.Thread(target=waiting)
+        t.start()
+        time.sleep(0.3)
+        px.proc.send_signal(signal.SIGTERM)
+        rc = px.stop()
+        t.join(30)
+        assert rc == 0, (rc, px.err)
+        assert "Sanitizer" not in px.err, px.err
+        assert isinstance(got["r"], tuple) and got["r"][0] in (502, 504), got
+        assert o.heads == [], o.heads
+    finally:
+        o.close()
+
+
+@test("names")
 def t_name_every_address_refused(tmp):
     """Both addresses refused: 502 at once with the connect's error in the
     log, GET and POST, and the pool backs off after the open that failed."""

@@ -7,8 +7,10 @@
  *
  * An address may carry its own port (an IPv6 one in brackets:
  * [::1]:8080); the others take the service asked for. A name listed with
- * no address fails with EAI_NONAME. The list is read at each call, so a
- * test may change it between requests.
+ * no address fails with EAI_NONAME. An element "wait:MS" makes the
+ * look-up take MS milliseconds first, as a DNS server that answers late
+ * does (slow.test=wait:2000,127.0.0.1). The list is read at each call, so
+ * a test may change it between requests.
  *
  * Linked into a test program, its getaddrinfo is the one the libraries
  * call (the program's symbols come first); built as a shared object it is
@@ -19,11 +21,13 @@
 #define _GNU_SOURCE
 #endif
 #include <dlfcn.h>
+#include <errno.h>
 #include <netdb.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <time.h>
 
 typedef int (*gai_fn)(const char *, const char *, const struct addrinfo *, struct addrinfo **);
 
@@ -75,6 +79,13 @@ int getaddrinfo(const char *node, const char *service, const struct addrinfo *hi
     struct addrinfo *head = NULL, **tail = &head;
     char *save = NULL;
     for (char *a = strtok_r(list, ",", &save); a; a = strtok_r(NULL, ",", &save)) {
+        if (strncmp(a, "wait:", 5) == 0) {
+            long ms = strtol(a + 5, NULL, 10);
+            struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+            while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+            }
+            continue;
+        }
         const char *host = a, *port = service;
         if (*a == '[') { /* [v6]:port or [v6] */
             char *rb = strchr(a, ']');

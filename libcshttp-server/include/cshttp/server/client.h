@@ -78,8 +78,8 @@
  *   cshs_server_add_tick(server, client_tick, cl);   // before start
  *
  * The engine's tick must return quickly: the client's tick waits on no
- * socket, but with min_idle > 0 and an origin named through DNS it waits
- * for the resolver; give such origins by address, or leave min_idle 0.
+ * socket and on no name (its opens look names up on threads of their
+ * own, below).
  *
  * Without any tick, a request waiting for a connection waits until one is
  * given back, however long that takes: with tick_thread = 0 the program
@@ -153,9 +153,16 @@
  * connection registered there, if any, before the most recently used of
  * the others (moving one to another loop's epoll set costs two epoll_ctl).
  *
- * The thread that opens a connection (a waiting request, or the tick for
- * min_idle) resolves the name with getaddrinfo(): a name that needs DNS
- * blocks that thread for as long as the resolver takes.
+ * A name is looked up with getaddrinfo() for each connection opened. A
+ * request waiting on a thread (cshs_client_send, _begin) looks it up on
+ * that thread, which waits for the resolver. An open on a reactor
+ * (cshs_client_send_async) and the tick's (min_idle) look it up on a
+ * thread of their own, which tells the reactor (an eventfd) or the next
+ * tick when it has the addresses: no loop and no tick waits for a DNS
+ * server. Such a look-up counts against connect_timeout_ms
+ * (CSHS_CLIENT_E_RESOLVE past it, as for a name that does not resolve); a
+ * stop or a free never waits for one in flight, which ends by itself. An
+ * address given as the origin's host is read at once, on no thread.
  *
  * A name's addresses. Every open, by a thread, the tick or a reactor,
  * tries all the addresses the name resolves to (16 at the most), as
@@ -415,8 +422,8 @@ CSHS_EXPORT void cshs_client_free(cshs_client *c);
 /* The periodic work (see the top): expired waiters, backoffs ended, idle
  * and origin-closed connections, min_idle, empty pools. Call it every
  * 200-250 ms when the client has no tick thread; calling it more often is
- * harmless. It waits on no socket (it may wait for the name resolver,
- * see "How a request waits"). Any thread. */
+ * harmless. It waits on no socket and on no name (its opens look names
+ * up on threads of their own). Any thread. */
 CSHS_EXPORT void cshs_client_tick(cshs_client *c);
 
 /* Sends a request whose body (if any) is whole (CSHS_CLIENT_BODY_WHOLE)
