@@ -230,6 +230,11 @@ static void status_json(cshw_context *ctx)
     cshw_json_uint(&j, c.f);
     COUNTERS(X)
 #undef X
+    cshw_json_key(&j, "loop_connections"); /* each loop's, in its order */
+    cshw_json_array_begin(&j);
+    for (unsigned i = 0; i < c.loops; i++)
+        cshw_json_uint(&j, cshs_server_loop_connections(app->server, i));
+    cshw_json_array_end(&j);
     cshw_json_key(&j, "idle_connection_bytes");
     cshw_json_uint(&j, cshs_idle_connection_bytes());
     cshw_json_key(&j, "version");

@@ -369,12 +369,65 @@ unsigned cshs_server_tls_port(const cshs_server *s, int index)
 
 /* ---- accepting ---- */
 
-/* One connection from the listener (nginx's default: one per event). The
- * listener is shared, and its exclusive wake-up goes to the loop that
- * waited last, the one that just accepted: a burst of connections mostly
- * joins one loop (32 of 32 in most runs of W6). Spreading them over the
- * loops was measured and not kept (bench/HISTORY.md): beside a load generator
- * on two cores, two busy loops served W1 at 0.84-0.89 of the rate of one. */
+/* The connections a loop serves now. */
+static uint64_t loop_load(cshs_loop *l)
+{
+    return atomic_load_explicit(&l->k.idle, memory_order_relaxed) +
+           atomic_load_explicit(&l->k.active, memory_order_relaxed);
+}
+
+/* The loop a new connection joins: the one with the fewest connections,
+ * the accepting loop `l` on a tie, and never one whose owner is inside a
+ * handler now (a loop held by a handler that blocks would let its new
+ * connections wait). The listener is shared, and its exclusive wake-up
+ * goes to the loop that waited last, the one that just accepted: without
+ * this, a burst of connections joins one loop while the others idle. */
+static cshs_loop *joining_loop(cshs_server *s, cshs_loop *l)
+{
+    cshs_loop *best = l;
+    uint64_t least = loop_load(l);
+    for (unsigned i = 0; i < s->nloops && least > 0; i++) {
+        cshs_loop *m = &s->loops[i];
+        if (m == l || atomic_load_explicit(&m->handler_since_us, memory_order_relaxed) > 0)
+            continue;
+        uint64_t n = loop_load(m);
+        if (n < least) {
+            least = n;
+            best = m;
+        }
+    }
+    return best;
+}
+
+/* c joins loop t's list and counters, or leaves them. */
+static void loop_link(cshs_loop *t, cshs_conn *c)
+{
+    c->loop = t;
+    atomic_fetch_add_explicit(&t->k.idle, 1, memory_order_relaxed);
+    pthread_mutex_lock(&t->mu);
+    c->prev = NULL;
+    c->next = t->conns;
+    if (t->conns) t->conns->prev = c;
+    t->conns = c;
+    pthread_mutex_unlock(&t->mu);
+}
+
+static void loop_unlink(cshs_loop *t, cshs_conn *c)
+{
+    pthread_mutex_lock(&t->mu);
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        t->conns = c->next;
+    if (c->next) c->next->prev = c->prev;
+    c->prev = c->next = NULL;
+    pthread_mutex_unlock(&t->mu);
+    atomic_fetch_sub_explicit(&t->k.idle, 1, memory_order_relaxed);
+}
+
+/* One connection from the listener (nginx's default: one per event),
+ * served by the loop joining_loop picks: its epoll set takes the socket,
+ * whose first bytes wake that loop. */
 static void accept_one(cshs_worker *w, cshs_loop *l, cshs_listener *lis)
 {
     cshs_server *s = l->srv;
@@ -419,12 +472,8 @@ static void accept_one(cshs_worker *w, cshs_loop *l, cshs_listener *lis)
     c->parked = 1;
     atomic_fetch_add(&s->c_open, 1);
     atomic_fetch_add(&s->c_total, 1);
-    atomic_fetch_add_explicit(&l->k.idle, 1, memory_order_relaxed);
-    pthread_mutex_lock(&l->mu);
-    c->next = l->conns;
-    if (l->conns) l->conns->prev = c;
-    l->conns = c;
-    pthread_mutex_unlock(&l->mu);
+    cshs_loop *t = joining_loop(s, l);
+    loop_link(t, c);
     /* Registered once, edge-triggered (whoever serves an event reads and
      * writes until the socket says EAGAIN), for input only, as nginx does:
      * a new socket is writable at once, and with writability registered
@@ -435,8 +484,13 @@ static void accept_one(cshs_worker *w, cshs_loop *l, cshs_listener *lis)
     struct epoll_event ev;
     ev.events = EPOLLIN | EPOLLRDHUP | EPOLLET;
     ev.data.ptr = c;
-    if (epoll_ctl(l->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
-        /* never to be served: closed now rather than left until stop */
+    if (epoll_ctl(t->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+        /* never to be served: closed now rather than left until stop, by
+         * this loop (a loop's closed connections are its owner's to free) */
+        if (t != l) {
+            loop_unlink(t, c);
+            loop_link(l, c);
+        }
         cshs__conn_close(w, c);
     }
 }
@@ -1562,6 +1616,18 @@ static uint64_t open_count(cshs_server *s)
     return atomic_load(&s->c_open);
 }
 
+/* Whether a loop has a watch armed still. */
+static int watches_armed(cshs_server *s)
+{
+    int any = 0;
+    for (unsigned k = 0; k < s->nloops && !any; k++) {
+        pthread_mutex_lock(&s->loops[k].mu);
+        any = s->loops[k].watches != NULL;
+        pthread_mutex_unlock(&s->loops[k].mu);
+    }
+    return any;
+}
+
 int cshs_server_stop(cshs_server *s, int deadline_ms)
 {
     if (!s || !s->started || s->stopped) return 0;
@@ -1604,6 +1670,20 @@ int cshs_server_stop(cshs_server *s, int deadline_ms)
             nanosleep(&ts, NULL);
         }
     }
+    /* Watches still armed (reactor.h) are given their end, ready with 0,
+     * before the loops go: a client's open on a reactor whose name is
+     * still being looked up, say, which no connection of the server
+     * waits for. Without this they would stay registered, and the loops
+     * they hold (kept.h) would never be freed. */
+    if (!cut) {
+        atomic_store(&s->forced, 1);
+        for (unsigned k = 0; k < s->nloops; k++) wake_loop(&s->loops[k]);
+        int64_t soon = cshs__now_ms() + 100;
+        while (cshs__now_ms() < soon && watches_armed(s)) {
+            struct timespec ts = {0, 2 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+        }
+    }
     /* handlers get a last moment to return once their sockets are cut;
      * those that do not are left behind (join_all) */
     join_all(s, cut ? cshs__now_ms() + 250 : 0);
@@ -1613,6 +1693,12 @@ int cshs_server_stop(cshs_server *s, int deadline_ms)
     pthread_cond_broadcast(&s->stopped_cv);
     pthread_mutex_unlock(&s->mu);
     return cut;
+}
+
+uint64_t cshs_server_loop_connections(const cshs_server *s, unsigned index)
+{
+    if (!s || !s->started || index >= s->nloops) return 0;
+    return loop_load(&s->loops[index]);
 }
 
 unsigned cshs_server_handlers_running(cshs_server *s)

@@ -680,6 +680,41 @@ def t_loops_per_usable_cpu(_):
 
 
 @test("threads")
+def t_connections_spread_over_loops(_):
+    """1,024 keep-alive connections opened in bursts of 32 (each asks once
+    and is answered) while another process keeps one core busy: the
+    smaller of 2 loops serves at least 40% of them (/status.json's
+    loop_connections). The listener's exclusive wake-up goes to the loop
+    that waited last, so without the engine's spread a burst joins one
+    loop."""
+    import resource
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < 2100:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 4096), hard))
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    socks = []
+    try:
+        with Server("--loops", "2", "--max-connections", "4096", max_fds=4096) as srv:
+            for _ in range(32):
+                burst = [Sock(srv.connect(timeout=30)) for _ in range(32)]
+                for s in burst:
+                    s.sendall(b"GET /demo/plaintext HTTP/1.1\r\nHost: a\r\n\r\n")
+                for s in burst:
+                    assert read_response(s)[0] == 200
+                socks += burst
+            lc = get_json(srv, "/status.json")["loop_connections"]
+            assert len(lc) == 2 and sum(lc) >= 1024, lc
+            assert min(lc) >= 0.4 * 1024, lc
+            for s in socks:
+                s.close()
+    finally:
+        busy.kill()
+        busy.wait()
+        for s in socks:
+            s.close()
+
+
+@test("threads")
 def t_graceful_stop(_):
     srv = Server("--stop-timeout-ms", "8000")
     try:

@@ -16,7 +16,9 @@
  * was when armed), or with 0 once deadline_ms has passed (the loop wakes
  * for the earliest deadline it knows of; one armed from another thread
  * while the loop sleeps, for sooner than the loop means to wake, is up to
- * sweep_interval_ms late) or the reactor's server is forced to stop. The watch is then inert until armed again (ready may
+ * sweep_interval_ms late) or the reactor's server stops (once its
+ * connections are closed, or cut at its deadline). The watch is then
+ * inert until armed again (ready may
  * arm it again for more). A watch armed and no longer wanted is disarmed.
  *
  * The socket stays registered with the reactor while inert, so that

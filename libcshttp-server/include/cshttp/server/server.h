@@ -183,6 +183,12 @@ CSHS_EXPORT void cshs_server_free(cshs_server *s);
  * cshs_server_counters, which passes the caller's sizeof. Any thread. */
 CSHS_EXPORT int cshs_server_counters_sized(const cshs_server *s, cshs_counters *out, size_t size);
 
+/* The connections loop `index` serves now (0 .. counters.loops - 1; 0
+ * for another index or before start): a new connection joins the loop
+ * with the fewest, not one inside a handler (README.md, "Threads"). Any
+ * thread. Since 0.4.0. */
+CSHS_EXPORT uint64_t cshs_server_loop_connections(const cshs_server *s, unsigned index);
+
 /* Fills `out` with the counters: 0, or -EINVAL (s or out NULL). */
 static inline int cshs_server_counters(const cshs_server *s, cshs_counters *out)
 {
