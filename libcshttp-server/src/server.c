@@ -917,8 +917,13 @@ static void sweep(cshs_worker *w, cshs_loop *l)
     int64_t now = cshs__now_ms();
     atomic_store_explicit(&l->next_sweep_ms, now + (int64_t)s->o.sweep_interval_ms,
                           memory_order_relaxed);
-    /* the owner is the only one to change the list: no lock to read it */
-    for (cshs_conn *c = l->conns, *next; c; c = next) {
+    /* Another loop's accept adds a connection at the list's head, under
+     * the lock, and changes no link the walk reads; only the owner takes
+     * one out. So the head is read under the lock, and the rest without. */
+    pthread_mutex_lock(&l->mu);
+    cshs_conn *first = l->conns;
+    pthread_mutex_unlock(&l->mu);
+    for (cshs_conn *c = first, *next; c; c = next) {
         next = c->next;
         if (!atomic_load_explicit(&c->busy, memory_order_acquire) && c->parked)
             cshs__conn_sweep(w, c, now);
@@ -1649,7 +1654,8 @@ int cshs_server_stop(cshs_server *s, int deadline_ms)
             atomic_store(&s->loops[k].next_sweep_ms, 0);
             wake_loop(&s->loops[k]);
         }
-        struct timespec ts = {0, 10 * 1000 * 1000};
+        int64_t left = until - cshs__now_ms(); /* 10 ms a look, not past the deadline */
+        struct timespec ts = {0, (long)(left < 10 ? (left > 0 ? left : 0) : 10) * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
     int cut = (int)open_count(s);
@@ -1664,7 +1670,7 @@ int cshs_server_stop(cshs_server *s, int deadline_ms)
             wake_loop(l);
         }
         /* the loops close what is not inside a handler */
-        int64_t soon = cshs__now_ms() + 100;
+        int64_t soon = cshs__now_ms() + 20;
         while (cshs__now_ms() < soon && open_count(s) > atomic_load(&s->c_busy)) {
             struct timespec ts = {0, 5 * 1000 * 1000};
             nanosleep(&ts, NULL);
@@ -1685,8 +1691,10 @@ int cshs_server_stop(cshs_server *s, int deadline_ms)
         }
     }
     /* handlers get a last moment to return once their sockets are cut;
-     * those that do not are left behind (join_all) */
-    join_all(s, cut ? cshs__now_ms() + 250 : 0);
+     * those that do not are left behind (join_all): the stop returns
+     * within the deadline and 100 ms, the cut's 20 and this 20 with room
+     * for the rest */
+    join_all(s, cut ? cshs__now_ms() + 20 : 0);
     close_listeners(s);
     pthread_mutex_lock(&s->mu);
     s->stopped = 1;

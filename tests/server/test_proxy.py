@@ -949,13 +949,15 @@ def t_name_slow_lookup(tmp):
     """A name whose look-up takes 2 s, as with a DNS server that answers
     late: the request waits for it without its loop (one loop, and no
     other thread to hand it to in the meantime: grow_after_us of a
-    minute). A static file asked on the same loop meanwhile is answered
-    while the proxied request still waits, which is then answered 200.
+    minute; the request's wait for a connection longer than the look-up).
+    A static file asked on the same loop meanwhile is answered while the
+    proxied request still waits, which is then answered 200.
     nginx's resolver does not hold its worker either."""
     o = Origin()
     try:
         with proxy(tmp, "/o=http://dns.test:%d" % o.port,
-                   extra=("--loops", "1", "--grow-after-us", "60000000"),
+                   extra=("--loops", "1", "--grow-after-us", "60000000",
+                          "--proxy-acquire-timeout-ms", "20000"),
                    hosts="dns.test=wait:2000,127.0.0.1") as px:
             got = {}
 

@@ -154,9 +154,10 @@ CSHS_EXPORT int cshs_server_start(cshs_server *s);
 /* Graceful stop: stops accepting (the ports are released at once), closes
  * idle connections, lets requests in flight finish, then closes what is
  * left once deadline_ms (negative: options.stop_timeout_ms) has passed and
- * joins every thread. Returns the number of connections that had to be cut
- * at the deadline (0 for a clean stop). A second call does nothing. A
- * handler that blocks without end delays the return: handlers must end. */
+ * joins every thread. Returns within the deadline and 100 ms: a handler
+ * still running then is left behind (cshs_server_handlers_running), its
+ * thread detached. Returns the number of connections that had to be cut
+ * at the deadline (0 for a clean stop). A second call does nothing. */
 CSHS_EXPORT int cshs_server_stop(cshs_server *s, int deadline_ms);
 
 /* After a stop: the handlers that were still running a moment after its
