@@ -59,6 +59,7 @@ typedef struct settings {
     char proxy_acquire_timeout_ms[32];
     char proxy_ca_file[4096];
     int proxy_insecure;
+    int proxy_underscores;
     char config[4096];
     /* the config file's settings of cshttpd's own that were taken, each
      * once (names as written there): a second one is refused */
@@ -123,6 +124,9 @@ static void usage(FILE *out)
         "  --proxy-ca-file FILE     PEM certificates trusted for https:// origins (default:\n"
         "                           the system's store; certificates are always verified)\n"
         "  --proxy-insecure         do not verify https:// origins' certificates (tests only)\n"
+        "  --proxy-underscores      pass on request fields whose names hold '_' (default:\n"
+        "                           dropped, as nginx does: X_Forwarded_For would reach an\n"
+        "                           origin that reads names with '_' and '-' alike)\n"
         "  --check-config           check the config file and options, print every problem,\n"
         "                           exit 0 (fine) or 1\n"
         "  --install-service        write a systemd unit that runs cshttpd --config FILE\n"
@@ -227,9 +231,11 @@ static int set_app(settings *s, const char *name, const char *value)
         }
         return 1;
     }
-    if (name_is(name, "proxy_insecure")) {
-        if (parse_bool(value, &s->proxy_insecure) < 0)
-            problem(s, "proxy_insecure: '%s' is not yes or no", value);
+    if (name_is(name, "proxy_insecure") || name_is(name, "proxy_underscores")) {
+        int under = name_is(name, "proxy_underscores");
+        if (parse_bool(value, under ? &s->proxy_underscores : &s->proxy_insecure) < 0)
+            problem(s, "%s: '%s' is not yes or no", under ? "proxy_underscores" : "proxy_insecure",
+                    value);
         return 1;
     }
     if (name_is(name, "demo") || name_is(name, "listing")) {
@@ -310,7 +316,7 @@ static void parse_args(settings *s, cshs_options *o, modes *m, int argc, char **
             continue;
         }
         if ((!strcmp(name, "demo") || !strcmp(name, "listing") ||
-             !strcmp(name, "proxy-insecure")) &&
+             !strcmp(name, "proxy-insecure") || !strcmp(name, "proxy-underscores")) &&
             !eq) {
             set_app(s, name, "yes");
             m->others = 1;
@@ -507,6 +513,7 @@ static void check_proxy(settings *s, proxy *px, cshs_client_options *co)
             fclose(f);
     }
     co->tls_insecure = s->proxy_insecure;
+    px->underscores = s->proxy_underscores;
     co->tick_thread = 0; /* the engine's tick runs it */
     const char *why;
     if (cshs_client_options_check(co, &why) < 0) problem(s, "proxy: %s", why);

@@ -320,6 +320,88 @@ static int named_by_connection(const char *name, size_t n, const char *const *co
     return 0;
 }
 
+/* ---- redirects (nginx's proxy_redirect default) ---- */
+
+/* The default port of a scheme of n bytes: 80, 443, or 0. */
+static long default_port(const char *scheme, size_t n)
+{
+    if (n == 4 && strncasecmp(scheme, "http", 4) == 0) return 80;
+    if (n == 5 && strncasecmp(scheme, "https", 5) == 0) return 443;
+    return 0;
+}
+
+int proxy_redirect_url(const char *origin, const char *url, size_t len, const char *scheme,
+                       const char *host, char *out, size_t cap)
+{
+    /* the route's origin: "scheme://host:port", lower case, port written */
+    const char *sep = strstr(origin, "://");
+    const char *colon = strrchr(origin, ':');
+    if (!sep || !colon || colon < sep + 3) return 0;
+    size_t sl = (size_t)(sep - origin);
+    const char *oh = sep + 3;
+    size_t ohl = (size_t)(colon - oh);
+    long oport = strtol(colon + 1, NULL, 10);
+    /* the URL's scheme and authority */
+    if (len < sl + 3 || strncasecmp(url, origin, sl) != 0 || memcmp(url + sl, "://", 3) != 0)
+        return 0;
+    const char *a = url + sl + 3, *end = url + len;
+    const char *rest = a;
+    while (rest < end && *rest != '/' && *rest != '?' && *rest != '#') rest++;
+    const char *hend = a;
+    if (hend < rest && *hend == '[') {
+        while (hend < rest && *hend != ']') hend++;
+        if (hend < rest) hend++;
+    } else {
+        while (hend < rest && *hend != ':') hend++;
+    }
+    if ((size_t)(hend - a) != ohl || strncasecmp(a, oh, ohl) != 0) return 0;
+    long port = default_port(origin, sl);
+    if (hend < rest) { /* ":port" */
+        if (*hend != ':' || hend + 1 == rest || rest - hend > 6) return 0;
+        port = 0;
+        for (const char *d = hend + 1; d < rest; d++) {
+            if (*d < '0' || *d > '9') return 0;
+            port = port * 10 + (*d - '0');
+        }
+    }
+    if (port != oport) return 0;
+    /* what follows the authority, as sent; without a host to name, the
+     * path alone ("/" for none), which the client resolves against the
+     * URL it asked for */
+    int rl = (int)(end - rest);
+    int n = host && *host ? snprintf(out, cap, "%s://%s%.*s", scheme, host, rl, rest)
+            : rl          ? snprintf(out, cap, "%.*s", rl, rest)
+                          : snprintf(out, cap, "/");
+    return n < 0 || (size_t)n >= cap ? -1 : 1;
+}
+
+/* The value of a Location or Refresh field of the origin's, with a URL
+ * that names the origin rewritten to the client's scheme and host
+ * (proxy_redirect_url); NULL when it stays as sent (or on a failure). A
+ * Refresh's URL follows "url=" ("5; url=http://origin/next"). */
+static char *redirected(cshw_arena *a, const proxy_route *r, cshw_request *req,
+                        const char *name, const char *value)
+{
+    const char *url = value;
+    if (strcasecmp(name, "refresh") == 0) {
+        const char *u = value;
+        while (*u && strncasecmp(u, "url=", 4) != 0) u++;
+        if (!*u) return NULL;
+        url = u + 4;
+        if (*url == '"' || *url == '\'') url++;
+    }
+    size_t len = strlen(url);
+    if (url != value && len && (url[len - 1] == '"' || url[len - 1] == '\'')) len--;
+    const char *host = cshw_request_header(req, "Host");
+    size_t cap = len + (host ? strlen(host) : 0) + 16;
+    char *out = cshw_arena_alloc(a, cap);
+    if (!out || proxy_redirect_url(r->origin, url, len, cshw_request_scheme(req), host, out, cap) != 1)
+        return NULL;
+    if (url == value) return out;
+    /* the text around the URL, as sent */
+    return cshw_arena_printf(a, "%.*s%s%s", (int)(url - value), value, out, url + len);
+}
+
 /* ---- one request ---- */
 
 static void fail(const proxy_route *r, cshw_request *req, cshw_response *res, int code,
@@ -338,7 +420,7 @@ static void fail(const proxy_route *r, cshw_request *req, cshw_response *res, in
 /* The request's fields for the origin: all but the hop-by-hop ones and
  * those the client writes itself (Content-Length, Expect), with
  * X-Forwarded-For extended and X-Forwarded-Proto and -Host set. */
-static size_t request_fields(cshw_context *ctx, cshs_client_header **out)
+static size_t request_fields(const proxy *p, cshw_context *ctx, cshs_client_header **out)
 {
     cshw_request *req = cshw_context_request(ctx);
     cshw_arena *a = cshw_context_arena(ctx);
@@ -362,6 +444,10 @@ static size_t request_fields(cshw_context *ctx, cshs_client_header **out)
             continue;
         }
         if (kind != F_PASS || named_by_connection(name, nl, conn, nconn)) continue;
+        /* a name with '_' may be read as its '-' twin by an origin that
+         * maps both to one variable (CGI's HTTP_X_FORWARDED_FOR): nginx's
+         * underscores_in_headers off */
+        if (!p->underscores && memchr(name, '_', nl)) continue;
         h[k++] = (cshs_client_header){name, nl, value, strlen(value)};
     }
     const char *peer = cshw_request_remote_addr(req);
@@ -378,8 +464,10 @@ static size_t request_fields(cshw_context *ctx, cshs_client_header **out)
 }
 
 /* The origin's fields onto our response: all but the hop-by-hop ones and
- * Content-Length (declared to the toolkit instead, see origin_length). */
-static void response_fields(cshw_context *ctx, cshs_call *call)
+ * Content-Length (declared to the toolkit instead, see origin_length);
+ * a Location or Refresh that names the origin now names the client's
+ * scheme and host (redirected). */
+static void response_fields(cshw_context *ctx, const proxy_route *r, cshs_call *call)
 {
     cshw_response *res = cshw_context_response(ctx);
     cshw_arena *a = cshw_context_arena(ctx);
@@ -403,6 +491,10 @@ static void response_fields(cshw_context *ctx, cshs_call *call)
         char *name = cshw_arena_strndup(a, fn, f->name.len);
         char *value = cshw_arena_strndup(a, csh_span_ptr(head, f->value), f->value.len);
         if (!name || !value) return;
+        if (strcasecmp(name, "location") == 0 || strcasecmp(name, "refresh") == 0) {
+            char *v = redirected(a, r, cshw_context_request(ctx), name, value);
+            if (v) value = v;
+        }
         /* a field the toolkit will not send (a reserved or invalid one) is
          * left out rather than failing the response */
         cshw_response_append_header(res, name, value);
@@ -460,7 +552,7 @@ static void answer(cshw_context *ctx, const proxy_route *r, cshs_call *call, int
 
     cshw_response_set_status(res, cshs_call_status(call));
     cshw_response_disable_gzip(res);
-    response_fields(ctx, call);
+    response_fields(ctx, r, call);
     /* the client's body was not read to its end: the connection cannot
      * carry another request (the engine reads what still comes, lingering,
      * before it closes) */
@@ -556,7 +648,7 @@ void proxy_serve(proxy *p, const proxy_route *r, cshw_context *ctx, const char *
     cshw_request *req = cshw_context_request(ctx);
     cshw_response *res = cshw_context_response(ctx);
     cshs_client_header *fields;
-    size_t nfields = request_fields(ctx, &fields);
+    size_t nfields = request_fields(p, ctx, &fields);
     if (nfields == (size_t)-1) {
         cshw_response_send_error(res, 500);
         return;

@@ -46,6 +46,7 @@ typedef struct proxy {
     size_t n;
     cshs_client *client;
     unsigned timeout_ms; /* head and body-read deadline upstream: past it, 504 */
+    int underscores;     /* pass on request fields whose names hold '_' (default: dropped) */
 } proxy;
 
 /* Checks "PREFIX=URL" and splits it: prefix (starts with '/', visible
@@ -71,6 +72,15 @@ int proxy_route_of(const proxy *p, const char *target, size_t len, char *fwd,
  * read as it arrives and sent on in pieces (and Expect: 100-continue is
  * answered only once the origin has the request's head). */
 int proxy_streaming(void *arg, const char *head, const csh_message *msg);
+
+/* A Location or Refresh URL of the origin `origin` ("scheme://host:port",
+ * a route's), `len` bytes: when it names the origin itself (its scheme,
+ * host and port, the port written or the scheme's default), that part
+ * becomes `scheme`://`host` (the client's; "" or NULL host: the path
+ * alone), written NUL-terminated into out (cap bytes), and 1 is
+ * returned. 0: not the origin's, out untouched; -1: out too small. */
+int proxy_redirect_url(const char *origin, const char *url, size_t len, const char *scheme,
+                       const char *host, char *out, size_t cap);
 
 /* Serves a request that matched `r` (proxy_route_of), sending `target`
  * (its fwd; it must live as long as the request, in its arena): the

@@ -260,6 +260,18 @@ class Origin:
             body = bytes(range(256)) * 781 + bytes(64)
             c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body) +
                       (b"" if rq["method"] == "HEAD" else body))
+        elif path.endswith("/redirect"):
+            # where an origin that knows only itself sends its clients
+            me = "http://127.0.0.1:%d" % self.port
+            c.sendall(b"HTTP/1.1 302 Found\r\nLocation: %s/o/next?a=1\r\n"
+                      b"Refresh: 3; url=%s/o/refreshed\r\n"
+                      b"Content-Length: 0\r\n\r\n" % (me.encode(), me.encode()))
+        elif path.endswith("/redirect-away"):
+            c.sendall(b"HTTP/1.1 301 Moved\r\nLocation: http://elsewhere.test/x\r\n"
+                      b"Refresh: 0; url=http://127.0.0.1:1/o/x\r\nContent-Length: 0\r\n\r\n")
+        elif path.endswith("/headers"):
+            body = json.dumps(rq["headers"]).encode()
+            c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
         elif path.endswith("/echo"):
             c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(rq["body"]) +
                       rq["body"])
@@ -1146,6 +1158,76 @@ def t_paths_router_and_static_agree(tmp):
             assert origin.heads == [], origin.heads
     finally:
         origin.close()
+
+
+# ---- forwarding fields ----
+
+@test("fields")
+def t_underscore_fields_dropped(tmp):
+    """A request field whose name holds '_' is not passed on (nginx's
+    underscores_in_headers off): an origin that reads X_Forwarded_For and
+    X-Forwarded-For alike (CGI's HTTP_X_FORWARDED_FOR) would take the
+    client's. --proxy-underscores passes them. What is sent, added and
+    replaced: X-Forwarded-For extended with the client's address, -Proto
+    and -Host set anew, Host and Forwarded as the client sent them."""
+    o = Origin()
+    try:
+        hdrs = {"X_Forwarded_For": "6.6.6.6", "X-Kept": "1", "My_Field": "x",
+                "Forwarded": "for=1.2.3.4", "X-Forwarded-Host": "spoof"}
+        with proxy(tmp, "/o=" + o.url()) as px:
+            st, _, body = get(px.port, "/o/headers", headers=hdrs)
+            assert st == 200, st
+            got = {k.lower(): v for k, v in json.loads(body)}
+            assert "x_forwarded_for" not in got and "my_field" not in got, got
+            assert got["x-kept"] == "1", got
+            assert got["x-forwarded-for"] == "127.0.0.1", got
+            assert got["x-forwarded-proto"] == "http", got
+            assert got["x-forwarded-host"] == "127.0.0.1:%d" % px.port, got
+            assert got["host"] == "127.0.0.1:%d" % px.port, got
+            assert got["forwarded"] == "for=1.2.3.4", got
+        with proxy(tmp, "/o=" + o.url(), extra=("--proxy-underscores",)) as px:
+            st, _, body = get(px.port, "/o/headers", headers=hdrs)
+            got = {k.lower(): v for k, v in json.loads(body)}
+            assert got.get("x_forwarded_for") == "6.6.6.6" and got.get("my_field") == "x", got
+    finally:
+        o.close()
+
+
+@test("fields")
+def t_redirects_name_the_proxy(tmp):
+    """A Location or Refresh that names the origin itself names the proxy
+    instead, with the client's scheme and Host (nginx's proxy_redirect
+    default does the same with a path); one that names another site is
+    passed on as sent. nginx side by side, where installed."""
+    o = Origin()
+    try:
+        with proxy(tmp, "/o=" + o.url()) as px:
+            st, h, _ = get(px.port, "/o/redirect")
+            assert st == 302, st
+            me = "http://127.0.0.1:%d" % px.port
+            assert h["location"] == me + "/o/next?a=1", h
+            assert h["refresh"] == "3; url=%s/o/refreshed" % me, h
+            st, h, _ = get(px.port, "/o/redirect-away")
+            assert st == 301 and h["location"] == "http://elsewhere.test/x", h
+            assert h["refresh"] == "0; url=http://127.0.0.1:1/o/x", h
+            # the Host the client sent, not the proxy's address
+            st, h, _ = get(px.port, "/o/redirect", headers={"Host": "www.example.test"})
+            assert h["location"] == "http://www.example.test/o/next?a=1", h
+        if not ARGS.nginx:
+            print("  (nginx not found: no side-by-side)")
+            return
+        root = os.path.join(tmp, "nroot-redirect")
+        os.makedirs(root, exist_ok=True)
+        ng, nport = start_nginx(tmp, root, "location /o/ { proxy_pass http://127.0.0.1:%d; }"
+                                % o.port)
+        try:
+            st, h, _ = get(nport, "/o/redirect")
+            print("  nginx: %d, Location: %s, Refresh: %s" % (st, h.get("location"),
+                                                               h.get("refresh")))
+        finally:
+            stop_nginx(ng)
+    finally:
+        o.close()
 
 
 @test("config")

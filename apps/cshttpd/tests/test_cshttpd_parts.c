@@ -451,6 +451,51 @@ static void test_proxy_paths(void **state)
     }
 }
 
+/* Location and Refresh URLs that name the origin (nginx's proxy_redirect
+ * default), rewritten to the client's scheme and host; the others kept. */
+static void test_proxy_redirect_url(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *origin, *url, *host, *want; /* want NULL: not the origin's */
+    } cases[] = {
+        {"http://app:9000", "http://app:9000/o/next", "example.org", "https://example.org/o/next"},
+        {"http://app:9000", "HTTP://APP:9000/x?y#z", "example.org", "https://example.org/x?y#z"},
+        {"http://app:9000", "http://app:9000", "example.org:8443", "https://example.org:8443"},
+        {"http://app:80", "http://app/x", "h", "https://h/x"},       /* the default port */
+        {"http://app:80", "http://app:80/x", "h", "https://h/x"},
+        {"https://app:443", "https://app/x", "h", "https://h/x"},
+        {"http://[::1]:9000", "http://[::1]:9000/x", "h", "https://h/x"},
+        {"http://app:9000", "http://app:9000/x", NULL, "/x"},        /* no Host: the path */
+        {"http://app:9000", "http://app:9000", "", "/"},
+        {"http://app:9000", "http://app:9001/x", "h", NULL},         /* another port */
+        {"http://app:9000", "http://app/x", "h", NULL},              /* 80, not 9000 */
+        {"http://app:9000", "https://app:9000/x", "h", NULL},        /* another scheme */
+        {"http://app:9000", "http://app2:9000/x", "h", NULL},        /* another host */
+        {"http://app:9000", "http://app:9000@evil/x", "h", NULL},    /* userinfo trick */
+        {"http://app:9000", "http://app.evil:9000/x", "h", NULL},
+        {"http://app:9000", "/relative", "h", NULL},
+        {"http://app:9000", "http://app:9000x/", "h", NULL},
+        {"http://app:80", "http://app:/x", "h", NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char out[128] = "untouched";
+        int r = proxy_redirect_url(cases[i].origin, cases[i].url, strlen(cases[i].url), "https",
+                                   cases[i].host, out, sizeof out);
+        if (!cases[i].want) {
+            if (r != 0 || strcmp(out, "untouched") != 0)
+                fail_msg("%s on %s: %d '%s', not kept", cases[i].url, cases[i].origin, r, out);
+        } else if (r != 1 || strcmp(out, cases[i].want) != 0) {
+            fail_msg("%s on %s: %d '%s', not '%s'", cases[i].url, cases[i].origin, r, out,
+                     cases[i].want);
+        }
+    }
+    char small[8];
+    assert_int_equal(proxy_redirect_url("http://app:9000", "http://app:9000/long/path", 25,
+                                        "https", "example.org", small, sizeof small),
+                     -1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -466,6 +511,7 @@ int main(void)
         cmocka_unit_test(test_proxy_match),
         cmocka_unit_test(test_proxy_path_resolve),
         cmocka_unit_test(test_proxy_paths),
+        cmocka_unit_test(test_proxy_redirect_url),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
