@@ -478,9 +478,12 @@ void cshw_mime_types_free(cshw_mime_types *m)
  * scans need no bounds); LINE_OTHER for the rest, '/' among them. */
 enum { LINE_SPACE = 1, LINE_END = 2, LINE_OTHER = 4, LINE_NOEXT = 8 };
 
-/* csh_is_tchar (grammar.h) as a constant expression */
+/* csh_is_tchar (grammar.h) as a constant expression; each shift count
+ * kept within 0..63, as compilers check the branch not taken too */
 #define LB_TCHAR(c)                                                                                \
-    ((c) < 64 ? (CSH_TCHAR_LO >> (c)) & 1u : (c) < 128 ? (CSH_TCHAR_HI >> ((c)-64)) & 1u : 0u)
+    ((c) < 64    ? (CSH_TCHAR_LO >> ((c) & 63)) & 1u                                               \
+     : (c) < 128 ? (CSH_TCHAR_HI >> ((c) & 63)) & 1u                                               \
+                 : 0u)
 #define LB_EXT(c)                                                                                  \
     (((c) >= 'a' && (c) <= 'z') || ((c) >= 'A' && (c) <= 'Z') || ((c) >= '0' && (c) <= '9') ||     \
      (c) == '-' || (c) == '+' || (c) == '_' || (c) == '.')
