@@ -55,6 +55,8 @@ typedef struct settings {
     char *proxies[PROXY_ROUTES_MAX + 1]; /* PREFIX=URL, as given */
     size_t nproxies;
     char proxy_timeout_ms[32];
+    char proxy_max_fails[32];
+    char proxy_fail_timeout_ms[32];
     char proxy_pool_size[32];
     char proxy_acquire_timeout_ms[32];
     char proxy_ca_file[4096];
@@ -112,9 +114,13 @@ static void usage(FILE *out)
         "                           /etc/mime.types when it exists; 'none': built-in only)\n"
         "  --mime-type EXT=TYPE     the type of an extension, above all others (repeatable)\n"
         "  --tls-cert, --tls-key    HTTPS on --tls-port with these PEM files; SIGHUP reloads them\n"
-        "  --proxy PREFIX=URL       requests whose target starts with PREFIX go to the origin\n"
-        "                           URL (http:// or https://host[:port]), target as sent,\n"
-        "                           bodies streamed both ways (repeatable; default: none)\n"
+        "  --proxy PREFIX=URL[,URL...]  requests whose path starts with PREFIX go to an origin\n"
+        "                           URL (http:// or https://host[:port]): the one with the\n"
+        "                           fewest requests in flight; bodies streamed both ways\n"
+        "                           (repeatable; default: none)\n"
+        "  --proxy-max-fails N      failures (connect, TLS, timeout) that leave an origin out\n"
+        "                           (default: 1; 0: never)\n"
+        "  --proxy-fail-timeout-ms N  counted within, and left out for, N ms (default: 10000)\n"
         "  --proxy-timeout-ms N     the origin's response head, and each wait for its body,\n"
         "                           within N ms, else 504 (default: 60000)\n"
         "  --proxy-pool-size N      connections per origin at most (default: 32)\n"
@@ -204,6 +210,8 @@ static int set_app(settings *s, const char *name, const char *value)
         {"status_allow", s->status_allow, sizeof s->status_allow},
         {"mime_types", s->mime_types, sizeof s->mime_types},
         {"proxy_timeout_ms", s->proxy_timeout_ms, sizeof s->proxy_timeout_ms},
+        {"proxy_max_fails", s->proxy_max_fails, sizeof s->proxy_max_fails},
+        {"proxy_fail_timeout_ms", s->proxy_fail_timeout_ms, sizeof s->proxy_fail_timeout_ms},
         {"proxy_pool_size", s->proxy_pool_size, sizeof s->proxy_pool_size},
         {"proxy_acquire_timeout_ms", s->proxy_acquire_timeout_ms,
          sizeof s->proxy_acquire_timeout_ms},
@@ -479,6 +487,8 @@ static void check_settings(settings *s, const cshs_options *o, cshw_mime_types *
 static void check_proxy(settings *s, proxy *px, cshs_client_options *co)
 {
     char err[600];
+    px->max_fails = 1; /* nginx's defaults */
+    px->fail_timeout_ms = 10000;
     for (size_t i = 0; i < s->nproxies; i++)
         if (proxy_add(px, s->proxies[i], err, sizeof err) < 0) problem(s, "%s", err);
     struct {
@@ -488,6 +498,8 @@ static void check_proxy(settings *s, proxy *px, cshs_client_options *co)
         unsigned long min, max;
     } nums[] = {
         {"proxy_timeout_ms", s->proxy_timeout_ms, &px->timeout_ms, 1, 86400000},
+        {"proxy_max_fails", s->proxy_max_fails, &px->max_fails, 0, 1000000},
+        {"proxy_fail_timeout_ms", s->proxy_fail_timeout_ms, &px->fail_timeout_ms, 1, 86400000},
         {"proxy_pool_size", s->proxy_pool_size, &co->pool_size, 1, 65536},
         {"proxy_acquire_timeout_ms", s->proxy_acquire_timeout_ms, &co->acquire_timeout_ms, 1,
          86400000},
@@ -854,7 +866,9 @@ int main(int argc, char **argv)
                    conf.config[0] ? ": " : "", conf.config, conf.root, o.port,
                    o.tls_cert && *o.tls_cert ? ", HTTPS" : "");
             for (size_t i = 0; i < px.n; i++)
-                printf("cshttpd: proxy %s -> %s\n", px.routes[i].prefix, px.routes[i].origin);
+                for (unsigned k = 0; k < px.routes[i].norigins; k++)
+                    printf("cshttpd: proxy %s -> %s\n", px.routes[i].prefix,
+                           px.routes[i].origins[k].url);
         }
         cshw_mime_types_free(mime);
         free_settings(&conf);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include <cshttp/span.h>
 #include <cshttp/web/arena.h>
@@ -25,6 +26,9 @@ static int is_visible(unsigned char c)
     return c > 0x20 && c < 0x7f;
 }
 
+static int parse_origin(const char *spec, const char *url, char *out, size_t outlen, char *err,
+                        size_t errlen);
+
 int proxy_parse(const char *spec, proxy_route *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
@@ -35,7 +39,6 @@ int proxy_parse(const char *spec, proxy_route *out, char *err, size_t errlen)
         return -1;
     }
     size_t plen = (size_t)(eq - spec);
-    const char *url = eq + 1;
     if (plen == 0 || spec[0] != '/') {
         snprintf(err, errlen, "proxy '%.200s': the prefix '%.*s' must start with '/'", spec,
                  (int)(plen > 200 ? 200 : plen), spec);
@@ -58,7 +61,40 @@ int proxy_parse(const char *spec, proxy_route *out, char *err, size_t errlen)
     memcpy(out->prefix, spec, plen);
     out->prefix_len = plen;
 
-    /* the origin */
+    /* the origins, comma-separated */
+    const char *u = eq + 1;
+    for (;;) {
+        size_t ul = strcspn(u, ",");
+        if (out->norigins == PROXY_ORIGINS_MAX) {
+            snprintf(err, errlen, "proxy '%.200s': more than %d origins", spec, PROXY_ORIGINS_MAX);
+            return -1;
+        }
+        char one[1024];
+        if (ul >= sizeof one) {
+            snprintf(err, errlen, "proxy '%.200s': an origin's URL is too long", spec);
+            return -1;
+        }
+        memcpy(one, u, ul);
+        one[ul] = '\0';
+        proxy_origin *o = &out->origins[out->norigins];
+        if (parse_origin(spec, one, o->url, sizeof o->url, err, errlen) < 0) return -1;
+        for (unsigned i = 0; i < out->norigins; i++)
+            if (strcmp(out->origins[i].url, o->url) == 0) {
+                snprintf(err, errlen, "proxy '%.200s': the origin %s is given twice", spec, o->url);
+                return -1;
+            }
+        out->norigins++;
+        if (!u[ul]) break;
+        u += ul + 1;
+    }
+    return 0;
+}
+
+/* One origin URL of spec's: scheme://host[:port][/], checked, written
+ * "scheme://host:port" lower case into out. 0, or -1 with err. */
+static int parse_origin(const char *spec, const char *url, char *out, size_t outlen, char *err,
+                        size_t errlen)
+{
     const char *host;
     int https;
     if (!strncasecmp(url, "http://", 7)) {
@@ -134,13 +170,12 @@ int proxy_parse(const char *spec, proxy_route *out, char *err, size_t errlen)
         snprintf(err, errlen, "proxy '%.200s': the URL '%.200s': %s", spec, url, bad);
         return -1;
     }
-    if (namelen + 20 >= sizeof out->origin) {
+    if (namelen + 20 >= outlen) {
         snprintf(err, errlen, "proxy '%.200s': the host is too long", spec);
         return -1;
     }
-    snprintf(out->origin, sizeof out->origin, "%s://%.*s:%ld", https ? "https" : "http",
-             (int)namelen, host, portnum);
-    for (char *c = out->origin; *c; c++)
+    snprintf(out, outlen, "%s://%.*s:%ld", https ? "https" : "http", (int)namelen, host, portnum);
+    for (char *c = out; *c; c++)
         if (*c >= 'A' && *c <= 'Z') *c = (char)(*c - 'A' + 'a');
     return 0;
 }
@@ -162,6 +197,81 @@ int proxy_add(proxy *p, const char *spec, char *err, size_t errlen)
     }
     p->routes[p->n++] = r;
     return 0;
+}
+
+/* ---- origins: least requests in flight, passive health ---- */
+
+proxy_origin *proxy_pick(proxy *p, const proxy_route *r, const proxy_origin *not, int64_t now_ms)
+{
+    proxy_route *route = &p->routes[r - p->routes];
+    unsigned n = route->norigins;
+    unsigned start = atomic_fetch_add_explicit(&route->turn, 1, memory_order_relaxed);
+    proxy_origin *best = NULL;
+    unsigned least = 0;
+    /* first those not left out, then (none there) any */
+    for (int any = 0; any < 2 && !best; any++)
+        for (unsigned k = 0; k < n; k++) {
+            proxy_origin *o = &route->origins[(start + k) % n];
+            if (o == not && n > 1) continue;
+            if (!any && atomic_load_explicit(&o->down_until_ms, memory_order_relaxed) > now_ms)
+                continue;
+            unsigned a = atomic_load_explicit(&o->active, memory_order_relaxed);
+            if (!best || a < least) {
+                best = o;
+                least = a;
+            }
+        }
+    atomic_fetch_add_explicit(&best->active, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&best->requests, 1, memory_order_relaxed);
+    return best;
+}
+
+void proxy_origin_done(const proxy *p, proxy_origin *o, int failed, int64_t now_ms)
+{
+    atomic_fetch_sub_explicit(&o->active, 1, memory_order_relaxed);
+    if (!failed) {
+        atomic_store_explicit(&o->fails, 0, memory_order_relaxed);
+        return;
+    }
+    atomic_fetch_add_explicit(&o->failures, 1, memory_order_relaxed);
+    if (!p->max_fails) return;
+    /* nginx's rule: max_fails within fail_timeout leave it out for
+     * fail_timeout; a failure past the window starts a new count */
+    int64_t first = atomic_load_explicit(&o->first_fail_ms, memory_order_relaxed);
+    unsigned f;
+    if (first == 0 || now_ms - first >= (int64_t)p->fail_timeout_ms) {
+        atomic_store_explicit(&o->first_fail_ms, now_ms, memory_order_relaxed);
+        atomic_store_explicit(&o->fails, 1, memory_order_relaxed);
+        f = 1;
+    } else {
+        f = atomic_fetch_add_explicit(&o->fails, 1, memory_order_relaxed) + 1;
+    }
+    if (f >= p->max_fails) {
+        atomic_store_explicit(&o->down_until_ms, now_ms + (int64_t)p->fail_timeout_ms,
+                              memory_order_relaxed);
+        atomic_store_explicit(&o->fails, 0, memory_order_relaxed);
+        error_log_printf(LOG_WARN, "proxy: %s left out for %u ms (%u failure%s)", o->url,
+                         p->fail_timeout_ms, f, f == 1 ? "" : "s");
+    }
+}
+
+int proxy_origin_failed(int code)
+{
+    switch (code) {
+    case CSHS_CLIENT_E_RESOLVE:
+    case CSHS_CLIENT_E_CONNECT:
+    case CSHS_CLIENT_E_CONNECT_TIMEOUT:
+    case CSHS_CLIENT_E_TLS:
+    case CSHS_CLIENT_E_CERTIFICATE:
+    case CSHS_CLIENT_E_SEND_TIMEOUT:
+    case CSHS_CLIENT_E_HEAD_TIMEOUT:
+    case CSHS_CLIENT_E_READ_TIMEOUT:
+    case CSHS_CLIENT_E_ORIGIN_CLOSED:
+    case CSHS_CLIENT_E_MALFORMED:
+        return 1;
+    default:
+        return 0;
+    }
 }
 
 /* The route whose prefix matches the path (len bytes, no query), the
@@ -379,7 +489,7 @@ int proxy_redirect_url(const char *origin, const char *url, size_t len, const ch
  * that names the origin rewritten to the client's scheme and host
  * (proxy_redirect_url); NULL when it stays as sent (or on a failure). A
  * Refresh's URL follows "url=" ("5; url=http://origin/next"). */
-static char *redirected(cshw_arena *a, const proxy_route *r, cshw_request *req,
+static char *redirected(cshw_arena *a, const proxy_origin *o, cshw_request *req,
                         const char *name, const char *value)
 {
     const char *url = value;
@@ -395,7 +505,7 @@ static char *redirected(cshw_arena *a, const proxy_route *r, cshw_request *req,
     const char *host = cshw_request_header(req, "Host");
     size_t cap = len + (host ? strlen(host) : 0) + 16;
     char *out = cshw_arena_alloc(a, cap);
-    if (!out || proxy_redirect_url(r->origin, url, len, cshw_request_scheme(req), host, out, cap) != 1)
+    if (!out || proxy_redirect_url(o->url, url, len, cshw_request_scheme(req), host, out, cap) != 1)
         return NULL;
     if (url == value) return out;
     /* the text around the URL, as sent */
@@ -404,13 +514,13 @@ static char *redirected(cshw_arena *a, const proxy_route *r, cshw_request *req,
 
 /* ---- one request ---- */
 
-static void fail(const proxy_route *r, cshw_request *req, cshw_response *res, int code,
+static void fail(const proxy_origin *o, cshw_request *req, cshw_response *res, int code,
                  const char *when)
 {
     int status = cshs_client_error_status(code);
     if (status < 500) status = 502;
     error_log_printf(LOG_WARN, "proxy %s %s -> %s: %s %s (%s, %d)", cshw_request_method(req),
-                     cshw_request_target(req), r->origin, when, cshs_client_error_message(code),
+                     cshw_request_target(req), o->url, when, cshs_client_error_message(code),
                      cshs_client_error_name(code), status);
     /* before the head went out: the error page; after: the response is cut
      * short (no last chunk, the connection closed), never taken for whole */
@@ -467,7 +577,7 @@ static size_t request_fields(const proxy *p, cshw_context *ctx, cshs_client_head
  * Content-Length (declared to the toolkit instead, see origin_length);
  * a Location or Refresh that names the origin now names the client's
  * scheme and host (redirected). */
-static void response_fields(cshw_context *ctx, const proxy_route *r, cshs_call *call)
+static void response_fields(cshw_context *ctx, const proxy_origin *o, cshs_call *call)
 {
     cshw_response *res = cshw_context_response(ctx);
     cshw_arena *a = cshw_context_arena(ctx);
@@ -492,7 +602,7 @@ static void response_fields(cshw_context *ctx, const proxy_route *r, cshs_call *
         char *value = cshw_arena_strndup(a, csh_span_ptr(head, f->value), f->value.len);
         if (!name || !value) return;
         if (strcasecmp(name, "location") == 0 || strcasecmp(name, "refresh") == 0) {
-            char *v = redirected(a, r, cshw_context_request(ctx), name, value);
+            char *v = redirected(a, o, cshw_context_request(ctx), name, value);
             if (v) value = v;
         }
         /* a field the toolkit will not send (a reserved or invalid one) is
@@ -535,24 +645,33 @@ static int goes_whole(const csh_message *m, const cshw_options *wo)
            (m->body == CSH_BODY_LENGTH && wo && m->content_length <= wo->response_buffer);
 }
 
-/* The origin's answer onto ours, once cshs_call_end has it (the head is
- * here, or the error; the body is read as it comes); frees the call.
+/* CLOCK_MONOTONIC milliseconds: the origins' health is timed on it. */
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The origin's answer onto ours, once cshs_call_end returned `e` for it
+ * (0: the head is here; < 0: the error; the body is read as it comes);
+ * frees the call (NULL: none was made) and ends the request to o.
  * `early`: the origin answered before the client's whole body was sent. */
-static void answer(cshw_context *ctx, const proxy_route *r, cshs_call *call, int early)
+static void answer_ended(cshw_context *ctx, const proxy *p, proxy_origin *o, cshs_call *call,
+                         int early, int e)
 {
     cshw_request *req = cshw_context_request(ctx);
     cshw_response *res = cshw_context_response(ctx);
-    /* after a failed write, cshs_call_end returns that error */
-    int e = cshs_call_end(call);
     if (e < 0) {
-        fail(r, req, res, e, "sending the request:");
+        proxy_origin_done(p, o, proxy_origin_failed(e), mono_ms());
+        fail(o, req, res, e, call ? "sending the request:" : "connecting:");
         cshs_call_free(call);
         return;
     }
 
     cshw_response_set_status(res, cshs_call_status(call));
     cshw_response_disable_gzip(res);
-    response_fields(ctx, r, call);
+    response_fields(ctx, o, call);
     /* the client's body was not read to its end: the connection cannot
      * carry another request (the engine reads what still comes, lingering,
      * before it closes) */
@@ -566,11 +685,13 @@ static void answer(cshw_context *ctx, const proxy_route *r, cshs_call *call, int
     uint64_t length;
     if (origin_length(call, &length)) cshw_response_set_content_length(res, length);
     int whole = goes_whole(m, cshw_context_options(ctx));
+    int failed = 0;
     char buf[16384];
     for (;;) {
         ssize_t n = cshs_call_read(call, buf, sizeof buf);
         if (n < 0) {
-            fail(r, req, res, (int)n, "reading the response:");
+            failed = proxy_origin_failed((int)n);
+            fail(o, req, res, (int)n, "reading the response:");
             break;
         }
         if (n == 0) break;
@@ -578,22 +699,87 @@ static void answer(cshw_context *ctx, const proxy_route *r, cshs_call *call, int
         if (!whole && cshw_response_flush(res) < 0) break;
     }
     cshs_call_free(call);
+    proxy_origin_done(p, o, failed, mono_ms());
+}
+
+/* The same, cshs_call_end called here (after a failed write it returns
+ * that error). */
+static void answer(cshw_context *ctx, const proxy *p, proxy_origin *o, cshs_call *call, int early)
+{
+    answer_ended(ctx, p, o, call, early, cshs_call_end(call));
 }
 
 /* A request without a body whose handler deferred: what its continuation
  * needs (in the request's arena). */
 typedef struct waiting {
+    proxy *p;
     const proxy_route *r;
+    proxy_origin *o; /* the origin it was sent to */
+    int retried;     /* sent once more, to another origin */
     cshs_client_request rq;
     cshs_call *call;
     cshs_deferred *d;
     const cshw_options *wo; /* the toolkit's (the server's, for its life) */
 } waiting;
 
+static void origin_ready(void *arg);
+
+/* Whether a request may be sent again: a method that means the same done
+ * twice (RFC 9110 §9.2.2), as nginx's proxy_next_upstream retries. */
+static int idempotent(const char *method)
+{
+    static const char *const safe[] = {"GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"};
+    for (size_t i = 0; i < sizeof safe / sizeof safe[0]; i++)
+        if (strcmp(method, safe[i]) == 0) return 1;
+    return 0;
+}
+
+/* Sends wt's request to wt->o and waits for the answer on the loop: 0
+ * waiting (origin_ready runs), or cshs_client_send_async's error (no call
+ * made). 1 (nothing to wait for) runs origin_ready at once. */
+static int send_waiting(waiting *wt)
+{
+    wt->rq.origin = wt->o->url;
+    wt->call = NULL;
+    int e = cshs_client_send_async(wt->p->client, &wt->rq, cshs_deferred_reactor(wt->d),
+                                   origin_ready, wt, &wt->call);
+    if (e == 1) origin_ready(wt);
+    return e < 0 ? e : 0;
+}
+
 static void answer_later(cshw_context *ctx, void *arg)
 {
     waiting *wt = arg;
-    answer(ctx, wt->r, wt->call, 0);
+    int e = wt->call ? cshs_call_end(wt->call) : CSHS_CLIENT_E_CONNECT;
+    /* An origin that failed before any byte of its answer: an idempotent
+     * request goes once to another origin, waiting on the loop again (a
+     * continuation may defer anew) */
+    if (e < 0 && !wt->retried && wt->r->norigins > 1 && proxy_origin_failed(e) &&
+        idempotent(wt->rq.method)) {
+        cshs_deferred *d = cshs_defer(ctx);
+        if (d) {
+            int64_t now = mono_ms();
+            proxy_origin *failed = wt->o;
+            proxy_origin_done(wt->p, failed, 1, now);
+            atomic_fetch_add_explicit(&failed->retried, 1, memory_order_relaxed);
+            error_log_printf(LOG_WARN, "proxy %s %s -> %s: %s (%s); sent to another origin",
+                             wt->rq.method, wt->rq.target, failed->url,
+                             cshs_client_error_message(e), cshs_client_error_name(e));
+            cshs_call_free(wt->call);
+            wt->retried = 1;
+            wt->d = d;
+            wt->o = proxy_pick(wt->p, wt->r, failed, now);
+            int r = send_waiting(wt);
+            if (r < 0) {
+                proxy_origin_done(wt->p, wt->o, 0, mono_ms());
+                fail(wt->o, cshw_context_request(ctx), cshw_context_response(ctx), r,
+                     "connecting:");
+                cshs_deferred_resume(d, NULL, NULL);
+            }
+            return;
+        }
+    }
+    answer_ended(ctx, wt->p, wt->o, wt->call, 0, e);
 }
 
 /* The origin's head is here, or the call failed: on the loop's thread, or
@@ -617,29 +803,28 @@ static void origin_ready(void *arg)
  * and then for the origin's answer holding no thread: sent from here
  * with an idle connection, else by whichever thread gives one back, or
  * on a connect the loop sees through (cshs_client_send_async). */
-static int proxy_deferred(proxy *p, const proxy_route *r, cshw_context *ctx,
+static int proxy_deferred(proxy *p, const proxy_route *r, proxy_origin *o, cshw_context *ctx,
                           const cshs_client_request *rq)
 {
     waiting *wt = cshw_arena_alloc(cshw_context_arena(ctx), sizeof *wt);
     cshs_deferred *d = wt ? cshs_defer(ctx) : NULL;
     if (!d) return 0;
+    wt->p = p;
     wt->r = r;
+    wt->o = o;
+    wt->retried = 0;
     wt->rq = *rq; /* its strings and fields live in the request (arena, head) */
-    wt->call = NULL;
     wt->d = d;
     wt->wo = cshw_context_options(ctx);
-    int e = cshs_client_send_async(p->client, &wt->rq, cshs_deferred_reactor(d), origin_ready, wt,
-                                   &wt->call);
-    if (e < 0) {
-        cshw_request *req = cshw_context_request(ctx);
-        fail(r, req, cshw_context_response(ctx), e, "connecting:");
-        cshs_deferred_resume(d, NULL, NULL); /* the error page is all */
-        return 1;
-    }
     /* 0: origin_ready resumes it; 1: nothing to wait for (or the loop
      * could not watch the socket): resumed at once, the continuation runs
      * when this handler returns */
-    if (e == 1) origin_ready(wt);
+    int e = send_waiting(wt);
+    if (e < 0) {
+        proxy_origin_done(p, o, 0, mono_ms());
+        fail(o, cshw_context_request(ctx), cshw_context_response(ctx), e, "connecting:");
+        cshs_deferred_resume(d, NULL, NULL); /* the error page is all */
+    }
     return 1;
 }
 
@@ -653,9 +838,10 @@ void proxy_serve(proxy *p, const proxy_route *r, cshw_context *ctx, const char *
         cshw_response_send_error(res, 500);
         return;
     }
+    proxy_origin *o = proxy_pick(p, r, NULL, mono_ms());
     cshs_client_request rq;
     cshs_client_request_init(&rq);
-    rq.origin = r->origin;
+    rq.origin = o->url;
     rq.method = cshw_request_method(req);
     rq.target = target;
     rq.headers = fields;
@@ -672,15 +858,15 @@ void proxy_serve(proxy *p, const proxy_route *r, cshw_context *ctx, const char *
     /* Nothing more to send: the origin's answer is waited for on the
      * connection's loop when the engine lets this handler defer (it runs
      * on its loop's thread); else here. */
-    if (rq.body_mode == CSHS_CLIENT_BODY_WHOLE && proxy_deferred(p, r, ctx, &rq)) return;
+    if (rq.body_mode == CSHS_CLIENT_BODY_WHOLE && proxy_deferred(p, r, o, ctx, &rq)) return;
     cshs_call *call = NULL;
     int e = cshs_client_begin(p->client, &rq, &call);
     if (e < 0) {
-        fail(r, req, res, e, "connecting:");
+        answer_ended(ctx, p, o, NULL, 0, e);
         return;
     }
     if (rq.body_mode == CSHS_CLIENT_BODY_WHOLE) {
-        answer(ctx, r, call, 0);
+        answer(ctx, p, o, call, 0);
         return;
     }
     char buf[16384];
@@ -694,6 +880,7 @@ void proxy_serve(proxy *p, const proxy_route *r, cshw_context *ctx, const char *
              * 408, 413) and closes; the origin's connection is dropped
              * with the unfinished request */
             cshs_call_free(call);
+            proxy_origin_done(p, o, 0, mono_ms());
             return;
         }
         if (n == 0) break;
@@ -704,5 +891,5 @@ void proxy_serve(proxy *p, const proxy_route *r, cshw_context *ctx, const char *
             break;
         }
     }
-    answer(ctx, r, call, early);
+    answer(ctx, p, o, call, early);
 }

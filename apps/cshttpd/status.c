@@ -2,6 +2,7 @@
  * JSON (no asset from outside the page), and the JSON itself. Answered only
  * to the peers the ACL allows (403 otherwise). */
 #include "app.h"
+#include "proxy.h"
 
 #include <arpa/inet.h>
 #include <stdio.h>
@@ -191,6 +192,39 @@ static void pools_json(cshw_json *j, cshw_context *ctx, cshs_client *client)
     cshw_json_array_end(j);
 }
 
+/* "proxy_origins": each prefix's origins, their requests in flight and
+ * counters, and how long each is still left out (proxy.h). */
+static void origins_json(cshw_json *j, const proxy *p)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    int64_t now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    cshw_json_key(j, "proxy_origins");
+    cshw_json_array_begin(j);
+    for (size_t i = 0; i < p->n; i++)
+        for (unsigned k = 0; k < p->routes[i].norigins; k++) {
+            const proxy_origin *o = &p->routes[i].origins[k];
+            int64_t down = atomic_load(&o->down_until_ms) - now;
+            cshw_json_object_begin(j);
+            cshw_json_key(j, "prefix");
+            cshw_json_string(j, p->routes[i].prefix);
+            cshw_json_key(j, "origin");
+            cshw_json_string(j, o->url);
+            cshw_json_key(j, "active");
+            cshw_json_uint(j, atomic_load(&o->active));
+            cshw_json_key(j, "requests");
+            cshw_json_uint(j, atomic_load(&o->requests));
+            cshw_json_key(j, "failures");
+            cshw_json_uint(j, atomic_load(&o->failures));
+            cshw_json_key(j, "retried");
+            cshw_json_uint(j, atomic_load(&o->retried));
+            cshw_json_key(j, "down_for_ms");
+            cshw_json_uint(j, down > 0 ? (uint64_t)down : 0);
+            cshw_json_object_end(j);
+        }
+    cshw_json_array_end(j);
+}
+
 static cshttpd_app *allowed(cshw_context *ctx)
 {
     cshttpd_app *app = cshw_context_app_data(ctx);
@@ -257,6 +291,7 @@ static void status_json(cshw_context *ctx)
     }
     cshw_json_array_end(&j);
     if (app->proxy_client) pools_json(&j, ctx, app->proxy_client);
+    if (app->proxy) origins_json(&j, app->proxy);
     /* the time series, one array per figure, oldest first */
     cshw_json_key(&j, "series");
     cshw_json_object_begin(&j);
@@ -325,7 +360,8 @@ static const char page[] =
     "<span class=\"k\" style=\"background:#e90\"></span>active</div></div>\n"
     "<div class=\"card\"><h2>Busiest paths</h2><table id=\"routes\"></table></div>\n"
     "</div>\n<div id=\"pools\" hidden><h2 style=\"font-size:1em\">Proxy pools</h2>"
-    "<table id=\"pool\"></table></div>\n"
+    "<table id=\"pool\"></table>\n<h2 style=\"font-size:1em\">Proxy origins</h2>"
+    "<table id=\"origins\"></table></div>\n"
     "<h2 style=\"font-size:1em\">Counters</h2><table id=\"counters\"></table>\n"
     "<p>The last 5 minutes, one sample a second. <a id=\"json\" href=\"\">JSON</a></p>\n"
     "<script>\n"
@@ -389,7 +425,17 @@ static const char page[] =
     "    for(const p of d.proxy){const tr=document.createElement('tr');\n"
     "      for(const c of cols){const td=document.createElement('td');td.textContent=p[c];\n"
     "        if(c!=='origin')td.className='n';tr.appendChild(td);}\n"
-    "      pt.appendChild(tr);}}\n"
+    "      pt.appendChild(tr);}\n"
+    "    const ot=document.getElementById('origins');ot.textContent='';\n"
+    "    const oc=['prefix','origin','active','requests','failures','retried','down_for_ms'];\n"
+    "    const oh=document.createElement('tr');\n"
+    "    for(const c of oc){const th=document.createElement('th');\n"
+    "      th.textContent=c.replace('_ms',' (ms)').replace(/_/g,' ');oh.appendChild(th);}\n"
+    "    ot.appendChild(oh);\n"
+    "    for(const o of (d.proxy_origins||[])){const tr=document.createElement('tr');\n"
+    "      for(const c of oc){const td=document.createElement('td');td.textContent=o[c];\n"
+    "        if(c!=='prefix'&&c!=='origin')td.className='n';tr.appendChild(td);}\n"
+    "      ot.appendChild(tr);}}\n"
     "  const ct=document.getElementById('counters');ct.textContent='';\n"
     "  for(const k of Object.keys(d))if(typeof d[k]==='number')row(ct,k,d[k]);\n"
     "  document.getElementById('err').textContent='';\n"

@@ -1,6 +1,7 @@
 /* cshttpd's parts without a server: the access log's escaping and lines,
  * the status page's ACL, the latency percentiles, the bounded path
  * table, and the proxy's routes (PREFIX=URL and which target goes where). */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -251,11 +252,20 @@ static void test_proxy_parse(void **state)
     char err[600];
     assert_int_equal(proxy_parse("/api=http://127.0.0.1:9000", &r, err, sizeof err), 0);
     assert_string_equal(r.prefix, "/api");
-    assert_string_equal(r.origin, "http://127.0.0.1:9000");
+    assert_string_equal(r.origins[0].url, "http://127.0.0.1:9000");
     assert_int_equal(proxy_parse("/=HTTPS://Origin.Example/", &r, err, sizeof err), 0);
-    assert_string_equal(r.origin, "https://origin.example:443");
+    assert_string_equal(r.origins[0].url, "https://origin.example:443");
     assert_int_equal(proxy_parse("/v6/=http://[::1]", &r, err, sizeof err), 0);
-    assert_string_equal(r.origin, "http://[::1]:80");
+    assert_string_equal(r.origins[0].url, "http://[::1]:80");
+    assert_int_equal(proxy_parse("/o/=http://a:1,https://b,http://[::1]:3", &r, err, sizeof err), 0);
+    assert_int_equal(r.norigins, 3);
+    assert_string_equal(r.origins[1].url, "https://b:443");
+    assert_string_equal(r.origins[2].url, "http://[::1]:3");
+    char many[1024] = "/m=http://h0";
+    for (int i = 1; i <= PROXY_ORIGINS_MAX; i++)
+        snprintf(many + strlen(many), sizeof many - strlen(many), ",http://h%d", i);
+    assert_int_equal(proxy_parse(many, &r, err, sizeof err), -1);
+    assert_non_null(strstr(err, "more than 16 origins"));
     static const struct {
         const char *spec, *words;
     } bad[] = {
@@ -276,6 +286,11 @@ static void test_proxy_parse(void **state)
         {"/api=http://[::1", "closing ']'"},
         {"/api=http://[zz]", "not an IPv6"},
         {"/api=http://a b", "letters, digits"},
+        {"/api=http://a,", "not http:// or https://"},
+        {"/api=http://a,,http://b", "not http:// or https://"},
+        {"/api=http://a,ftp://b", "not http:// or https://"},
+        {"/api=http://a:80,http://A", "given twice"},
+        {"/api=http://a,http://b:0", "1-65535"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         err[0] = '\0';
@@ -306,22 +321,22 @@ static void test_proxy_match(void **state)
     assert_int_equal(proxy_add(&p, "/api=http://d:4", err, sizeof err), -1);
     assert_non_null(strstr(err, "twice"));
 #define M(t) route_of(&p, t)
-    assert_string_equal(M("/api")->origin, "http://a:1");
-    assert_string_equal(M("/api/x")->origin, "http://a:1");
-    assert_string_equal(M("/api?q=1")->origin, "http://a:1");
+    assert_string_equal(M("/api")->origins[0].url, "http://a:1");
+    assert_string_equal(M("/api/x")->origins[0].url, "http://a:1");
+    assert_string_equal(M("/api?q=1")->origins[0].url, "http://a:1");
     assert_null(M("/apix"));
     assert_null(M("/ap"));
-    assert_string_equal(M("/api/v2")->origin, "http://b:2"); /* the longest */
-    assert_string_equal(M("/api/v2/x")->origin, "http://b:2");
-    assert_string_equal(M("/api/v20")->origin, "http://a:1"); /* not under /api/v2 */
-    assert_string_equal(M("/files/a.txt")->origin, "http://c:3");
-    assert_string_equal(M("/files/")->origin, "http://c:3");
+    assert_string_equal(M("/api/v2")->origins[0].url, "http://b:2"); /* the longest */
+    assert_string_equal(M("/api/v2/x")->origins[0].url, "http://b:2");
+    assert_string_equal(M("/api/v20")->origins[0].url, "http://a:1"); /* not under /api/v2 */
+    assert_string_equal(M("/files/a.txt")->origins[0].url, "http://c:3");
+    assert_string_equal(M("/files/")->origins[0].url, "http://c:3");
     assert_null(M("/files")); /* a prefix ending in '/' */
     assert_null(M("*"));
     assert_null(M("http://a/api"));
     assert_int_equal(proxy_add(&p, "/=http://e:5", err, sizeof err), 0);
-    assert_string_equal(M("/anything")->origin, "http://e:5");
-    assert_string_equal(M("/apix")->origin, "http://e:5");
+    assert_string_equal(M("/anything")->origins[0].url, "http://e:5");
+    assert_string_equal(M("/apix")->origins[0].url, "http://e:5");
 #undef M
     p.n = 0;
     for (int i = 0; i < PROXY_ROUTES_MAX; i++) {
@@ -330,6 +345,104 @@ static void test_proxy_match(void **state)
         assert_int_equal(proxy_add(&p, spec, err, sizeof err), 0);
     }
     assert_int_equal(proxy_add(&p, "/more=http://a", err, sizeof err), -1);
+}
+
+/* Least requests in flight, turn by turn among equals; an origin that
+ * failed max_fails times within fail_timeout is left out for it, then
+ * tried again; all left out: all tried; a retry passes over its origin. */
+static void test_proxy_pick(void **state)
+{
+    (void)state;
+    static proxy p;
+    char err[600];
+    memset(&p, 0, sizeof p);
+    p.max_fails = 2;
+    p.fail_timeout_ms = 1000;
+    assert_int_equal(proxy_add(&p, "/o/=http://a:1,http://b:2,http://c:3", err, sizeof err), 0);
+    const proxy_route *r = &p.routes[0];
+    int64_t now = 100000;
+    /* one at a time: each in turn */
+    int seen[3] = {0, 0, 0};
+    for (int i = 0; i < 30; i++) {
+        proxy_origin *o = proxy_pick(&p, r, NULL, now);
+        seen[o - r->origins]++;
+        proxy_origin_done(&p, o, 0, now);
+    }
+    assert_int_equal(seen[0], 10);
+    assert_int_equal(seen[1], 10);
+    assert_int_equal(seen[2], 10);
+    /* held ones: the least busy */
+    proxy_origin *a = proxy_pick(&p, r, NULL, now);
+    proxy_origin *b = proxy_pick(&p, r, NULL, now);
+    proxy_origin *c = proxy_pick(&p, r, NULL, now);
+    assert_true(a != b && b != c && a != c);
+    proxy_origin *d = proxy_pick(&p, r, NULL, now);
+    proxy_origin_done(&p, b, 0, now);
+    proxy_origin_done(&p, c, 0, now);
+    proxy_origin_done(&p, d, 0, now);
+    /* a has one in flight, the others none: never a */
+    for (int i = 0; i < 6; i++) {
+        proxy_origin *o = proxy_pick(&p, r, NULL, now);
+        assert_true(o != a);
+        proxy_origin_done(&p, o, 0, now);
+    }
+    proxy_origin_done(&p, a, 0, now);
+    /* two failures of b within the window: left out for 1 s */
+    proxy_origin *bo = &p.routes[0].origins[1];
+    atomic_fetch_add(&bo->active, 2);
+    proxy_origin_done(&p, bo, 1, now);
+    for (int i = 0; i < 3; i++) {
+        proxy_origin *o = proxy_pick(&p, r, NULL, now);
+        proxy_origin_done(&p, o, 0, now);
+    }
+    proxy_origin_done(&p, bo, 1, now + 10);
+    assert_int_equal(bo->failures, 2);
+    for (int i = 0; i < 9; i++) {
+        proxy_origin *o = proxy_pick(&p, r, NULL, now + 500);
+        assert_true(o != bo);
+        proxy_origin_done(&p, o, 0, now + 500);
+    }
+    int back = 0; /* after fail_timeout: tried again */
+    for (int i = 0; i < 3; i++) {
+        proxy_origin *o = proxy_pick(&p, r, NULL, now + 1011);
+        back += o == bo;
+        proxy_origin_done(&p, o, 0, now + 1011);
+    }
+    assert_int_equal(back, 1);
+    /* failures further apart than the window: never two in one */
+    proxy_origin *co = &p.routes[0].origins[2];
+    atomic_fetch_add(&co->active, 2);
+    proxy_origin_done(&p, co, 1, now + 2000);
+    proxy_origin_done(&p, co, 1, now + 3500);
+    assert_true(co->down_until_ms <= now + 3500);
+    /* every one left out: all are tried still */
+    p.max_fails = 1;
+    for (int i = 0; i < 3; i++) {
+        proxy_origin *o = &p.routes[0].origins[i];
+        atomic_fetch_add(&o->active, 1);
+        proxy_origin_done(&p, o, 1, now + 5000);
+    }
+    proxy_origin *any = proxy_pick(&p, r, NULL, now + 5001);
+    assert_non_null(any);
+    proxy_origin_done(&p, any, 0, now + 5001);
+    /* a retry passes over its origin, while another is there */
+    for (int i = 0; i < 6; i++) {
+        proxy_origin *o = proxy_pick(&p, r, &p.routes[0].origins[0], now + 9000);
+        assert_true(o != &p.routes[0].origins[0]);
+        proxy_origin_done(&p, o, 0, now + 9000);
+    }
+    /* max_fails 0: never left out */
+    p.max_fails = 0;
+    proxy_origin *zo = &p.routes[0].origins[0];
+    int64_t until = zo->down_until_ms;
+    atomic_fetch_add(&zo->active, 1);
+    proxy_origin_done(&p, zo, 1, now + 20000);
+    assert_true(zo->down_until_ms == until);
+    /* what counts as the origin's failure */
+    assert_true(proxy_origin_failed(CSHS_CLIENT_E_CONNECT));
+    assert_true(proxy_origin_failed(CSHS_CLIENT_E_HEAD_TIMEOUT));
+    assert_false(proxy_origin_failed(CSHS_CLIENT_E_ACQUIRE_TIMEOUT));
+    assert_false(proxy_origin_failed(-ENOMEM));
 }
 
 /* RFC 3986 §5.2.4, with ".." above the root refused (-1), under each
@@ -433,8 +546,8 @@ static void test_proxy_paths(void **state)
         char fwd[128];
         const proxy_route *r = NULL;
         int v = proxy_route_of(&p, sent[i].target, strlen(sent[i].target), fwd, &r);
-        if (v != 1 || strcmp(r->origin, sent[i].origin) != 0 || strcmp(fwd, sent[i].fwd) != 0)
-            fail_msg("%s: %d %s '%s', not %s '%s'", sent[i].target, v, v == 1 ? r->origin : "-",
+        if (v != 1 || strcmp(r->origins[0].url, sent[i].origin) != 0 || strcmp(fwd, sent[i].fwd) != 0)
+            fail_msg("%s: %d %s '%s', not %s '%s'", sent[i].target, v, v == 1 ? r->origins[0].url : "-",
                      v == 1 ? fwd : "", sent[i].origin, sent[i].fwd);
     }
     /* no reading puts these under a prefix: the router refuses those
@@ -512,6 +625,7 @@ int main(void)
         cmocka_unit_test(test_proxy_path_resolve),
         cmocka_unit_test(test_proxy_paths),
         cmocka_unit_test(test_proxy_redirect_url),
+        cmocka_unit_test(test_proxy_pick),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
