@@ -121,6 +121,14 @@ ssize_t cshw__body_read(cshw_request *req, void *buf, size_t cap)
         csh_span span;
         r = csh_body_next(&req->body, data, n, &used, &span);
         if (r == CSH_DATA) {
+            /* RFC 9110 §15.5.14: a streamed body is held to the limit as a
+             * stored one is, at the byte that crosses it (a Content-Length
+             * past it was refused with the head) */
+            uint64_t max = req->ctx->options.max_request_body;
+            if (max && req->body.received > max) {
+                t->ops->consume(t->io, used);
+                return read_error(req, CSHW_E_BODY_LIMIT);
+            }
             memcpy(buf, data + span.off, span.len);
             t->ops->consume(t->io, used);
             req->body_done = csh_body_done(&req->body);

@@ -425,6 +425,37 @@ static void test_streaming(void **state)
     }
 }
 
+/* RFC 9110 §15.5.14: a streamed body is held to max_request_body as a
+ * stored one is: a chunked body that crosses it is 413, the handler's
+ * read fails at the crossing (it never gets a byte past the limit), and
+ * the connection closes; one at the limit is read whole. */
+static void test_streaming_body_limit(void **state)
+{
+    (void)state;
+    cshw_options o;
+    cshw_options_init(&o);
+    o.max_request_body = 20000;
+    for (size_t piece = 0; piece <= 7; piece += 7) {
+        size_t n;
+        char *in = make_post(20001, 1, &n);
+        tw_run run;
+        serve(&run, in, n, piece, &o, read_all, stream_all);
+        assert_int_equal(handler_calls, 1);
+        assert_int_equal(run.r[0].status, 413);
+        assert_int_equal(reports.status[0], 413);
+        assert_int_equal(reports.error[0], CSHW_E_BODY_LIMIT);
+        assert_string_equal(tw_field(&run.r[0], "connection"), "close");
+        assert_true(body_seen_len <= 20000);
+        tw_free(&run);
+        free(in);
+        in = make_post(20000, 1, &n);
+        serve(&run, in, n, piece, &o, read_all, stream_all);
+        assert_string_equal(run.r[0].body, "20000");
+        tw_free(&run);
+        free(in);
+    }
+}
+
 /* ---- the same bytes, whole or in any pieces, give the same answers ---- */
 
 static void test_pieces_same_output(void **state)
@@ -837,6 +868,7 @@ int main(void)
         cmocka_unit_test(test_body_limit),
         cmocka_unit_test(test_request_checks),
         cmocka_unit_test(test_streaming),
+        cmocka_unit_test(test_streaming_body_limit),
         cmocka_unit_test(test_pieces_same_output),
         cmocka_unit_test(test_bodies_one_reader),
         cmocka_unit_test(test_config_sizes),

@@ -460,6 +460,48 @@ def t_streamed_upload(tmp):
 
 
 @test("cshttpd")
+def t_streamed_upload_limit(tmp):
+    """max_request_body holds on the streamed (proxied) path too: a chunked
+    upload that crosses 1 MiB is answered 413 as it crosses (the origin
+    gets no complete request), a Content-Length one past it before any
+    body byte; the origin connection of the cut upload is not reused. One
+    at the limit goes through."""
+    o = Origin()
+    try:
+        with proxy(tmp, "/up=" + o.url(), extra=("--max-request-body", "1048576")) as px:
+            def chunked(total, piece=65536):
+                out = b""
+                left = total
+                while left:
+                    n = min(piece, left)
+                    out += b"%x\r\n" % n + b"x" * n + b"\r\n"
+                    left -= n
+                return out + b"0\r\n\r\n"
+            s = socket.create_connection(("127.0.0.1", px.port), timeout=20)
+            try:
+                s.sendall(b"POST /up/echo HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n")
+                body = chunked(2 << 20)
+                try:
+                    s.sendall(body)
+                except OSError:
+                    pass  # the proxy stopped reading once it answered
+                st, h, _, _ = T.read_response(T.Sock(s))
+            finally:
+                s.close()
+            assert st == 413 and h.get("connection") == "close", (st, h)
+            assert not any(r["target"] == "/up/echo" for r in o.requests), \
+                "the origin was handed a complete upload past the limit"
+            conns = o.connections
+            st, _, body = get(px.port, "/up/echo", method="POST", body=b"y" * (1 << 20))
+            assert st == 200 and len(body) == 1 << 20, (st, len(body))
+            assert o.connections == conns + 1, "the cut upload's origin connection was reused"
+            st, _, _ = get(px.port, "/up/echo", method="POST", body=b"y" * ((1 << 20) + 1))
+            assert st == 413, st
+    finally:
+        o.close()
+
+
+@test("cshttpd")
 def t_expect_continue(tmp):
     """Expect: 100-continue: the client gets 100 before it sends the body,
     then the origin's answer; the origin never sees Expect. A refused

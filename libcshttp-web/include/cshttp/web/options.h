@@ -62,7 +62,9 @@ typedef struct cshw_options {
     /* Request bodies as the exchange reads them before the handler runs
      * (exchange.h): up to body_buffer bytes in memory, the rest in a
      * temporary file in temp_dir; more than max_request_body bytes (0: no
-     * limit) is answered 413. Defaults 65536 and 16 MiB. */
+     * limit) is answered 413, a streamed body's too (request.h,
+     * cshw_request_read: CSHW_E_BODY_LIMIT at the crossing). Defaults
+     * 65536 and 16 MiB. */
     size_t body_buffer;
     uint64_t max_request_body;
     /* The Server field of every response, or NULL for none (the default:

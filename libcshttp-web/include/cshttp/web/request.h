@@ -136,8 +136,10 @@ CSHW_EXPORT int64_t cshw_request_content_length(const cshw_request *req);
 /* Reads up to cap bytes of the (de-chunked) body. Returns the number read
  * (at least 1), 0 at the end of the body, or a negative error:
  * CSHW_E_BODY_TRUNCATED (the client closed early), CSHW_E_BAD_BODY (bad
- * chunked framing), CSHW_E_BODY_TOO_LARGE, CSHW_E_BODY_CONSUMED (the form
- * was read), -errno from the transport (-ETIMEDOUT...). After an error the
+ * chunked framing), CSHW_E_BODY_TOO_LARGE, CSHW_E_BODY_LIMIT (the body
+ * crossed options.max_request_body: no byte past it is returned, and the
+ * request is answered 413), CSHW_E_BODY_CONSUMED (the form was read),
+ * -errno from the transport (-ETIMEDOUT...). After an error the
  * connection is closed at the end of the request. The first read answers
  * "Expect: 100-continue" (RFC 9110 §10.1.1) unless the response headers
  * were already sent, so a handler that rejects a request before reading its
