@@ -274,6 +274,13 @@ int proxy_origin_failed(int code)
     }
 }
 
+int proxy_never_sent(int code)
+{
+    return code == CSHS_CLIENT_E_RESOLVE || code == CSHS_CLIENT_E_CONNECT ||
+           code == CSHS_CLIENT_E_CONNECT_TIMEOUT || code == CSHS_CLIENT_E_TLS ||
+           code == CSHS_CLIENT_E_CERTIFICATE;
+}
+
 /* The route whose prefix matches the path (len bytes, no query), the
  * longest; NULL for none. */
 static const proxy_route *match(const proxy *p, const char *path, size_t len)
@@ -751,11 +758,12 @@ static void answer_later(cshw_context *ctx, void *arg)
 {
     waiting *wt = arg;
     int e = wt->call ? cshs_call_end(wt->call) : CSHS_CLIENT_E_CONNECT;
-    /* An origin that failed before any byte of its answer: an idempotent
-     * request goes once to another origin, waiting on the loop again (a
-     * continuation may defer anew) */
+    /* An origin that failed before any byte of its answer: the request goes
+     * once to another origin, waiting on the loop again (a continuation
+     * may defer anew), when it is idempotent or never reached the origin
+     * (nginx's proxy_next_upstream) */
     if (e < 0 && !wt->retried && wt->r->norigins > 1 && proxy_origin_failed(e) &&
-        idempotent(wt->rq.method)) {
+        (idempotent(wt->rq.method) || proxy_never_sent(e))) {
         cshs_deferred *d = cshs_defer(ctx);
         if (d) {
             int64_t now = mono_ms();
@@ -861,6 +869,19 @@ void proxy_serve(proxy *p, const proxy_route *r, cshw_context *ctx, const char *
     if (rq.body_mode == CSHS_CLIENT_BODY_WHOLE && proxy_deferred(p, r, o, ctx, &rq)) return;
     cshs_call *call = NULL;
     int e = cshs_client_begin(p->client, &rq, &call);
+    if (e < 0 && r->norigins > 1 && proxy_never_sent(e)) {
+        /* nothing reached the origin, and no byte of the body was read:
+         * another origin gets the request, whatever its method */
+        int64_t now = mono_ms();
+        proxy_origin_done(p, o, 1, now);
+        atomic_fetch_add_explicit(&o->retried, 1, memory_order_relaxed);
+        error_log_printf(LOG_WARN, "proxy %s %s -> %s: %s (%s); sent to another origin", rq.method,
+                         rq.target, o->url, cshs_client_error_message(e), cshs_client_error_name(e));
+        proxy_origin *failed = o;
+        o = proxy_pick(p, r, failed, now);
+        rq.origin = o->url;
+        e = cshs_client_begin(p->client, &rq, &call);
+    }
     if (e < 0) {
         answer_ended(ctx, p, o, NULL, 0, e);
         return;

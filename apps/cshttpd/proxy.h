@@ -9,9 +9,12 @@
  * turn among equals. An origin that failed max_fails times (a connect,
  * TLS, send or head that failed or timed out; not an HTTP status) within
  * fail_timeout_ms is left out for fail_timeout_ms, then tried again; when
- * every origin is left out, all are tried. A request without a body
- * whose origin failed before any byte of its answer, with an idempotent
- * method (RFC 9110 §9.2.2), is sent once more to another origin.
+ * every origin is left out, all are tried. A request whose origin failed
+ * before any byte of its answer is sent once more to another origin when
+ * nothing of it reached the first (a name, connect or TLS handshake that
+ * failed: any method, its body not yet read) or, without a body, when
+ * its method is idempotent (RFC 9110 §9.2.2), as nginx's
+ * proxy_next_upstream does.
  *
  * What the origin receives: the request-target with its dot segments
  * resolved ("/o/x/../y" and "/o/%2e/y" become "/o/y"; proxy_path.h), every
@@ -108,6 +111,10 @@ void proxy_origin_done(const proxy *p, proxy_origin *o, int failed, int64_t now_
  * malformed. Not the pool's own wait (acquire_timeout_ms), nor a
  * failure on this side (-errno). */
 int proxy_origin_failed(int code);
+
+/* Whether such a failure means nothing of the request reached the origin
+ * (a name, connect or TLS handshake that failed). */
+int proxy_never_sent(int code);
 
 /* The route of a request-target (len bytes, not NUL-terminated) and, in
  * `fwd` (room for len + 1 bytes), the target its origin receives. 1 with

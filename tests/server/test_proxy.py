@@ -544,6 +544,7 @@ error_log {tmp}/error.log warn;
 events {{ worker_connections 512; }}
 http {{
   access_log off;
+  {http_extra}
   client_body_temp_path {tmp}/body; proxy_temp_path {tmp}/proxy;
   fastcgi_temp_path {tmp}/fcgi; uwsgi_temp_path {tmp}/uwsgi; scgi_temp_path {tmp}/scgi;
   keepalive_timeout 1s;
@@ -557,8 +558,9 @@ http {{
 """
 
 
-def start_nginx(tmp, root, extra=""):
-    """nginx serving `root`, with `extra` in its server block."""
+def start_nginx(tmp, root, extra="", http_extra=""):
+    """nginx serving `root`, with `extra` in its server block and
+    `http_extra` in its http block."""
     d = os.path.join(tmp, "nginx")
     os.makedirs(d, exist_ok=True)
     user = "user root;" if os.geteuid() == 0 else ""
@@ -566,7 +568,8 @@ def start_nginx(tmp, root, extra=""):
         port = free_port()
         conf = os.path.join(d, "nginx.conf")
         with open(conf, "w") as f:
-            f.write(NGINX_CONF.format(user=user, tmp=d, port=port, root=root, extra=extra))
+            f.write(NGINX_CONF.format(user=user, tmp=d, port=port, root=root, extra=extra,
+                                      http_extra=http_extra))
         proc = subprocess.Popen([ARGS.nginx, "-p", d, "-c", conf, "-g", "daemon off;"],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.time() + 10
@@ -1236,12 +1239,31 @@ def t_least_connections_spread(tmp):
             assert sum(counts) == 300, counts
             for c in counts:
                 assert 80 <= c <= 120, counts
-            print("  300 requests over 3 origins: %s" % counts)
+            print("  cshttpd: 300 requests over 3 origins: %s" % counts)
             shares = origin_shares(px, "/demo")
             for o, c in zip(os_, counts):
                 sh = shares[o.url("/")[:-1]]
                 assert sh["requests"] == c and sh["active"] == 0, (sh, c)
                 assert sh["failures"] == 0 and sh["down_for_ms"] == 0, sh
+        if not ARGS.nginx:
+            print("  (nginx not found: no side-by-side)")
+            return
+        # nginx's least_conn on the same origins and load, for the record
+        ups = " ".join("server 127.0.0.1:%d;" % o.port for o in os_)
+        root = os.path.join(tmp, "nroot-balance")
+        os.makedirs(root, exist_ok=True)
+        ng, nport = start_nginx(tmp, root, "location /demo/ { proxy_pass http://lc; "
+                                "proxy_http_version 1.1; proxy_set_header Connection \"\"; }",
+                                http_extra="upstream lc { least_conn; %s keepalive 16; }" % ups)
+        try:
+            before = [served(o) for o in os_]
+            run_threads([threading.Thread(target=lambda: [get(nport, "/demo/plaintext")
+                                                          for _ in range(50)])
+                         for _ in range(6)])
+            print("  nginx least_conn: 300 requests over 3 origins: %s"
+                  % [served(o) - b - 1 for o, b in zip(os_, before)])
+        finally:
+            stop_nginx(ng)
     finally:
         for o in os_:
             o.stop()
@@ -1283,31 +1305,98 @@ def t_dead_origin_left_out_and_back(tmp):
             o.close()
 
 
+class HangupOrigin:
+    """An origin that reads each request's head (and a Content-Length
+    body), then closes without a word: the request reached it, and no
+    byte of an answer came back."""
+
+    def __init__(self):
+        self.ls = socket.socket()
+        self.ls.bind(("127.0.0.1", 0))
+        self.ls.listen(16)
+        self.port = self.ls.getsockname()[1]
+        self.got = 0
+        threading.Thread(target=self.loop, daemon=True).start()
+
+    def url(self):
+        return "http://127.0.0.1:%d" % self.port
+
+    def loop(self):
+        while True:
+            try:
+                c, _ = self.ls.accept()
+            except OSError:
+                return
+            c.settimeout(10)
+            buf = b""
+            try:
+                while b"\r\n\r\n" not in buf:
+                    d = c.recv(65536)
+                    if not d:
+                        break
+                    buf += d
+                if b"\r\n\r\n" in buf:
+                    self.got += 1
+            except OSError:
+                pass
+            c.close()
+
+    def close(self):
+        self.ls.close()
+
+
 @test("balance")
-def t_post_not_retried(tmp):
-    """A POST whose origin refuses is answered 502, not sent to another
-    origin (it is not idempotent, RFC 9110 §9.2.2; nginx does not retry
-    it either); a GET that meets the same origin is retried and answered
-    200 by the other."""
+def t_retry_rules(tmp):
+    """Which failed request goes to another origin, as nginx's
+    proxy_next_upstream: one that never reached its origin (refused),
+    whatever its method, a POST with its body too; a GET that reached an
+    origin which closed without answering; not a POST that reached it
+    (answered 502: it may have been acted on). nginx side by side where
+    installed: the test prints what it does."""
     live = Origin()
+    hang = HangupOrigin()
     dead = free_port()  # nothing listens there
+    cases = [  # (first origin, method, status, resent to the live one)
+        ("http://127.0.0.1:%d" % dead, "POST", 200, True),
+        ("http://127.0.0.1:%d" % dead, "GET", 200, True),
+        (hang.url(), "GET", 200, True),
+        (hang.url(), "POST", 502, False),
+    ]
     try:
-        for method in ("POST", "GET"):
-            with proxy(tmp, "/o=http://127.0.0.1:%d,%s" % (dead, live.url())) as px:
+        for first, method, want, resent in cases:
+            # the first request goes to the first origin
+            with proxy(tmp, "/o=%s,%s" % (first, live.url())) as px:
                 before = len(live.requests)
-                # the first request goes to the first origin: the dead one
-                st, _, _ = get(px.port, "/o/first", method=method,
+                st, _, body = get(px.port, "/o/echo", method=method,
+                                  body=b"data" if method == "POST" else None)
+                assert st == want, (first, method, st)
+                assert (len(live.requests) > before) == resent, (first, method, "resent?")
+                if resent and method == "POST":
+                    assert body == b"data", body  # the whole body went to the other
+                s = origin_shares(px, "/o")[first]
+                assert s["failures"] == 1 and s["retried"] == (1 if resent else 0), s
+        if not ARGS.nginx:
+            print("  (nginx not found: no side-by-side)")
+            return
+        root = os.path.join(tmp, "nroot-retry")
+        os.makedirs(root, exist_ok=True)
+        for first, method, _, _ in cases:
+            ng, nport = start_nginx(
+                tmp, root, "location /o/ { proxy_pass http://two; }",
+                http_extra="upstream two { server %s; server 127.0.0.1:%d; }"
+                % (first[len("http://"):], live.port))
+            try:
+                before = len(live.requests)
+                st, _, _ = get(nport, "/o/echo", method=method,
                                body=b"data" if method == "POST" else None)
-                if method == "POST":
-                    assert st == 502, st
-                    assert len(live.requests) == before, "the POST was sent again"
-                else:
-                    assert st == 200, st
-                    assert len(live.requests) == before + 1
-                s = origin_shares(px, "/o")["http://127.0.0.1:%d" % dead]
-                assert s["failures"] == 1 and s["retried"] == (1 if method == "GET" else 0), s
+                print("  nginx: %s, first origin %s: %d, %s" % (
+                    method, "refusing" if first.endswith(":%d" % dead) else "hanging up", st,
+                    "sent to the other" if len(live.requests) > before else "not sent again"))
+            finally:
+                stop_nginx(ng)
     finally:
         live.close()
+        hang.close()
 
 
 # ---- forwarding fields ----

@@ -443,6 +443,11 @@ static void test_proxy_pick(void **state)
     assert_true(proxy_origin_failed(CSHS_CLIENT_E_HEAD_TIMEOUT));
     assert_false(proxy_origin_failed(CSHS_CLIENT_E_ACQUIRE_TIMEOUT));
     assert_false(proxy_origin_failed(-ENOMEM));
+    /* and which of those left the request unsent */
+    assert_true(proxy_never_sent(CSHS_CLIENT_E_CONNECT));
+    assert_true(proxy_never_sent(CSHS_CLIENT_E_TLS));
+    assert_false(proxy_never_sent(CSHS_CLIENT_E_HEAD_TIMEOUT));
+    assert_false(proxy_never_sent(CSHS_CLIENT_E_ORIGIN_CLOSED));
 }
 
 /* RFC 3986 §5.2.4, with ".." above the root refused (-1), under each
