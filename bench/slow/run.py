@@ -27,28 +27,12 @@ import tempfile
 import threading
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from suite.proc import free_port, wait_port  # noqa: E402
+
 N_READERS, N_POSTERS, PROBES, PROBE_TIMEOUT = 300, 300, 20, 2.0
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
-
-
-def wait_port(port, proc, limit=10):
-    end = time.time() + limit
-    while time.time() < end:
-        if proc.poll() is not None:
-            raise RuntimeError("server exited: %s" % proc.stderr.read().decode(errors="replace"))
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError("server did not listen on %d" % port)
 
 
 def start_cshttpd(binary, root, threads):

@@ -32,6 +32,9 @@ import tempfile
 import threading
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from suite.proc import free_port  # noqa: E402
+
 SLICE = 250_000
 
 # name, cshttp-load options, path, the slice's size, 1 when every answer
@@ -47,13 +50,6 @@ KINDS = [
     ("close", ["-c", "16", "--no-keepalive"], "/demo/plaintext", 10_000, 0),
 ]
 
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
 
 
 def rss_kb(pid):

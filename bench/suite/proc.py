@@ -1,12 +1,15 @@
 """What the suite reads from /proc and the machine: a process tree's CPU time
 and resident memory, the descriptor limit children get, the machine's
-description and the tools' versions."""
+description and the tools' versions; and a free loopback port and the wait
+for a server to listen on it, which bench/'s other scripts use too."""
 
 import os
 import platform
 import re
 import resource
+import socket
 import subprocess
+import time
 
 TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -156,3 +159,28 @@ def output_of(cmd):
         return "?"
     text = (p.stdout.strip() or p.stderr.strip()).splitlines()
     return text[0].strip() if text else "?"
+
+
+def free_port():
+    """A TCP port of 127.0.0.1 free now."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+def wait_port(port, proc, limit=10):
+    """Waits until something accepts on 127.0.0.1:port, for at most `limit`
+    seconds; RuntimeError when proc exits first or the time runs out."""
+    end = time.time() + limit
+    while time.time() < end:
+        if proc.poll() is not None:
+            err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+            raise RuntimeError("server exited: %s" % err)
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError("server did not listen on %d" % port)
