@@ -372,8 +372,51 @@ static int t_send_file(void *io, int fd, off_t offset, size_t len)
     return r;
 }
 
+/* The minimum body rate, over windows of body_grace_ms (1 s when it is
+ * 0), the first of them the grace: each window must bring min_body_rate
+ * bytes a second on average. A client that sent much at first and then
+ * trickles is cut within two windows, where an average since the body's
+ * start would let it trickle for as long as its early bytes last. 0 while
+ * the body keeps the rate, *window_end the end of the current window; -1
+ * when the window that ended brought too little. A window that ended
+ * with enough starts the next one now. */
+static int body_rate(cshs_conn *c, int64_t now, int64_t *window_end)
+{
+    cshs_server *s = c->srv;
+    int64_t w = s->o.body_grace_ms ? (int64_t)s->o.body_grace_ms : 1000;
+    int64_t start = cshw_exchange_body_start_us(c->x) / 1000;
+    uint64_t got = cshw_exchange_body_received(c->x);
+    if (c->rate_mark_ms < start) { /* this request's body: its first window */
+        c->rate_mark_ms = start;
+        c->rate_mark_bytes = 0;
+    }
+    if (now >= c->rate_mark_ms + w) {
+        uint64_t span = (uint64_t)(now - c->rate_mark_ms);
+        if ((got - c->rate_mark_bytes) * 1000u < (uint64_t)s->o.min_body_rate * span) return -1;
+        c->rate_mark_ms = now;
+        c->rate_mark_bytes = got;
+    }
+    *window_end = c->rate_mark_ms + w;
+    return 0;
+}
+
+/* A body's deadline: read_timeout_ms since its last bytes, and the end of
+ * the minimum rate's window (body_rate); `now` when the window that ended
+ * brought too little; 0 for none. */
+static int64_t body_deadline(cshs_conn *c, int64_t now)
+{
+    cshs_server *s = c->srv;
+    int64_t deadline = s->o.read_timeout_ms ? c->last_io_ms + (int64_t)s->o.read_timeout_ms : 0;
+    if (s->o.min_body_rate) {
+        int64_t end;
+        int64_t d = body_rate(c, now, &end) < 0 ? now : end + 1;
+        if (!deadline || d < deadline) deadline = d;
+    }
+    return deadline;
+}
+
 /* A streaming route's body: read on demand, waiting within the body
- * deadlines (min_body_rate after body_grace_ms, read_timeout_ms). */
+ * deadlines (the minimum rate's windows, read_timeout_ms). */
 static int t_peek(void *io, const char **data, size_t *len)
 {
     cshs_conn *c = io;
@@ -386,7 +429,6 @@ static int t_peek(void *io, const char **data, size_t *len)
     if (!c->sb && !(c->sb = malloc(sizeof *c->sb + STREAM_BUF))) return -ENOMEM;
     cshs_stream_buf *b = c->sb;
     b->pos = b->len = 0;
-    int64_t start_ms = cshw_exchange_body_start_us(c->x) / 1000;
     for (;;) {
         ssize_t n = c->io->read(c, b->data, STREAM_BUF);
         if (n >= 0) {
@@ -405,14 +447,15 @@ static int t_peek(void *io, const char **data, size_t *len)
         }
         for (;;) {
             int64_t now = cshs__now_ms();
-            int64_t elapsed = now - start_ms;
-            uint64_t got = cshw_exchange_body_received(c->x);
-            if (s->o.min_body_rate && elapsed > (int64_t)s->o.body_grace_ms &&
-                got * 1000u < (uint64_t)s->o.min_body_rate * (uint64_t)elapsed) {
-                atomic_fetch_add(&s->e_body, 1);
-                return -ETIMEDOUT;
-            }
             int64_t until = now + 200;
+            int64_t window_end;
+            if (s->o.min_body_rate) {
+                if (body_rate(c, now, &window_end) < 0) {
+                    atomic_fetch_add(&s->e_body, 1);
+                    return -ETIMEDOUT;
+                }
+                if (window_end < until) until = window_end;
+            }
             if (s->o.read_timeout_ms) {
                 int64_t rt = c->last_io_ms + (int64_t)s->o.read_timeout_ms;
                 if (now >= rt) {
@@ -696,17 +739,7 @@ static void park_input(cshs_worker *w, cshs_conn *c)
             kind = EXP_HEAD;
         }
     } else if (ph == CSHW_PHASE_BODY) {
-        /* the body: read_timeout_ms since the last bytes, and the minimum
-         * rate: received * 1000 >= rate * elapsed after the grace period */
-        int64_t start = cshw_exchange_body_start_us(c->x) / 1000;
-        if (s->o.read_timeout_ms) deadline = c->last_io_ms + (int64_t)s->o.read_timeout_ms;
-        if (s->o.min_body_rate) {
-            uint64_t got = cshw_exchange_body_received(c->x);
-            int64_t allowed = (int64_t)(got * 1000u / s->o.min_body_rate);
-            if (allowed < (int64_t)s->o.body_grace_ms) allowed = (int64_t)s->o.body_grace_ms;
-            int64_t d = start + allowed + 1;
-            if (!deadline || d < deadline) deadline = d;
-        }
+        deadline = body_deadline(c, now);
         kind = EXP_BODY;
     }
     /* TLS may have to write before it reads (a handshake's flight, a
@@ -806,7 +839,7 @@ static int after_exchange(cshs_worker *w, cshs_conn *c, int r, int ran)
 {
     cshs_server *s = c->srv;
     if (ran) {
-        c->served++;
+        c->served = 1;
         /* a close after an error answer, or with input the client still
          * sends, lingers; a plain "Connection: close" does not */
         if (r != CSHW_EXCHANGE_NEXT)
@@ -1190,7 +1223,7 @@ void cshs__conn_job(cshs_worker *w, cshs_conn *c)
             cshs__give_back(c);
             return;
         }
-        c->served++;
+        c->served = 1;
         /* events the loop ignored meanwhile (busy 2): read rather than
          * trust an earlier short read. With none, no byte came since that
          * read (each arrival makes an event), and the read that would only
@@ -1264,6 +1297,15 @@ void cshs__conn_sweep(cshs_worker *w, cshs_conn *c, int64_t now_ms)
     if (!stop) {
         if (!c->deadline_ms || now_ms < c->deadline_ms) return;
         int kind = c->expire_kind;
+        if (kind == EXP_BODY) {
+            /* the end of a window of the minimum rate that the body kept:
+             * the next window's */
+            int64_t d = body_deadline(c, now_ms);
+            if (d > now_ms) {
+                c->deadline_ms = d;
+                return;
+            }
+        }
         if (kind == EXP_TLS)
             atomic_fetch_add(&s->e_tls, 1);
         else if (kind == EXP_HEAD)

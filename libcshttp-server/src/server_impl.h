@@ -116,8 +116,8 @@ typedef struct cshs_conn {
      * it is taken off the posted list */
     struct cshs_conn *post_next;
     _Atomic int busy;       /* a handler's thread has it (2: and the loop saw an event meanwhile) */
-    int64_t deadline_ms;    /* while parked: when the sweep acts (0: never) */
     int phase;              /* CP_* */
+    int64_t deadline_ms;    /* while parked: when the sweep acts (0: never) */
     char parked;            /* waiting for the socket (counted idle) */
     char posted;            /* on the loop's posted list */
     char closed;            /* closed, in the graveyard */
@@ -128,15 +128,19 @@ typedef struct cshs_conn {
     char out_armed;         /* registered for writability too (cshs__conn_want_out) */
     char in_muted;     /* registered without input: a job's thread waits for it (connection.c) */
     char tls_drained;  /* TLS: OpenSSL's last read of the socket got less than it asked (tls.c) */
+    char served;       /* an exchange has run (the next head waits keepalive_timeout_ms) */
     short tls_wait;    /* POLLIN or POLLOUT: the last read's wait, or a write's that had to */
     short expire_kind; /* EXP_*: which deadline deadline_ms is (a short: 256 bytes in all) */
     short tls_state;   /* TLS_* */
     int after_run;     /* a handler's result, for the loop that takes it back */
     int resume;        /* how that loop goes on (connection.c, RESUME_*) */
     int last_status;   /* of the last answer reported */
-    uint64_t served;   /* exchanges run */
     int64_t accept_ms;
     int64_t last_io_ms;               /* last read (body) or write progress (output) */
+    /* the minimum body rate's current window: its start and the body
+     * bytes received by then (body_rate) */
+    int64_t rate_mark_ms;
+    uint64_t rate_mark_bytes;
     const struct cshs_stream_ops *io; /* plain or TLS bytes (cshs_stream_ops) */
     SSL *ssl;                         /* HTTPS, else NULL */
     cshw_exchange *x;                 /* while bytes are pending, else NULL */
@@ -145,7 +149,7 @@ typedef struct cshs_conn {
     struct cshs_stream_buf *sb;       /* streaming routes: the bytes the handler's reads use */
     struct cshs_later *later;         /* a request that answers later (cshs_defer), else NULL */
     uint64_t lingered;                /* bytes discarded while lingering */
-    unsigned remote_port;
+    uint16_t remote_port;
     char remote[46];
 } cshs_conn;
 

@@ -568,6 +568,27 @@ def t_body_rate(_):
 
 
 @test("deadlines")
+def t_body_rate_window(_):
+    """The minimum body rate holds over windows of body_grace_ms, not as an
+    average since the body began: 200 KB at once, then nothing, is cut
+    within the next window (408), where the average of 1 KB/s would let
+    it wait 200 s (and read_timeout_ms is 60 s here). test_proxy's
+    t_streamed_upload_rate_window does the same through the proxy."""
+    with Server("--min-body-rate", "1000", "--body-grace-ms", "500",
+                "--read-timeout-ms", "60000") as srv:
+        s = Sock(srv.connect(timeout=30))
+        s.sendall(b"POST /demo/echo HTTP/1.1\r\nHost: a\r\nContent-Length: 10000000\r\n\r\n" +
+                  b"x" * 200000)
+        t0 = time.time()
+        st, _, _, _ = read_response(s)
+        took = time.time() - t0
+        assert st == 408, st
+        assert took < 10, "cut after %.1f s" % took
+        assert closed_by_peer(s, 10)
+        assert get_json(srv, "/status.json")["err_body_timeout"] >= 1
+
+
+@test("deadlines")
 def t_send_timeout(_):
     with Server("--send-timeout-ms", "500") as srv:
         s = socket.socket()

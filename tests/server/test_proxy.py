@@ -502,6 +502,31 @@ def t_streamed_upload_limit(tmp):
 
 
 @test("cshttpd")
+def t_streamed_upload_rate_window(tmp):
+    """A streamed (proxied) upload is held to the minimum body rate over
+    windows of body_grace_ms: 200 KB at once and then nothing is answered
+    408 within the next window, though its average since the start stays
+    above the rate for 200 s."""
+    o = Origin()
+    try:
+        with proxy(tmp, "/up=" + o.url(), extra=("--min-body-rate", "1000", "--body-grace-ms",
+                                                  "500", "--read-timeout-ms", "60000")) as px:
+            s = socket.create_connection(("127.0.0.1", px.port), timeout=30)
+            try:
+                s.sendall(b"POST /up/echo HTTP/1.1\r\nHost: a\r\nContent-Length: 10000000\r\n\r\n"
+                          + b"x" * 200000)
+                t0 = time.time()
+                st, _, _, _ = T.read_response(T.Sock(s))
+                took = time.time() - t0
+            finally:
+                s.close()
+            assert st == 408, st
+            assert took < 10, "cut after %.1f s" % took
+    finally:
+        o.close()
+
+
+@test("cshttpd")
 def t_expect_continue(tmp):
     """Expect: 100-continue: the client gets 100 before it sends the body,
     then the origin's answer; the origin never sees Expect. A refused

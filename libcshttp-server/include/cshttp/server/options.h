@@ -109,9 +109,11 @@ typedef struct cshs_options {
      *   first byte, and a new connection must send one (default 10000).
      * keepalive_timeout_ms: an idle keep-alive connection is closed after
      *   it (default 60000).
-     * min_body_rate: bytes per second a request body must keep on average
-     *   once body_grace_ms has passed since the head (defaults 240 and
-     *   5000, as Kestrel); 0: off.
+     * min_body_rate: bytes per second a request body must keep, over
+     *   windows of body_grace_ms (1 s when 0), the first of them the grace
+     *   after the head (defaults 240 and 5000, as Kestrel); 0: off. Each
+     *   window is measured alone: early bytes do not pay for a later
+     *   stall, which is cut (408) by the end of the next window.
      * read_timeout_ms: the longest wait for body bytes (default 30000).
      * send_timeout_ms: the longest wait for the client to take response
      *   bytes (default 30000).
