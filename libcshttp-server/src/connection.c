@@ -386,7 +386,10 @@ static int body_rate(cshs_conn *c, int64_t now, int64_t *window_end)
     int64_t w = s->o.body_grace_ms ? (int64_t)s->o.body_grace_ms : 1000;
     int64_t start = cshw_exchange_body_start_us(c->x) / 1000;
     uint64_t got = cshw_exchange_body_received(c->x);
-    if (c->rate_mark_ms < start) { /* this request's body: its first window */
+    /* this request's body: its first window (a pipelined body may have
+     * begun before the last look at the one before it: its count is then
+     * below the mark) */
+    if (c->rate_mark_ms < start || got < c->rate_mark_bytes) {
         c->rate_mark_ms = start;
         c->rate_mark_bytes = 0;
     }
