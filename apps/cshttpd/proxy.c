@@ -757,7 +757,7 @@ static int send_waiting(waiting *wt)
 static void answer_later(cshw_context *ctx, void *arg)
 {
     waiting *wt = arg;
-    int e = wt->call ? cshs_call_end(wt->call) : CSHS_CLIENT_E_CONNECT;
+    int e = cshs_call_end(wt->call);
     /* An origin that failed before any byte of its answer: the request goes
      * once to another origin, waiting on the loop again (a continuation
      * may defer anew), when it is idempotent or never reached the origin

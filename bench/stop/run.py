@@ -48,17 +48,23 @@ def timed_stop(proc, sig):
     return (time.monotonic() - t0) * 1000.0
 
 
+def stop_past(proc, port, target, sig, deadline_ms):
+    """Once proc listens: the request that never ends, the graceful stop,
+    and how long past the deadline the process exited (ms)."""
+    wait_port(port, proc)
+    socks = hold_requests(port, target)
+    took = timed_stop(proc, sig)
+    for s in socks:
+        s.close()
+    return took - deadline_ms
+
+
 def cshttpd_round(args, root, deadline_ms):
     port = free_port()
     proc = subprocess.Popen([args.bin, "--port", str(port), "--root", root, "--demo",
                              "--stop-timeout-ms", str(deadline_ms)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    wait_port(port, proc)
-    socks = hold_requests(port, b"/demo/sleep?ms=60000")
-    took = timed_stop(proc, signal.SIGTERM)
-    for s in socks:
-        s.close()
-    return took - deadline_ms
+    return stop_past(proc, port, b"/demo/sleep?ms=60000", signal.SIGTERM, deadline_ms)
 
 
 class Blackhole:
@@ -115,12 +121,7 @@ def nginx_round(args, root, deadline_ms, hole):
                                       t=deadline_ms, port=port, root=root, origin=hole.port))
         proc = subprocess.Popen([args.nginx, "-p", d, "-c", conf, "-g", "daemon off;"],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        wait_port(port, proc)
-        socks = hold_requests(port, b"/never")
-        took = timed_stop(proc, signal.SIGQUIT)
-        for s in socks:
-            s.close()
-        return took - deadline_ms
+        return stop_past(proc, port, b"/never", signal.SIGQUIT, deadline_ms)
     finally:
         shutil.rmtree(d, ignore_errors=True)
 

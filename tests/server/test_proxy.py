@@ -286,8 +286,9 @@ class Origin:
 class EarlyOrigin:
     """An origin that answers as soon as it has a request's head, before
     its body: 413 with a body, then closes (`close`), or stops reading and
-    holds the connection open until the test ends (`stall`). Over TLS when
-    given a certificate and key."""
+    holds the connection open until the test ends (`stall`); or closes
+    without a word (`hangup`: the request reached it, and no byte of an
+    answer came back). Over TLS when given a certificate and key."""
     BODY = b"too large: this origin takes no more than a head\n" * 20
 
     def __init__(self, mode, tls=None):
@@ -328,12 +329,13 @@ class EarlyOrigin:
                         break
                     buf += d
                 self.heads += 1
-                c.sendall(b"HTTP/1.1 413 Payload Too Large\r\nContent-Type: text/plain\r\n"
-                          b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(self.BODY) +
-                          self.BODY)
+                if self.mode != "hangup":
+                    c.sendall(b"HTTP/1.1 413 Payload Too Large\r\nContent-Type: text/plain\r\n"
+                              b"Content-Length: %d\r\nConnection: close\r\n\r\n"
+                              % len(self.BODY) + self.BODY)
             except OSError:
                 pass
-            if self.mode == "close":
+            if self.mode in ("close", "hangup"):
                 c.close()  # the unread body makes it a reset
             else:
                 self.held.append(c)
@@ -1330,46 +1332,6 @@ def t_dead_origin_left_out_and_back(tmp):
             o.close()
 
 
-class HangupOrigin:
-    """An origin that reads each request's head (and a Content-Length
-    body), then closes without a word: the request reached it, and no
-    byte of an answer came back."""
-
-    def __init__(self):
-        self.ls = socket.socket()
-        self.ls.bind(("127.0.0.1", 0))
-        self.ls.listen(16)
-        self.port = self.ls.getsockname()[1]
-        self.got = 0
-        threading.Thread(target=self.loop, daemon=True).start()
-
-    def url(self):
-        return "http://127.0.0.1:%d" % self.port
-
-    def loop(self):
-        while True:
-            try:
-                c, _ = self.ls.accept()
-            except OSError:
-                return
-            c.settimeout(10)
-            buf = b""
-            try:
-                while b"\r\n\r\n" not in buf:
-                    d = c.recv(65536)
-                    if not d:
-                        break
-                    buf += d
-                if b"\r\n\r\n" in buf:
-                    self.got += 1
-            except OSError:
-                pass
-            c.close()
-
-    def close(self):
-        self.ls.close()
-
-
 @test("balance")
 def t_retry_rules(tmp):
     """Which failed request goes to another origin, as nginx's
@@ -1379,7 +1341,7 @@ def t_retry_rules(tmp):
     (answered 502: it may have been acted on). nginx side by side where
     installed: the test prints what it does."""
     live = Origin()
-    hang = HangupOrigin()
+    hang = EarlyOrigin("hangup")
     dead = free_port()  # nothing listens there
     cases = [  # (first origin, method, status, resent to the live one)
         ("http://127.0.0.1:%d" % dead, "POST", 200, True),
