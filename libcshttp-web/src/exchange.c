@@ -534,6 +534,22 @@ int cshw_exchange_expire(cshw_exchange *x, const cshw_transport *t)
     return CSHW_EXCHANGE_CLOSE;
 }
 
+const csh_message *cshw_exchange_request(const cshw_exchange *x, const char **head)
+{
+    if (!x || x->phase != CSHW_PHASE_READY || x->deferred) return NULL;
+    if (head) *head = x->buf;
+    return &x->p.msg;
+}
+
+int cshw_exchange_decline(cshw_exchange *x, const cshw_transport *t, int error)
+{
+    if (!x || !cshw__transport_ok(t)) return -EINVAL;
+    int status = cshw_error_status(error);
+    if (status < 400 || status > 599) return -EINVAL;
+    if (x->phase != CSHW_PHASE_READY || x->deferred) return CSHW_E_NOT_ACTIVE;
+    return answer(x, t, status, error, cshw_error_message(error));
+}
+
 int cshw_exchange_refuse(const cshw_exchange_config *cfg, const cshw_transport *t, int status,
                          const char *detail)
 {

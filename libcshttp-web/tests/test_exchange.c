@@ -774,6 +774,54 @@ static void test_expire_and_refuse(void **state)
     cshw_exchange_free(NULL);
 }
 
+/* A ready request whose handler cannot run (no thread free and the
+ * queue full, say) is answered 503 without it: RFC 9110 §15.6.4 (0.4.1). */
+static void test_decline(void **state)
+{
+    (void)state;
+    memset(&reports, 0, sizeof reports);
+    handler_calls = 0;
+    cshw_exchange_config cfg;
+    cshw_exchange_config_init(&cfg);
+    cfg.handler = hello;
+    cfg.report = on_report;
+    static const char req[] = "HEAD /slow?x=1 HTTP/1.1\r\nHost: a\r\n\r\n"
+                              "GET /next HTTP/1.1\r\nHost: a\r\n\r\n";
+    cshw_memory *m = cshw_memory_new(req, sizeof req - 1, 0);
+    cshw_exchange *x = cshw_exchange_new(&cfg);
+    const cshw_transport *t = cshw_memory_transport(m);
+    /* nothing ready yet: no request, nothing to decline */
+    assert_null(cshw_exchange_request(x, NULL));
+    assert_int_equal(cshw_exchange_decline(x, t, CSHW_E_OVERLOADED), CSHW_E_NOT_ACTIVE);
+    assert_int_equal(cshw_exchange_input(x, t), CSHW_EXCHANGE_READY);
+    const char *head = NULL;
+    const csh_message *msg = cshw_exchange_request(x, &head);
+    assert_non_null(msg);
+    assert_int_equal(msg->method, CSH_METHOD_HEAD);
+    assert_memory_equal(head + msg->target.off, "/slow?x=1", msg->target.len);
+    /* errors without an error status are not answers */
+    assert_int_equal(cshw_exchange_decline(x, t, 0), -EINVAL);
+    assert_int_equal(cshw_exchange_decline(NULL, t, CSHW_E_OVERLOADED), -EINVAL);
+    assert_int_equal(cshw_exchange_decline(x, t, CSHW_E_OVERLOADED), CSHW_EXCHANGE_CLOSE);
+    assert_int_equal(handler_calls, 0);
+    size_t n;
+    const char *out = cshw_memory_output(m, &n);
+    assert_memory_equal(out, "HTTP/1.1 503 ", 13);
+    assert_non_null(strstr(out, "\r\nConnection: close\r\n"));
+    /* HEAD: the head only (RFC 9110 §9.3.2) */
+    assert_memory_equal(out + n - 4, "\r\n\r\n", 4);
+    assert_int_equal(reports.n, 1);
+    assert_int_equal(reports.status[0], 503);
+    assert_int_equal(reports.error[0], CSHW_E_OVERLOADED);
+    assert_int_equal(cshw_error_status(CSHW_E_OVERLOADED), 503);
+    /* the connection ends: the pipelined request is not read */
+    assert_int_equal(cshw_exchange_phase_of(x), CSHW_PHASE_CLOSED);
+    assert_null(cshw_exchange_request(x, NULL));
+    assert_int_equal(cshw_exchange_decline(x, t, CSHW_E_OVERLOADED), CSHW_E_NOT_ACTIVE);
+    cshw_exchange_free(x);
+    cshw_memory_free(m);
+}
+
 /* ---- a handler that answers later (cshw_exchange_defer, 0.3.1) ---- */
 
 static cshw_exchange *deferring_x; /* the exchange running deferring() */
@@ -875,6 +923,7 @@ int main(void)
         cmocka_unit_test(test_config_own_size),
         cmocka_unit_test(test_transport_sizes),
         cmocka_unit_test(test_expire_and_refuse),
+        cmocka_unit_test(test_decline),
         cmocka_unit_test(test_defer_and_resume),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

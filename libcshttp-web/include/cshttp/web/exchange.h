@@ -255,6 +255,20 @@ CSHW_EXPORT void cshw_exchange_recheck(cshw_exchange *x);
  * stalls nobody else. */
 CSHW_EXPORT int cshw_exchange_streams(const cshw_exchange *x);
 
+/* The ready request, before it runs (0.4.1): its parsed head (*head, when
+ * head is not NULL: the bytes msg's spans refer to), for an owner that
+ * decides where it runs; NULL in any other phase. Valid until the
+ * exchange's next call. */
+CSHW_EXPORT const csh_message *cshw_exchange_request(const cshw_exchange *x, const char **head);
+
+/* The ready request is answered without running its handler (0.4.1):
+ * `error`'s status and message (cshw_error_status: CSHW_E_OVERLOADED is
+ * 503), reported as any answer, and the connection closes (a body the
+ * handler would have read may still be on its way). CLOSE; -EINVAL for a
+ * NULL exchange, a bad transport or an error without a 4xx or 5xx status;
+ * CSHW_E_NOT_ACTIVE when no request is ready (or it was deferred). */
+CSHW_EXPORT int cshw_exchange_decline(cshw_exchange *x, const cshw_transport *t, int error);
+
 /* An answer without a request (beyond max_connections: 503; plain HTTP on
  * an HTTPS port: 400): the toolkit's error page with Date, Content-Length
  * and Connection: close, `detail` (may be NULL) in its text; reported
