@@ -9,12 +9,14 @@
 #include <string.h>
 #include <time.h>
 
+#include <cshttp/web/arena.h>
 #include <cshttp/web/buf.h>
 #include <cshttp/web/html.h>
 #include <cshttp/web/json.h>
 #include <cshttp/web/pairs.h>
 #include <cshttp/web/request.h>
 #include <cshttp/web/response.h>
+#include <cshttp/web/url.h>
 
 static void plaintext(cshw_context *ctx)
 {
@@ -189,4 +191,27 @@ int demo_routes(cshw_router *r)
     e = e < 0 ? e : cshw_router_add(r, "GET", "/demo/form", form);
     e = e < 0 ? e : cshw_router_add(r, "POST", "/demo/upload", upload);
     return e;
+}
+
+int demo_blocks(const char *target, size_t len)
+{
+    /* the path the router matches: after the authority of an
+     * absolute-form target, before the query, decoded as it decodes it */
+    const char *p = target, *end = target + len;
+    const char *scheme = len > 3 ? memchr(target, ':', len) : NULL;
+    if (target[0] != '/' && scheme && end - scheme > 3 && !memcmp(scheme, "://", 3)) {
+        p = memchr(scheme + 3, '/', (size_t)(end - scheme - 3));
+        if (!p) return 0;
+    }
+    const char *q = memchr(p, '?', (size_t)(end - p));
+    if (q) end = q;
+    cshw_arena *a = cshw_arena_new(0);
+    const char *path = NULL;
+    size_t plen = 0;
+    int blocks = a && cshw_path_decode(a, p, (size_t)(end - p), &path, &plen) == 0 &&
+                 plen == 11 && memcmp(path, "/demo/sleep", 11) == 0;
+    /* out of memory: taken as blocking, where the wrong guess costs least */
+    if (!a) blocks = 1;
+    cshw_arena_free(a);
+    return blocks;
 }

@@ -642,6 +642,48 @@ static void serve(cshw_context *ctx)
         cshw_response_send_error(cshw_context_response(ctx), v == -1 ? 400 : 500);
 }
 
+/* cshs_server_set_quick (arg: the demo setting): every request of
+ * cshttpd's is quick but the demo's /demo/sleep. A static file, the
+ * status page and the demo's answers come from memory or disk; a proxied
+ * request without a body waits for its origin on the loop, deferred, and
+ * one with a body streams, on a thread anyway. With every thread busy,
+ * /demo/sleep waits for one while the rest goes on. */
+static int quick_request(void *arg, const char *head, const csh_message *msg)
+{
+    const int *demo = arg;
+    return !*demo || !demo_blocks(head + msg->target.off, msg->target.len);
+}
+
+/* The engine's tick: requests answered 503 because every thread was busy
+ * and max_waiting_handlers waited already go into the error log, a line a
+ * second at most. */
+typedef struct overload_watch {
+    cshs_server *server;
+    uint64_t declined;  /* counted at the last line */
+    int64_t last_ms;    /* when it was written */
+    unsigned threads;   /* max_threads */
+    size_t waiting_max; /* max_waiting_handlers */
+} overload_watch;
+
+static void overload_tick(void *arg)
+{
+    overload_watch *w = arg;
+    cshs_counters k;
+    if (cshs_server_counters(w->server, &k) < 0 || k.handlers_declined == w->declined) return;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    int64_t ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+    if (w->last_ms && ms - w->last_ms < 1000) return;
+    error_log_printf(LOG_WARN,
+                     "%llu request%s answered 503: all %u threads busy and %zu handlers "
+                     "waiting (max_threads, max_waiting_handlers)",
+                     (unsigned long long)(k.handlers_declined - w->declined),
+                     k.handlers_declined - w->declined == 1 ? "" : "s", w->threads,
+                     w->waiting_max);
+    w->declined = k.handlers_declined;
+    w->last_ms = ms;
+}
+
 typedef struct logs {
     log_file access;
     log_format format;
@@ -939,6 +981,12 @@ int main(int argc, char **argv)
         cshs_server_set_streaming(s, proxy_streaming, &px);
         cshs_server_add_tick(s, proxy_tick, px.client);
     }
+    cshs_server_set_quick(s, quick_request, &conf.demo);
+    static overload_watch overload;
+    overload.server = s;
+    overload.threads = o.max_threads;
+    overload.waiting_max = o.max_waiting_handlers;
+    cshs_server_add_tick(s, overload_tick, &overload);
     app.workers_min = o.min_threads;
     app.workers_max = o.max_threads;
     if (conf.status_allow[0])

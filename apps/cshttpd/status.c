@@ -144,7 +144,9 @@ int acl_allows(const acl *a, const char *remote_addr)
     X(loops)                                                                                       \
     X(handovers)                                                                                   \
     X(offloaded)                                                                                   \
-    X(deferred)
+    X(deferred)                                                                                    \
+    X(handlers_waiting)                                                                            \
+    X(handlers_declined)
 
 #define POOL_FIELDS(X)                                                                             \
     X(open)                                                                                        \

@@ -47,6 +47,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cshttp/web/error.h>
 #include <cshttp/web/response.h>
 
 #include "server_impl.h"
@@ -897,8 +898,10 @@ void cshs__conn_post(cshs_conn *c)
 static void continuation_due(cshs_conn *c, int owner)
 {
     c->resume = RESUME_DEFERRED;
-    if (c->later->job && cshs__offload(c->srv, c)) return;
-    c->later->job = 0; /* no thread free: the loop runs it */
+    /* a continuation is never declined: its handler ran, and the queue
+     * holds at most a connection's worth of them each */
+    if (c->later->job && cshs__offload(c->srv, c, 0) != OFFLOAD_NONE) return;
+    c->later->job = 0; /* no thread can take it: the loop runs it */
     if (owner)
         cshs__conn_post(c);
     else
@@ -1040,6 +1043,23 @@ void cshs_deferred_run(cshs_deferred *d, void (*fn)(cshw_context *ctx, void *arg
     resume((cshs_conn *)d, fn, arg, 1);
 }
 
+/* Whether the ready request's handler runs on the loop's thread: yes,
+ * unless the loop's handlers lately blocked (offload_ms) or handlers wait
+ * for a thread; then only when the application says it never waits
+ * (cshs_server_set_quick), so static files and answers from memory go on
+ * while slow handlers queue. */
+static int runs_on_loop(cshs_conn *c)
+{
+    cshs_server *s = c->srv;
+    int64_t until = atomic_load_explicit(&c->loop->offload_until_ms, memory_order_relaxed);
+    if (atomic_load_explicit(&s->c_waiting, memory_order_relaxed) == 0 &&
+        !(until && cshs__now_ms() < until))
+        return 1;
+    const char *head;
+    const csh_message *msg = s->quick_fn ? cshw_exchange_request(c->x, &head) : NULL;
+    return msg && s->quick_fn(s->quick_arg, head, msg);
+}
+
 /* Reads, runs and answers requests until the socket says EAGAIN, the
  * output has to wait for the client, the handler goes to another thread,
  * or the connection ends. */
@@ -1080,16 +1100,20 @@ static void drive(cshs_worker *w, cshs_conn *c)
         }
         int ran = 0;
         if (r == CSHW_EXCHANGE_READY) {
-            /* a handler that reads its body from the network, or one on a
-             * loop whose handlers lately took long, runs elsewhere */
-            int64_t offload_until =
-                atomic_load_explicit(&c->loop->offload_until_ms, memory_order_relaxed);
-            if ((cshw_exchange_streams(c->x) ||
-                 (offload_until && cshs__now_ms() < offload_until)) &&
-                cshs__offload(s, c))
-                return;
-            if (!run_inline(w, c, &r)) return;
-            ran = 1;
+            /* a handler that reads its body from the network, or one that
+             * may block while the loop's handlers lately took long or
+             * handlers wait for a thread, runs elsewhere; when even the
+             * queue is full, it is answered 503 without running */
+            int how = OFFLOAD_NONE;
+            if (cshw_exchange_streams(c->x) || !runs_on_loop(c)) how = cshs__offload(s, c, 1);
+            if (how == OFFLOAD_RUNS || how == OFFLOAD_WAITS) return;
+            if (how == OFFLOAD_FULL) {
+                atomic_fetch_add(&s->c_declined, 1);
+                r = cshw_exchange_decline(c->x, &t, CSHW_E_OVERLOADED);
+            } else {
+                if (!run_inline(w, c, &r)) return;
+                ran = 1;
+            }
         }
         if (!after_exchange(w, c, r, ran)) return;
     }

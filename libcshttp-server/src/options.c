@@ -24,7 +24,7 @@
 #include "options_impl.h"
 #include "cshttp_internal/sized.h"
 
-CSH__SIZED_NO_TAIL_PADDING(cshs_options, next_request_wait_us);
+CSH__SIZED_NO_TAIL_PADDING(cshs_options, max_waiting_handlers);
 
 void cshs_options_init_sized(cshs_options *options, size_t size)
 {
@@ -63,6 +63,7 @@ void cshs_options_init_sized(cshs_options *options, size_t size)
     o->limits = NULL;
     o->web = NULL;
     o->next_request_wait_us = 1000;
+    o->max_waiting_handlers = 1024;
     /* the caller's struct is `size` bytes: older (smaller) or newer */
     memcpy(options, o, size < sizeof *o ? size : sizeof *o);
     if (size > sizeof *o) memset((char *)options + sizeof *o, 0, size - sizeof *o);
@@ -212,6 +213,8 @@ int cshs_options_check(const cshs_options *options, const char **why)
         w = "linger_ms must be 0..60000";
     else if (o->next_request_wait_us > 1000000)
         w = "next_request_wait_us must be 0..1000000";
+    else if (o->max_waiting_handlers > 1000000)
+        w = "max_waiting_handlers must be 0..1000000";
     if (!w && o->web && cshw_options_check(o->web, &w) < 0 && !w) w = "web options are not valid";
     cshs_options_release(&copy);
     if (why) *why = w;
@@ -257,6 +260,8 @@ static const opt_def defs[] = {
      "hand a loop to another thread when its handler took this long and events wait"},
     {"next_request_wait_us", T_U64, O(next_request_wait_us),
      "after a job's handler waited, its thread waits this long for the next request (0: never)"},
+    {"max_waiting_handlers", T_SIZE, O(max_waiting_handlers),
+     "handlers waiting for a thread at max_threads; beyond it: 503"},
     {"park_after_ms", T_UINT, O(park_after_ms),
      "a spare thread beyond min_threads leaves idle this long"},
     {"max_connections", T_UINT, O(max_connections), "beyond it: 503 and close"},

@@ -131,7 +131,7 @@ cshs_server *cshs_server_new(const cshs_options *options, cshw_handler handler, 
     s->nloops = s->o.loops ? s->o.loops : usable_cpus();
     if (s->nloops < 1) s->nloops = 1;
     if (s->nloops > s->o.max_threads) s->nloops = s->o.max_threads;
-    s->workers = calloc(s->o.max_threads, sizeof *s->workers);
+    s->workers = calloc(s->o.max_threads + s->nloops, sizeof *s->workers); /* hand_over */
     s->loops = aligned_alloc(64, ((s->nloops * sizeof *s->loops) + 63) / 64 * 64);
     if (!s->workers || !s->loops) {
         free(s->workers);
@@ -171,6 +171,14 @@ void cshs_server_set_streaming(cshs_server *s,
     s->stream_fn = fn;
     s->stream_arg = arg;
     s->xcfg.streams = fn ? cshs__streams : NULL;
+}
+
+void cshs_server_set_quick(cshs_server *s,
+                           int (*fn)(void *arg, const char *head, const csh_message *msg),
+                           void *arg)
+{
+    s->quick_fn = fn;
+    s->quick_arg = arg;
 }
 
 int cshs__streams(void *arg, const char *head, const csh_message *msg)
@@ -1077,6 +1085,22 @@ static void run_loop(cshs_worker *w, cshs_loop *l)
 
 static void worker_exit(cshs_server *s, cshs_worker *w);
 
+/* The next handler waiting for a thread (under s->mu), or NULL. None is
+ * taken once the threads leave: the connections left are freed with the
+ * loops. */
+static cshs_conn *next_waiting(cshs_server *s)
+{
+    cshs_conn *c = s->waiting;
+    if (!c || atomic_load(&s->exiting)) return NULL;
+    s->waiting = c->link;
+    if (!s->waiting) s->waiting_tail = NULL;
+    c->link = NULL;
+    s->nwaiting--;
+    atomic_fetch_sub(&s->c_waiting, 1);
+    atomic_fetch_add(&s->c_offloaded, 1);
+    return c;
+}
+
 static void *worker_main(void *arg)
 {
     cshs_worker *w = arg;
@@ -1109,6 +1133,7 @@ static void *worker_main(void *arg)
             pthread_mutex_lock(&s->mu);
             continue;
         }
+        if ((w->job = next_waiting(s))) continue;
         if (atomic_load(&s->exiting)) break;
         /* a spare: the most recently used is the first one given work */
         w->next_spare = s->spares;
@@ -1180,10 +1205,10 @@ static void *worker_main(void *arg)
 }
 
 /* A new thread (under s->mu), given `loop` or `job` to start with. NULL
- * at max_threads or when no thread can be made. */
-static cshs_worker *spawn_worker(cshs_server *s, cshs_loop *loop, cshs_conn *job)
+ * at `limit` threads or when no thread can be made. */
+static cshs_worker *spawn_worker(cshs_server *s, cshs_loop *loop, cshs_conn *job, unsigned limit)
 {
-    if (s->nworkers >= s->o.max_threads) return NULL;
+    if (s->nworkers >= limit) return NULL;
     cshs_worker *w = calloc(1, sizeof *w);
     if (!w) return NULL;
     w->srv = s;
@@ -1218,26 +1243,44 @@ static cshs_worker *take_spare(cshs_server *s)
     return w;
 }
 
-/* A handler that waits runs on another thread: a spare, or a new one.
- * 0 when there is none (max_threads): the loop's own thread runs it. */
-int cshs__offload(cshs_server *s, cshs_conn *c)
+/* A handler that waits runs on another thread: a spare, or a new one;
+ * with max_threads running, it waits in the server's queue for the first
+ * thread whose job ends (server_impl.h says what each result asks of the
+ * caller). A queue is kept only while some thread besides the loops'
+ * owners will come back for it. */
+int cshs__offload(cshs_server *s, cshs_conn *c, int bounded)
 {
     /* a deferred request's connection is busy already, and stays so */
     int was = atomic_exchange(&c->busy, 1);
     pthread_mutex_lock(&s->mu);
     cshs_worker *w = take_spare(s);
-    int post = w != NULL;
+    int post = w != NULL, how = OFFLOAD_RUNS;
     if (w)
         w->job = c;
-    else
-        w = spawn_worker(s, NULL, c);
+    else if (!(w = spawn_worker(s, NULL, c, s->o.max_threads))) {
+        /* every thread is busy: the loops' owners, and jobs (or handlers
+         * whose loop was handed over) that come back to the queue */
+        if (s->nworkers <= s->nloops) {
+            how = OFFLOAD_NONE;
+        } else if (bounded && s->nwaiting >= s->o.max_waiting_handlers) {
+            how = OFFLOAD_FULL;
+        } else {
+            c->link = NULL;
+            if (s->waiting_tail)
+                s->waiting_tail->link = c;
+            else
+                s->waiting = c;
+            s->waiting_tail = c;
+            s->nwaiting++;
+            atomic_fetch_add(&s->c_waiting, 1);
+            how = OFFLOAD_WAITS;
+        }
+    }
     pthread_mutex_unlock(&s->mu);
     if (post) sem_post(&w->wake);
-    if (w)
-        atomic_fetch_add(&s->c_offloaded, 1);
-    else
-        atomic_store(&c->busy, was);
-    return w != NULL;
+    if (w) atomic_fetch_add(&s->c_offloaded, 1);
+    if (how == OFFLOAD_NONE || how == OFFLOAD_FULL) atomic_store(&c->busy, was);
+    return how;
 }
 
 /* ---- the supervisor ---- */
@@ -1283,7 +1326,10 @@ static void hand_over(cshs_server *s, cshs_loop *l, int64_t since, int blocked)
     cshs_worker *w = take_spare(s);
     int fresh = 0, post = 0;
     if (!w) {
-        w = spawn_worker(s, NULL, NULL);
+        /* at max_threads too: the loop's old owner becomes one of the
+         * threads that run jobs, and a loop is never left to a handler
+         * that blocks (at most a thread more per loop) */
+        w = spawn_worker(s, NULL, NULL, s->o.max_threads + s->nloops);
         fresh = 1;
     }
     if (w) {
@@ -1589,10 +1635,10 @@ int cshs_server_start(cshs_server *s)
     if (r < 0) goto fail;
     pthread_mutex_lock(&s->mu);
     for (unsigned i = 0; i < s->nloops && r == 0; i++)
-        if (!spawn_worker(s, &s->loops[i], NULL)) r = -EAGAIN;
+        if (!spawn_worker(s, &s->loops[i], NULL, s->o.max_threads)) r = -EAGAIN;
     /* spares ready for the first handlers that wait */
     unsigned keep = s->o.min_threads > s->nloops + 1 ? s->o.min_threads : s->nloops + 1;
-    while (r == 0 && s->nworkers < keep && spawn_worker(s, NULL, NULL)) {
+    while (r == 0 && s->nworkers < keep && spawn_worker(s, NULL, NULL, s->o.max_threads)) {
     }
     pthread_mutex_unlock(&s->mu);
     if (r == 0) {
@@ -1740,7 +1786,7 @@ void cshs_server_free(cshs_server *s)
     }
 }
 
-CSH__SIZED_NO_TAIL_PADDING(cshs_counters, deferred);
+CSH__SIZED_NO_TAIL_PADDING(cshs_counters, handlers_declined);
 CSH__SIZED_NO_TAIL_PADDING(cshs_request_log, body_bytes_out);
 
 int cshs_server_counters_sized(const cshs_server *s, cshs_counters *out, size_t size)
@@ -1771,6 +1817,8 @@ int cshs_server_counters_sized(const cshs_server *s, cshs_counters *out, size_t 
     o->handovers = atomic_load(&m->c_handovers);
     o->offloaded = atomic_load(&m->c_offloaded);
     o->deferred = atomic_load(&m->c_deferred);
+    o->handlers_waiting = atomic_load(&m->c_waiting);
+    o->handlers_declined = atomic_load(&m->c_declined);
     o->err_parse = atomic_load(&m->e_parse);
     o->err_rejected = atomic_load(&m->e_rejected);
     o->err_head_timeout = atomic_load(&m->e_head);

@@ -110,7 +110,7 @@ typedef struct cshs_conn {
     struct cshs_server *srv;
     struct cshs_loop *loop;
     struct cshs_conn *prev, *next; /* the loop's list (changed under loop->mu) */
-    struct cshs_conn *link;        /* returned or graveyard list */
+    struct cshs_conn *link;        /* returned, graveyard or the server's waiting list */
     /* the posted list's own link: a posted connection an event closes
      * meanwhile goes to the graveyard too, and stays there (bury) until
      * it is taken off the posted list */
@@ -241,6 +241,8 @@ struct cshs_server {
     cshw_exchange_config xcfg; /* every connection's exchange: the handler, report */
     int (*stream_fn)(void *, const char *, const csh_message *);
     void *stream_arg;
+    int (*quick_fn)(void *, const char *, const csh_message *); /* cshs_server_set_quick */
+    void *quick_arg;
     /* Workers left in handlers at a forced stop (under mu): the server is
      * freed by the last of them to return when cshs_server_free came first. */
     unsigned abandoned;
@@ -266,6 +268,11 @@ struct cshs_server {
     unsigned nworkers;   /* under mu */
     unsigned alive;      /* threads not exited, under mu */
     cshs_worker *spares; /* waiting for an assignment, most recent first */
+    /* Handlers waiting for a thread (max_threads reached), first in first
+     * out through cshs_conn.link, under mu; each connection busy. A thread
+     * takes the next when its job ends, before it becomes a spare. */
+    cshs_conn *waiting, *waiting_tail;
+    size_t nwaiting;
     pthread_t supervisor;
 
     _Atomic int stopping; /* no accepting, close after the request in flight */
@@ -280,6 +287,9 @@ struct cshs_server {
     _Atomic int sup_sleeping;
     _Atomic uint64_t e_parse, e_rejected, e_head, e_idle, e_body, e_send, e_io, e_tls;
     _Atomic uint64_t c_tls_handshakes, c_handovers, c_offloaded, c_deferred;
+    /* handlers waiting for a thread now (nwaiting, read without mu), and
+     * requests answered 503 because the queue was full */
+    _Atomic uint64_t c_waiting, c_declined;
 };
 
 int64_t cshs__now_ms(void);
@@ -329,9 +339,14 @@ void cshs__worker_release(cshs_worker *w);
 cshs_later *cshs__later_new(struct cshs_server *s);
 void cshs__later_free(cshs_later *d);
 
-/* server.c: a connection's handler goes to another thread (0: none is
- * free), or comes back. */
-int cshs__offload(struct cshs_server *s, cshs_conn *c);
+/* server.c: a connection's handler goes to another thread, or comes
+ * back. cshs__offload: OFFLOAD_RUNS (a thread has it), OFFLOAD_WAITS
+ * (queued for the next thread free), OFFLOAD_FULL (`bounded` and
+ * max_waiting_handlers wait already: the caller declines it), or
+ * OFFLOAD_NONE (no thread can ever take it: every thread runs a loop, as
+ * with max_threads equal to loops; the caller runs it). */
+enum { OFFLOAD_NONE, OFFLOAD_RUNS, OFFLOAD_WAITS, OFFLOAD_FULL };
+int cshs__offload(struct cshs_server *s, cshs_conn *c, int bounded);
 void cshs__give_back(cshs_conn *c);
 /* The connection waits for its socket to take bytes: its registration gains
  * writability (once in its life). 0, or a negative errno. */

@@ -76,6 +76,7 @@ static void test_defaults(void **state)
     assert_int_equal(o.linger_ms, 2000);
     assert_int_equal(o.linger_bytes, 1u << 20);
     assert_int_equal(o.next_request_wait_us, 1000);
+    assert_int_equal(o.max_waiting_handlers, 1024);
 }
 
 /* a refused value is named in the message */
@@ -127,6 +128,9 @@ static void test_check_names_the_field(void **state)
     cshs_options_init(&o);
     o.next_request_wait_us = 1000001;
     expect_refused("next_request_wait_us");
+    cshs_options_init(&o);
+    o.max_waiting_handlers = 1000001;
+    expect_refused("max_waiting_handlers");
     cshs_options_init(&o);
     cshw_options_init(&web);
     web.body_buffer = 10;

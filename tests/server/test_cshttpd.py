@@ -683,6 +683,50 @@ def t_many_blocking(_):
 
 
 @test("threads")
+def t_threads_exhausted(_):
+    """With every thread in a blocking handler, the next ones wait for a
+    thread (max_waiting_handlers), then get 503 (RFC 9110 §15.6.4), counted
+    and logged; the loop never runs one, and static files and the demo's
+    quick answers go on meanwhile."""
+    with Server("--loops", "1", "--threads", "2", "--max-threads", "3",
+                "--max-waiting-handlers", "3") as srv:
+        sleepers = []
+        for _ in range(8):
+            a = Sock(srv.connect(timeout=60))
+            a.sendall(b"GET /demo/sleep?ms=4000 HTTP/1.1\r\nHost: a\r\n\r\n")
+            sleepers.append(a)
+        deadline = time.time() + 30
+        st = get_json(srv, "/status.json")
+        while st["handlers_waiting"] < 3 or st["handlers_declined"] < 1:
+            assert time.time() < deadline, st
+            time.sleep(0.05)
+            st = get_json(srv, "/status.json")
+        # threads: max_threads, and one more for the loop handed over
+        assert st["workers_total"] <= 4, st
+        probe = Sock(srv.connect(timeout=30))
+        for i in range(20):
+            path = b"/" if i % 2 else b"/demo/plaintext"
+            probe.sendall(b"GET " + path + b" HTTP/1.1\r\nHost: a\r\n\r\n")
+            code, _, body, _ = read_response(probe)
+            assert code == 200, (code, body)
+        probe.close()
+        # no sleeper was answered 200 before the probes: none ran on the loop
+        answers = []
+        for a in sleepers:
+            code, _, body, _ = read_response(a)
+            answers.append((code, body))
+            if code == 200:
+                assert body == b"slept 4000 ms\n", body
+        declined = [c for c, _ in answers if c == 503]
+        assert len(declined) >= 1 and len(declined) + answers.count((200, b"slept 4000 ms\n")) == 8, \
+            answers
+        st = get_json(srv, "/status.json")
+        assert st["handlers_declined"] == len(declined), (st, answers)
+        assert st["handlers_waiting"] == 0, st
+    assert "answered 503: all 3 threads busy and 3 handlers waiting" in srv.err, srv.err
+
+
+@test("threads")
 def t_loops_per_usable_cpu(_):
     """By default a loop per CPU the process may run on: its affinity mask
     (taskset, a container's cpuset) counts, not the CPUs online; --loops

@@ -91,8 +91,10 @@ typedef struct cshs_options {
      * other threads, so blocking ones do not cost a hand-over each.
      * Threads are kept up to
      * max(min_threads, loops + 1) (default min_threads 2), at most
-     * max_threads (default 256: blocked handlers each hold one); a spare
-     * beyond them leaves after park_after_ms (default 2000) idle. */
+     * max_threads (default 256: blocked handlers each hold one), and a
+     * thread more per loop whose handler blocks then (it is handed over
+     * all the same); a spare beyond them leaves after park_after_ms
+     * (default 2000) idle. */
     unsigned loops;
     unsigned offload_ms;
     unsigned min_threads;
@@ -171,6 +173,14 @@ typedef struct cshs_options {
      * woken. A client slower than that is the loop's again, so a slow
      * client holds a thread that long at most. */
     uint64_t next_request_wait_us;
+
+    /* 0.4.1. With max_threads busy, a handler that may block waits for a
+     * thread, first come first served, and the loops go on serving
+     * (cshs_server_set_quick says which handlers need no thread). Beyond
+     * max_waiting_handlers waiting (default 1024; 0: none waits; at most
+     * 1000000) a request is answered 503 (CSHW_E_OVERLOADED) without its
+     * handler, and counted (cshs_counters.handlers_declined). */
+    size_t max_waiting_handlers;
 } cshs_options;
 
 /* The size of cshs_options in libcshttp-server 0.2, the first version with

@@ -113,6 +113,11 @@ typedef struct cshs_counters {
     uint64_t handovers;      /* loops handed to another thread (a handler blocked) */
     uint64_t offloaded;      /* handlers run on another thread than their loop's */
     uint64_t deferred;       /* handlers that answered later (cshs_defer; 0.3.2) */
+    /* 0.4.1: handlers waiting for a thread now (max_threads busy), and
+     * requests answered 503 without their handler because
+     * max_waiting_handlers waited already */
+    uint64_t handlers_waiting;
+    uint64_t handlers_declined;
 } cshs_counters;
 
 /* A server with a copy of `options` (NULL: defaults) that runs `handler`
@@ -133,6 +138,19 @@ CSHS_EXPORT void cshs_server_set_log(cshs_server *s, cshs_log_fn fn, void *user)
  * by max_threads; body deadlines still apply. Set before start. */
 CSHS_EXPORT void cshs_server_set_streaming(
     cshs_server *s, int (*fn)(void *arg, const char *head, const csh_message *msg), void *arg);
+
+/* Requests whose handler never waits (a static file, an answer from
+ * memory, a handler that defers rather than block): fn(arg, head, msg)
+ * says 1 for such a request. While handlers wait for a thread (all
+ * max_threads busy) or a loop's handlers lately blocked (offload_ms),
+ * only these run on the loop's thread; the others queue for a thread
+ * (max_waiting_handlers, past it 503). Without it (NULL, the default)
+ * every handler queues then. Called on the loop's thread, only then, and
+ * must not block. Set before start (0.4.1). */
+CSHS_EXPORT void cshs_server_set_quick(cshs_server *s,
+                                       int (*fn)(void *arg, const char *head,
+                                                 const csh_message *msg),
+                                       void *arg);
 
 /* The application's pointer (libuv's `data` convention): every handler
  * reaches it as cshw_context_app_data(ctx). Set before start; the engine
