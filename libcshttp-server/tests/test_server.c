@@ -573,6 +573,7 @@ static void test_slow_handler_holds_no_events(void **state)
 static int gate[2] = {-1, -1}; /* a byte written lets one gated handler end */
 static char gate_started[8][16]; /* the gated handlers' paths, in the order they began */
 static _Atomic int gate_starts;
+static _Atomic int gate_noted; /* of them, written to gate_started (its release) */
 
 /* POST /gate/N (streamed, so always a job): reads its body, notes that it
  * began, and waits for a byte of the gate; anything else is hello's. */
@@ -589,6 +590,7 @@ static void gated(cshw_context *ctx)
     }
     int i = atomic_fetch_add(&gate_starts, 1);
     if (i < 8) snprintf(gate_started[i], sizeof gate_started[i], "%s", path);
+    atomic_fetch_add(&gate_noted, 1);
     ssize_t n;
     do n = read(gate[0], b, 1);
     while (n < 0 && errno == EINTR);
@@ -599,6 +601,17 @@ static int gate_streams(void *arg, const char *head, const csh_message *msg)
 {
     (void)arg;
     return msg->target.len >= 6 && memcmp(head + msg->target.off, "/gate/", 6) == 0;
+}
+
+/* gate_noted once it reaches `want` (the gated handlers' notes are read
+ * after it); a liveness bound, not a timing check. */
+static int gate_noted_reaches(int want)
+{
+    for (int i = 0; i < 1000 && atomic_load(&gate_noted) < want; i++) {
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    return atomic_load(&gate_noted);
 }
 
 /* Polls s2's counters until field `which` (0: workers_busy, 1:
@@ -635,6 +648,7 @@ static void test_handlers_wait_for_a_thread(void **state)
     unsigned p2 = cshs_server_port(s2, 0);
     assert_int_equal(pipe(gate), 0);
     atomic_store(&gate_starts, 0);
+    atomic_store(&gate_noted, 0);
     int g[5];
     for (int i = 0; i < 5; i++) {
         g[i] = dial(p2);
@@ -674,6 +688,7 @@ static void test_handlers_wait_for_a_thread(void **state)
     /* first come, first served: a thread freed takes /gate/2 first */
     assert_int_equal(write(gate[1], "x", 1), 1);
     assert_int_equal(s2_counter_reaches(1, 1), 1);
+    assert_int_equal(gate_noted_reaches(3), 3);
     assert_string_equal(gate_started[2], "/gate/2");
     assert_int_equal(write(gate[1], "xxx", 3), 3);
     for (int i = 0; i < 4; i++) {
@@ -682,6 +697,7 @@ static void test_handlers_wait_for_a_thread(void **state)
         assert_int_equal(exchange(g[i], NULL, want, buf, sizeof buf), 0);
         close(g[i]);
     }
+    assert_int_equal(gate_noted_reaches(4), 4);
     assert_string_equal(gate_started[3], "/gate/3");
     assert_int_equal(s2_counter_reaches(1, 0), 0);
     close(g[4]);
