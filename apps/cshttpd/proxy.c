@@ -669,6 +669,17 @@ static void answer_ended(cshw_context *ctx, const proxy *p, proxy_origin *o, csh
 {
     cshw_request *req = cshw_context_request(ctx);
     cshw_response *res = cshw_context_response(ctx);
+    if (e == CSHS_CLIENT_E_CANCELED) {
+        /* the client left: nginx's 499, for the log; nobody reads it */
+        proxy_origin_done(p, o, 0, mono_ms());
+        error_log_printf(LOG_INFO, "proxy %s %s -> %s: the client left, the request to the origin "
+                                   "was given up",
+                         cshw_request_method(req), cshw_request_target(req), o->url);
+        cshw_response_set_status(res, 499);
+        cshw_response_close_connection(res);
+        cshs_call_free(call);
+        return;
+    }
     if (e < 0) {
         proxy_origin_done(p, o, proxy_origin_failed(e), mono_ms());
         fail(o, req, res, e, call ? "sending the request:" : "connecting:");
@@ -731,6 +742,15 @@ typedef struct waiting {
 
 static void origin_ready(void *arg);
 
+/* The client left while its request waited for the origin (on the loop's
+ * thread): the request to the origin is given up (its connection closed
+ * when the request was out), and origin_ready ends ours. */
+static void client_left(void *arg)
+{
+    waiting *wt = arg;
+    if (wt->call) cshs_call_cancel(wt->call);
+}
+
 /* Whether a request may be sent again: a method that means the same done
  * twice (RFC 9110 §9.2.2), as nginx's proxy_next_upstream retries. */
 static int idempotent(const char *method)
@@ -776,6 +796,7 @@ static void answer_later(cshw_context *ctx, void *arg)
             cshs_call_free(wt->call);
             wt->retried = 1;
             wt->d = d;
+            cshs_deferred_on_abort(d, client_left, wt);
             wt->o = proxy_pick(wt->p, wt->r, failed, now);
             int r = send_waiting(wt);
             if (r < 0) {
@@ -824,6 +845,7 @@ static int proxy_deferred(proxy *p, const proxy_route *r, proxy_origin *o, cshw_
     wt->rq = *rq; /* its strings and fields live in the request (arena, head) */
     wt->d = d;
     wt->wo = cshw_context_options(ctx);
+    cshs_deferred_on_abort(d, client_left, wt);
     /* 0: origin_ready resumes it; 1: nothing to wait for (or the loop
      * could not watch the socket): resumed at once, the continuation runs
      * when this handler returns */

@@ -895,7 +895,7 @@ void cshs__conn_post(cshs_conn *c)
  * and its resume came): on a job thread when it may wait
  * (cshs_deferred_run), else on the loop's thread, after the batch when
  * this is the loop's owner (`owner`), or given back to the loop. */
-static void continuation_due(cshs_conn *c, int owner)
+static void continuation_run(cshs_conn *c, int owner)
 {
     c->resume = RESUME_DEFERRED;
     /* a continuation is never declined: its handler ran, and the queue
@@ -906,6 +906,22 @@ static void continuation_due(cshs_conn *c, int owner)
         cshs__conn_post(c);
     else
         cshs__give_back(c);
+}
+
+/* The continuation is due: it runs, unless the loop is telling the
+ * request that its client left (cshs__conn_client_left), which runs it
+ * after. */
+static void continuation_due(cshs_conn *c, int owner)
+{
+    char st = atomic_load(&c->waits);
+    for (;;) {
+        char next = st == WAITS_ABORTING ? WAITS_DUE : WAITS_NONE;
+        if (atomic_compare_exchange_weak(&c->waits, &st, next)) {
+            if (next == WAITS_DUE) return;
+            break;
+        }
+    }
+    continuation_run(c, owner);
 }
 
 /* What follows a handler (or a continuation) run by a loop's thread:
@@ -919,6 +935,7 @@ static int after_handler(cshs_worker *w, cshs_conn *c, int r, int owner)
     if (r == CSHW_EXCHANGE_DEFERRED) {
         /* the handler returned; when its resume came first, the
          * continuation is due */
+        atomic_store(&c->waits, WAITS_FREE);
         if (atomic_fetch_sub(&c->later->pending, 1) == 1) continuation_due(c, owner);
         return 0;
     }
@@ -1000,6 +1017,7 @@ cshs_deferred *cshs_defer(cshw_context *ctx)
         return NULL;
     }
     c->later->fn = NULL;
+    c->later->abort_fn = NULL;
     atomic_store(&c->later->pending, 2);
     atomic_fetch_add_explicit(&c->srv->c_deferred, 1, memory_order_relaxed);
     return (cshs_deferred *)c;
@@ -1031,6 +1049,28 @@ static void resume(cshs_conn *c, void (*fn)(cshw_context *ctx, void *arg), void 
      * back */
     if (atomic_fetch_sub(&d->pending, 1) == 1)
         continuation_due(c, !running_conn && cshs__self_loop() == c->loop);
+}
+
+void cshs_deferred_on_abort(cshs_deferred *d, void (*fn)(void *arg), void *arg)
+{
+    cshs_conn *c = (cshs_conn *)d;
+    if (!c) return;
+    c->later->abort_fn = fn;
+    c->later->abort_arg = arg;
+}
+
+void cshs__conn_client_left(cshs_conn *c)
+{
+    /* only a request that waits, its handler returned: taken, it cannot
+     * go on beside the callback (continuation_due leaves it to us) */
+    char st = WAITS_FREE;
+    if (!atomic_compare_exchange_strong(&c->waits, &st, WAITS_ABORTING)) return;
+    cshs_later *d = c->later;
+    void (*fn)(void *) = d->abort_fn;
+    d->abort_fn = NULL;
+    /* not once resumed: what it waited for is over */
+    if (fn && atomic_load(&d->pending) == 1) fn(d->abort_arg);
+    if (atomic_exchange(&c->waits, WAITS_NONE) == WAITS_DUE) continuation_run(c, 1);
 }
 
 void cshs_deferred_resume(cshs_deferred *d, void (*fn)(cshw_context *ctx, void *arg), void *arg)

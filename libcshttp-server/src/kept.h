@@ -74,6 +74,10 @@ uint32_t cshs__kept_take_missed(cshs_kept *k, uint32_t mask);
  * registered with none). Not armed. */
 void cshs__kept_forget(cshs_kept *k);
 
+/* Whether the calling thread is r's: its loop's owner, between events
+ * (server.c). */
+int cshs__on_reactor(const cshs_reactor *r);
+
 /* Whether it was ever registered with a loop (its tag is set then and
  * stays): a loop may still hold an event of it, so its owner keeps the
  * struct readable (kept.h's Lifetime). */

@@ -824,6 +824,11 @@ cshs_loop *cshs__self_loop(void)
     return self_loop;
 }
 
+int cshs__on_reactor(const cshs_reactor *r)
+{
+    return r && self_loop == (const cshs_loop *)r;
+}
+
 static void wake_loop(cshs_loop *l)
 {
     uint64_t one = 1;
@@ -1051,6 +1056,10 @@ static void serve_loop(cshs_worker *w, cshs_loop *l)
                                    c->phase == CP_READ && c->tls_wait != POLLOUT;
                     if (ev & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) c->rdhup = 1;
                     if (!idle_out) cshs__conn_event(w, c);
+                } else if (!c->closed && (ev & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))) {
+                    /* busy: a request that waits for a peer (deferred)
+                     * learns that its client left */
+                    cshs__conn_client_left(c);
                 }
             } else if (tag == TAG_LISTENER) {
                 if (!atomic_load(&s->stopping)) accept_one(w, l, ptr);

@@ -87,7 +87,19 @@ typedef struct cshs_later {
     void *arg;
     char job; /* it runs as a job (cshs_deferred_run) */
     _Atomic int pending;
+    /* cshs_deferred_on_abort: run once, on the loop's thread, when the
+     * client's connection ends while the request waits */
+    void (*abort_fn)(void *arg);
+    void *abort_arg;
 } cshs_later;
+
+/* cshs_conn.waits: whether a deferred request waits, and who may act on
+ * it. WAITS_NONE: none does (or its handler or continuation runs);
+ * WAITS_FREE: its handler returned, and the loop may tell it its client
+ * left; WAITS_ABORTING: the loop does (the continuation waits for it);
+ * WAITS_DUE: and the continuation came due meanwhile (the loop runs it
+ * after). */
+enum { WAITS_NONE, WAITS_FREE, WAITS_ABORTING, WAITS_DUE };
 
 /* A streaming route's read buffer (connection.c): the bytes the handler's
  * reads use, data[pos .. len) not yet taken. Freed when the connection
@@ -129,6 +141,7 @@ typedef struct cshs_conn {
     char in_muted;     /* registered without input: a job's thread waits for it (connection.c) */
     char tls_drained;  /* TLS: OpenSSL's last read of the socket got less than it asked (tls.c) */
     char served;       /* an exchange has run (the next head waits keepalive_timeout_ms) */
+    _Atomic char waits; /* WAITS_*: a deferred request waits (its client may leave) */
     short tls_wait;    /* POLLIN or POLLOUT: the last read's wait, or a write's that had to */
     short expire_kind; /* EXP_*: which deadline deadline_ms is (a short: 256 bytes in all) */
     short tls_state;   /* TLS_* */
@@ -301,6 +314,9 @@ cshs_conn *cshs__conn_new(struct cshs_server *s, int fd, const struct sockaddr *
 void cshs__conn_event(cshs_worker *w, cshs_conn *c);
 /* A connection a handler's thread gave back: goes on after its handler. */
 void cshs__conn_resume(cshs_worker *w, cshs_conn *c);
+/* An event said c's client left (the loop's owner, c busy): a request
+ * that waits is told (cshs_deferred_on_abort). */
+void cshs__conn_client_left(cshs_conn *c);
 /* A deferred handler's continuation, due (the loop's owner; c posted or
  * given back with RESUME_DEFERRED). */
 void cshs__conn_continue(cshs_worker *w, cshs_conn *c);

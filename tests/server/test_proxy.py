@@ -16,6 +16,7 @@ import http.client
 import json
 import os
 import shutil
+import select
 import signal
 import socket
 import ssl
@@ -344,6 +345,65 @@ class EarlyOrigin:
         self.ls.close()
         for c in self.held:
             c.close()
+
+
+class ThinkingOrigin:
+    """An origin that thinks `think` seconds before it answers a path with
+    "/think" in it, and notes a request whose connection the proxy closed
+    meanwhile (a client
+    that gave up, passed on). One thread per connection."""
+
+    def __init__(self, think):
+        self.think = think
+        self.ls = socket.socket()
+        self.ls.bind(("127.0.0.1", 0))
+        self.ls.listen(256)
+        self.port = self.ls.getsockname()[1]
+        self.lock = threading.Lock()
+        self.heads = 0
+        self.given_up = 0  # connections closed by the proxy while thinking
+        self.answered = 0
+        self.t = threading.Thread(target=self.loop, daemon=True)
+        self.t.start()
+
+    def url(self):
+        return "http://127.0.0.1:%d" % self.port
+
+    def loop(self):
+        while True:
+            try:
+                c, _ = self.ls.accept()
+            except OSError:
+                return
+            threading.Thread(target=self.serve, args=(c,), daemon=True).start()
+
+    def serve(self, c):
+        buf = b""
+        try:
+            while True:
+                while b"\r\n\r\n" not in buf:
+                    d = c.recv(65536)
+                    if not d:
+                        return
+                    buf += d
+                head, buf = buf.split(b"\r\n\r\n", 1)
+                with self.lock:
+                    self.heads += 1
+                r, _, _ = select.select([c], [], [], self.think if b"/think" in head else 0)
+                if r and not c.recv(1, socket.MSG_PEEK):
+                    with self.lock:
+                        self.given_up += 1
+                    return
+                c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 7\r\n\r\nthought")
+                with self.lock:
+                    self.answered += 1
+        except OSError:
+            pass
+        finally:
+            c.close()
+
+    def close(self):
+        self.ls.close()
 
 
 def upload_early_answered(port, size):
@@ -742,6 +802,49 @@ def t_slow_origin(tmp):
             st, _, body = get(px.port, "/o/fine")
             assert st == 200 and body.endswith(b"/o/fine"), (st, body)
             assert not body.startswith(b"conn 1 "), body
+    finally:
+        o.close()
+
+
+@test("failures")
+def t_client_gives_up(tmp):
+    """64 clients ask for an answer the origin thinks 8 s about, and close
+    after 0.3 s: each request to the origin is given up at once (its
+    connection closed while the origin still thinks; those still waiting
+    for one of the 8 pooled connections leave the queue), logged 499, as
+    nginx does (proxy_ignore_client_abort off). The pool is not pinned: a
+    request after them is sent at once."""
+    o = ThinkingOrigin(8)
+    log = os.path.join(tmp, "access.log")
+    try:
+        with proxy(tmp, "/o=" + o.url(), extra=("--proxy-pool-size", "8", "--access-log", log,
+                                                "--proxy-acquire-timeout-ms", "20000")) as px:
+            socks = []
+            for _ in range(64):
+                s = socket.create_connection(("127.0.0.1", px.port), timeout=20)
+                s.sendall(b"GET /o/think HTTP/1.1\r\nHost: a\r\n\r\n")
+                socks.append(s)
+            deadline = time.time() + 20
+            while o.heads < 8:
+                assert time.time() < deadline, o.heads
+                time.sleep(0.05)
+            time.sleep(0.3)
+            for s in socks:
+                s.close()
+            # given up long before the origin's 8 s: the closes are seen
+            # while it still thinks
+            while o.given_up < 8:
+                assert time.time() < deadline and o.answered == 0, (o.given_up, o.answered)
+                time.sleep(0.05)
+            # the queue let go too: a new request gets a connection at once
+            st, _, body = get(px.port, "/o/after", timeout=20)
+            assert st == 200 and body == b"thought", (st, body)
+            assert o.given_up == 8 and o.answered == 1, (o.given_up, o.answered)
+            p = pools(px)[o.url()]
+            assert p["waiters"] == 0, p
+        with open(log) as f:
+            lines = f.read().splitlines()
+        assert sum(1 for l in lines if '"GET /o/think HTTP/1.1" 499 ' in l) == 64, lines
     finally:
         o.close()
 

@@ -241,7 +241,8 @@ extern "C" {
     XX(READ_TIMEOUT, -5009, 504, "the response body stalled for read_timeout_ms")                  \
     XX(ORIGIN_CLOSED, -5010, 502, "the origin closed the connection before the response ended")    \
     XX(MALFORMED, -5011, 502, "the response is malformed, or bytes followed its end")              \
-    XX(TOO_LARGE, -5012, 502, "the response body is larger than the limit")
+    XX(TOO_LARGE, -5012, 502, "the response body is larger than the limit")                      \
+    XX(CANCELED, -5013, 499, "the call was given up before its answer (cshs_call_cancel)")
 
 typedef enum cshs_client_error {
 #define CSHS_CLIENT_ERROR_ENUM_(name, value, status, message) CSHS_CLIENT_E_##name = (value),
@@ -535,6 +536,21 @@ CSHS_EXPORT int cshs_call_end_async(cshs_call *call, cshs_reactor *r, void (*don
 CSHS_EXPORT int cshs_client_send_async(cshs_client *c, const cshs_client_request *r,
                                        cshs_reactor *rx, void (*done)(void *arg), void *arg,
                                        cshs_call **out);
+
+/* Gives up a call that waits on its reactor (cshs_client_send_async, or
+ * cshs_call_end_async) and that nobody wants any more: the client of a
+ * proxied request left (0.4.1). On that reactor's thread, before done
+ * ran. 0: it ended here with CSHS_CLIENT_E_CANCELED, and done ran before
+ * this returned, as for any failure (cshs_call_end then returns the
+ * error). Ended so: a call waiting in its pool's queue for a connection,
+ * which leaves the queue; a call whose head was awaited, its watch armed
+ * from the reactor's thread, whose connection is closed (its request was
+ * sent: the origin sees the close, as nginx's proxy closes the upstream
+ * connection of a client that left). 1: it could not end here and goes
+ * on as before (a connect of its own in flight, a connection being
+ * handed to it on another thread, its head armed from there). -EINVAL:
+ * a NULL call, one not waiting on a reactor, or another thread. */
+CSHS_EXPORT int cshs_call_cancel(cshs_call *call);
 
 /* The response, once the head is here (after cshs_client_send, or
  * cshs_call_end returned 0); valid until cshs_call_free.

@@ -265,12 +265,25 @@ static inline int cshs_server_counters(const cshs_server *s, cshs_counters *out)
  * waits (reactor.h, cshs_call_end_async in client.h). Its watches are
  * given 0 at a forced stop. */
 typedef struct cshs_deferred cshs_deferred;
+
 CSHS_EXPORT cshs_deferred *cshs_defer(cshw_context *ctx);
 CSHS_EXPORT cshs_reactor *cshs_deferred_reactor(cshs_deferred *d);
 CSHS_EXPORT void cshs_deferred_resume(cshs_deferred *d, void (*fn)(cshw_context *ctx, void *arg),
                                       void *arg);
 CSHS_EXPORT void cshs_deferred_run(cshs_deferred *d, void (*fn)(cshw_context *ctx, void *arg),
                                    void *arg);
+
+/* cshs_deferred_on_abort (0.4.1): fn(arg) is called once, on the loop's
+ * thread, when the client's connection ends (closed, reset, or its
+ * sending side shut, as nginx takes it) while the request waits: its
+ * handler returned and nothing resumed it yet. fn gives up what the
+ * request waits for (cshs_call_cancel, client.h), which resumes it as a
+ * failure would; the request then ends as usual, its answer going
+ * nowhere, and is logged with the status it set (499 for a proxy's).
+ * Called by the handler that deferred (or a continuation that deferred
+ * again) before it returns; a new defer clears it. Without it, a request
+ * waits for its peer whatever its client does. */
+CSHS_EXPORT void cshs_deferred_on_abort(cshs_deferred *d, void (*fn)(void *arg), void *arg);
 
 /* The port a TCP listener is bound to (index 0: address, 1: address6), or
  * 0 when there is none; useful with port 0. */
