@@ -355,9 +355,10 @@ struct cshs_call {
     cshs_reactor *rx;
     waiter aw;
     struct cshs_call *handed_next;
-    /* its head is awaited on rx, armed from rx's own thread: only that
-     * thread touches the call until done (cshs_call_cancel may end it) */
-    _Atomic int watched_here;
+    /* the connection whose watch awaits its head (cshs_call_end_async),
+     * set before the arm: cshs_call_cancel ends the call when it finds
+     * that watch still armed, under the reactor's lock */
+    struct conn *_Atomic watched;
     csh_header fields[MAX_FIELDS]; /* last: not cleared (call_start) */
 };
 
@@ -2440,7 +2441,7 @@ static void async_ready(cshs_watch *w, uint32_t events)
 {
     conn *cn = w->arg;
     cshs_call *call = cn->waiting;
-    atomic_store_explicit(&call->watched_here, 0, memory_order_relaxed);
+    atomic_store_explicit(&call->watched, NULL, memory_order_relaxed);
     int r = CSHS_CLIENT_E_HEAD_TIMEOUT; /* given 0: the deadline, or the reactor stops */
     if (events) {
         r = async_step(call);
@@ -2482,14 +2483,12 @@ int cshs_call_end_async(cshs_call *call, cshs_reactor *r, void (*done)(void *arg
     cn->kw.w.deadline_ms = call->head_deadline_ms;
     cn->kw.w.ready = async_ready;
     cn->kw.w.arg = cn;
-    /* an arm from another thread (one that gave a connection back) may
-     * still be under way when the reactor's thread would cancel */
-    atomic_store_explicit(&call->watched_here, cshs__on_reactor(r), memory_order_relaxed);
+    atomic_store_explicit(&call->watched, cn, memory_order_release);
     /* last: from here the reactor's thread may run async_ready */
     e = cshs__kept_arm(&cn->kw);
     if (e < 0) {
         cn->waiting = NULL;
-        atomic_store_explicit(&call->watched_here, 0, memory_order_relaxed);
+        atomic_store_explicit(&call->watched, NULL, memory_order_relaxed);
     }
     return e;
 }
@@ -2505,11 +2504,17 @@ int cshs_call_cancel(cshs_call *call)
     if (queued) wq_remove(call->p, &call->aw);
     pthread_mutex_unlock(&c->mu);
     if (!queued) {
-        if (!atomic_load_explicit(&call->watched_here, memory_order_relaxed)) return 1;
+        /* its head awaited: the watch, disarmed here while still armed
+         * (under the reactor's lock, which the thread that armed it let
+         * go, touching the call no more), is ours, and so is the call.
+         * Not armed yet (being armed on another thread) or fired: it goes
+         * on. */
+        conn *cn = atomic_load_explicit(&call->watched, memory_order_acquire);
+        if (!cn || !cshs__kept_disarm(&cn->kw, call->rx)) return 1;
         /* its request is out: the connection closes (the origin sees
-         * the close) and leaves the loop, its watch with it */
-        atomic_store_explicit(&call->watched_here, 0, memory_order_relaxed);
-        call->cn->waiting = NULL;
+         * the close) and leaves the loop */
+        atomic_store_explicit(&call->watched, NULL, memory_order_relaxed);
+        cn->waiting = NULL;
     }
     call_fail(call, CSHS_CLIENT_E_CANCELED);
     call->done(call->done_arg); /* last: it may free the call */

@@ -67,6 +67,11 @@ int cshs__kept_arm(cshs_kept *k);
  * Not armed; the owner's thread. */
 int cshs__kept_mute(cshs_kept *k);
 
+/* Disarms it when it is armed on r (under r's lock, as the loop gives
+ * an event): 1, and its ready will not run; 0 when it was not (not yet
+ * armed, or its event given). On r's thread. */
+int cshs__kept_disarm(cshs_kept *k, cshs_reactor *r);
+
 /* The missed events among `mask`, forgotten. */
 uint32_t cshs__kept_take_missed(cshs_kept *k, uint32_t mask);
 

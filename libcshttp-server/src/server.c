@@ -748,6 +748,19 @@ int cshs__kept_mute(cshs_kept *k)
     return -e;
 }
 
+int cshs__kept_disarm(cshs_kept *k, cshs_reactor *r)
+{
+    cshs_loop *l = (cshs_loop *)r;
+    pthread_mutex_lock(&l->mu);
+    int armed = k->w.reg == r && k->w.armed;
+    if (armed) {
+        unlist(l, &k->w);
+        k->w.armed = 0;
+    }
+    pthread_mutex_unlock(&l->mu);
+    return armed;
+}
+
 uint32_t cshs__kept_take_missed(cshs_kept *k, uint32_t mask)
 {
     return atomic_fetch_and(&k->missed, ~mask) & mask;

@@ -98,6 +98,7 @@ typedef struct origin {
     atomic_int stop;
     atomic_int fin_now;
     atomic_int stray_now;
+    atomic_int ended; /* connections whose peer closed (or that it closed) */
     int modes[16];     /* per connection index; M_ECHO past 16 */
     int hold;          /* answers wait until this many requests arrived (burst test) */
     int idle_close_ms; /* closes a connection idle this long (its keep-alive timeout) */
@@ -404,6 +405,7 @@ out:
         SSL_free(p->ssl);
     }
     close(p->fd);
+    atomic_fetch_add(&o->ended, 1);
     free(p);
     return NULL;
 }
@@ -2407,6 +2409,128 @@ static void test_waiting_for_a_connection_on_the_loop(void **state)
     origin_free(og);
 }
 
+/* ---- a client that leaves gives its request up (cshs_call_cancel) ---- */
+
+static atomic_int cancel_results; /* cshs_call_cancel's 0s */
+static atomic_int canceled_ends;  /* continuations whose call ended CANCELED */
+
+static void canceled_answer(cshw_context *ctx, void *arg)
+{
+    async_wait *q = arg;
+    int r = cshs_call_end(q->call);
+    if (r == CSHS_CLIENT_E_CANCELED) atomic_fetch_add(&canceled_ends, 1);
+    cshw_response_set_status(cshw_context_response(ctx), r < 0 ? 499 : 200);
+    cshs_call_free(q->call);
+}
+
+static void canceled_ready(void *arg)
+{
+    async_wait *q = arg;
+    cshs_deferred_resume(q->d, canceled_answer, q);
+}
+
+/* The client left (cshs_deferred_on_abort): on the loop's thread, as
+ * cshs_call_cancel wants. */
+static void client_left(void *arg)
+{
+    async_wait *q = arg;
+    if (cshs_call_cancel(q->call) == 0) atomic_fetch_add(&cancel_results, 1);
+}
+
+/* queued_handler's way, the origin silent, and given up when the client
+ * leaves. */
+static void cancel_handler(cshw_context *ctx)
+{
+    async_wait *q = cshw_arena_alloc(cshw_context_arena(ctx), sizeof *q);
+    q->d = cshs_defer(ctx);
+    assert_non_null(q->d);
+    cshs_client_request rq;
+    cshs_client_request_init(&rq);
+    rq.origin = queue_origins[0];
+    rq.target = cshw_request_path(cshw_context_request(ctx));
+    rq.head_timeout_ms = 60000;
+    rq.acquire_timeout_ms = 60000;
+    cshs_deferred_on_abort(q->d, client_left, q);
+    assert_int_equal(cshs_client_send_async(handler_client, &rq, cshs_deferred_reactor(q->d),
+                                            canceled_ready, q, &q->call),
+                     0);
+}
+
+/* A connection to the server with a request sent: the client that will
+ * leave. */
+static int ask_and_stay(unsigned port, const char *path)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_port = htons((uint16_t)port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+    char rq[128];
+    snprintf(rq, sizeof rq, "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", path);
+    assert_true(send(fd, rq, strlen(rq), MSG_NOSIGNAL) > 0);
+    return fd;
+}
+
+static void wait_atomic(atomic_int *v, int want)
+{
+    for (int i = 0; i < 2000 && atomic_load(v) != want; i++) sleep_ms(2);
+    assert_int_equal(atomic_load(v), want);
+}
+
+/* client.h, cshs_call_cancel; server.h, cshs_deferred_on_abort. A
+ * request whose head the silent origin never sends: its client closes,
+ * the loop tells the request, the call is given up and its connection
+ * closed (the origin sees the close), the continuation ends it with
+ * CSHS_CLIENT_E_CANCELED. A request still queued for the pool's one
+ * connection leaves the queue. Off its reactor's thread, or for a call
+ * not on a reactor, the cancel is refused. */
+static void test_client_that_leaves_cancels(void **state)
+{
+    (void)state;
+    origin *og = origin_new();
+    og->modes[0] = M_SILENT;
+    origin_url(og, queue_origins[0], sizeof queue_origins[0]);
+    handler_client = client_with(1, 0);
+    atomic_store(&cancel_results, 0);
+    atomic_store(&canceled_ends, 0);
+    cshs_server *srv = handler_server(cancel_handler, 1);
+    unsigned port = cshs_server_port(srv, 0);
+
+    /* its head awaited: the origin's connection closes */
+    int fd = ask_and_stay(port, "/c1");
+    wait_atomic(&og->nconns, 1);
+    for (int i = 0; i < 2000 && stats_of(handler_client).open != 1; i++) sleep_ms(2);
+    /* a second request waits in the queue for the one connection */
+    int fd2 = ask_and_stay(port, "/c2");
+    wait_for_waiters(handler_client, 1);
+    close(fd2);
+    wait_for_waiters(handler_client, 0);
+    wait_atomic(&cancel_results, 1);
+    wait_atomic(&canceled_ends, 1);
+    assert_int_equal(atomic_load(&og->ended), 0); /* the first still waits */
+    close(fd);
+    wait_atomic(&cancel_results, 2);
+    wait_atomic(&canceled_ends, 2);
+    wait_atomic(&og->ended, 1);
+    assert_int_equal(stats_of(handler_client).open, 0);
+
+    assert_int_equal(cshs_call_cancel(NULL), -EINVAL);
+    cshs_client_request rq;
+    cshs_client_request_init(&rq);
+    rq.origin = queue_origins[0];
+    rq.target = "/blocking";
+    rq.head_timeout_ms = 100;
+    cshs_call *call = NULL;
+    assert_int_equal(cshs_client_begin(handler_client, &rq, &call), 0);
+    assert_int_equal(cshs_call_cancel(call), -EINVAL); /* not on a reactor */
+    cshs_call_free(call);
+    cshs_server_free(srv);
+    cshs_client_free(handler_client);
+    origin_free(og);
+}
+
 /* The retry rule for a request that waits on the loop: the reused
  * connection the origin closed unanswered is replaced by one opened for
  * it on the loop, and the request sent again there, before its
@@ -2999,6 +3123,7 @@ int main(void)
         cmocka_unit_test(test_answered_twice),
         cmocka_unit_test(test_answer_awaited_on_the_loop),
         cmocka_unit_test(test_waiting_for_a_connection_on_the_loop),
+        cmocka_unit_test(test_client_that_leaves_cancels),
         cmocka_unit_test(test_burst_opens_on_the_loop),
         cmocka_unit_test(test_idle_connection_seen_on_the_loop),
         cmocka_unit_test(test_retry_on_the_loop),
