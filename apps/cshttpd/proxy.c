@@ -813,15 +813,17 @@ static void answer_later(cshw_context *ctx, void *arg)
 
 /* The origin's head is here, or the call failed: on the loop's thread, or
  * on the thread that failed it (the client's tick at the acquire deadline,
- * say). The continuation runs on the loop's thread, unless the body is
- * one to stream (longer than the response buffer, chunked, or up to the
- * origin's close): passing it on waits for the origin and the client
- * in turn, on a thread of its own (a job), not on the loop. */
+ * say). The continuation runs on the loop's thread when the body is all
+ * here, else on a thread of its own (a job), not on the loop: a body to
+ * stream (longer than the response buffer, chunked, or up to the origin's
+ * close) waits for the origin and the client in turn, and one that fits
+ * the response buffer but not the client's connection buffer is read
+ * from the socket. */
 static void origin_ready(void *arg)
 {
     waiting *wt = arg;
     const csh_message *m = cshs_call_message(wt->call);
-    if (m && !goes_whole(m, wt->wo))
+    if (m && (!goes_whole(m, wt->wo) || !cshs_call_body_here(wt->call)))
         cshs_deferred_run(wt->d, answer_later, wt);
     else
         cshs_deferred_resume(wt->d, answer_later, wt);

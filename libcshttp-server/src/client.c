@@ -2980,6 +2980,12 @@ static int have_head(const cshs_call *call)
     return call && call->head != NULL;
 }
 
+int cshs_call_body_here(const cshs_call *call)
+{
+    if (!have_head(call)) return 0;
+    return call->state == K_DONE || (call->state == K_BODY_IN && !body_from_socket(call));
+}
+
 int cshs_call_status(const cshs_call *call)
 {
     return have_head(call) ? call->parser.msg.status : 0;

@@ -809,6 +809,81 @@ def t_slow_origin(tmp):
         o.close()
 
 
+class PausingOrigin:
+    """An origin that sends its answer's head and the first KiB of a
+    40,000-byte body, then waits for the test's word (`go`, 10 s at most:
+    `waited_out` says it came by the clock) before it sends the rest."""
+
+    def __init__(self):
+        self.ls = socket.socket()
+        self.ls.bind(("127.0.0.1", 0))
+        self.ls.listen(4)
+        self.port = self.ls.getsockname()[1]
+        self.go = threading.Event()
+        self.started = threading.Event()
+        self.waited_out = False
+        self.body = bytes(range(256)) * 156 + b"x" * 64  # 40,000 bytes
+        self.t = threading.Thread(target=self.serve, daemon=True)
+        self.t.start()
+
+    def url(self):
+        return "http://127.0.0.1:%d" % self.port
+
+    def serve(self):
+        c, _ = self.ls.accept()
+        c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        buf = b""
+        while b"\r\n\r\n" not in buf:
+            d = c.recv(65536)
+            if not d:
+                return
+            buf += d
+        c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(self.body) +
+                  self.body[:1024])
+        self.started.set()
+        self.waited_out = not self.go.wait(10)
+        c.sendall(self.body[1024:])
+        time.sleep(0.5)
+        c.close()
+
+    def close(self):
+        self.ls.close()
+
+
+@test("cshttpd")
+def t_body_longer_than_the_client_buffer(tmp):
+    """A response buffer of 64 KiB and an origin's 40,000-byte answer whose
+    body stalls after its first KiB: the answer goes out whole (Content-
+    Length, one write), but its body is read on a thread of its own, not
+    on the loop, which goes on serving a static file meanwhile (one loop:
+    the file's request meets the same loop) and is never held (nothing is
+    handed over)."""
+    o = PausingOrigin()
+    try:
+        with proxy(tmp, "/o=" + o.url(),
+                   extra=("--loops", "1", "--response-buffer", "65536")) as px:
+            got = {}
+
+            def fetch():
+                got["answer"] = get(px.port, "/o/forty", timeout=30)
+            t = threading.Thread(target=fetch)
+            t.start()
+            assert o.started.wait(10)
+            st, _, body = get(px.port, "/big.bin", timeout=30)
+            assert st == 200 and len(body) == os.path.getsize(os.path.join(ARGS.root, "big.bin")), \
+                (st, len(body))
+            o.go.set()
+            t.join(30)
+            st, h, body = got["answer"]
+            assert st == 200 and body == o.body, (st, len(body))
+            assert h.get("content-length") == "40000", h
+            assert not o.waited_out, "the static file waited for the origin"
+            # the loop was never held: no hand-over rescued it
+            assert status(px)["handovers"] == 0, status(px)
+    finally:
+        o.close()
+
+
 @test("failures")
 def t_client_gives_up(tmp):
     """64 clients ask for an answer the origin thinks 8 s about, and close

@@ -537,6 +537,14 @@ CSHS_EXPORT int cshs_client_send_async(cshs_client *c, const cshs_client_request
                                        cshs_reactor *rx, void (*done)(void *arg), void *arg,
                                        cshs_call **out);
 
+/* 1 when the rest of the response's body is here (none, or all of it in
+ * the call's buffer: cshs_call_read waits for nothing), as after a
+ * cshs_call_end_async whose head came with a short body (0.4.1). 0 when
+ * more must come from the origin, before the head, or after a failure.
+ * A handler that answers on its loop asks this, not the body's length:
+ * a body longer than the connection's buffer is read from the socket. */
+CSHS_EXPORT int cshs_call_body_here(const cshs_call *call);
+
 /* Gives up a call that waits on its reactor (cshs_client_send_async, or
  * cshs_call_end_async) and that nobody wants any more: the client of a
  * proxied request left (0.4.1). On that reactor's thread, before done
