@@ -32,6 +32,7 @@
 #include "demo.h"
 #include "log.h"
 #include "proxy.h"
+#include "proxy_buffer.h"
 #include "service.h"
 
 #define PROBLEMS_MAX 32
@@ -62,6 +63,10 @@ typedef struct settings {
     char proxy_ca_file[4096];
     int proxy_insecure;
     int proxy_underscores;
+    int proxy_buffering; /* -1: not given (on) */
+    char proxy_max_temp_file_size[32];
+    char proxy_temp_max[32];
+    char proxy_max_held[32];
     char config[4096];
     /* the config file's settings of cshttpd's own that were taken, each
      * once (names as written there): a second one is refused */
@@ -133,6 +138,14 @@ static void usage(FILE *out)
         "  --proxy-underscores      pass on request fields whose names hold '_' (default:\n"
         "                           dropped, as nginx does: X_Forwarded_For would reach an\n"
         "                           origin that reads names with '_' and '-' alike)\n"
+        "  --proxy-buffering yes|no  read a streamed answer as fast as the origin sends it\n"
+        "                           into a temporary file, sent on at the client's pace, so\n"
+        "                           a slow client holds no origin connection (default: yes)\n"
+        "  --proxy-max-temp-file-size SIZE  one answer's file at most; past it the rest goes\n"
+        "                           at the client's pace (default: 1g; k, m, g suffixes)\n"
+        "  --proxy-temp-max SIZE    all answers' files at once at most (default: 4g)\n"
+        "  --proxy-max-held N       answers past their buffering whose origin connection\n"
+        "                           leaves its pool's count, at once (default: 256)\n"
         "  --check-config           check the config file and options, print every problem,\n"
         "                           exit 0 (fine) or 1\n"
         "  --install-service        write a systemd unit that runs cshttpd --config FILE\n"
@@ -216,6 +229,10 @@ static int set_app(settings *s, const char *name, const char *value)
         {"proxy_acquire_timeout_ms", s->proxy_acquire_timeout_ms,
          sizeof s->proxy_acquire_timeout_ms},
         {"proxy_ca_file", s->proxy_ca_file, sizeof s->proxy_ca_file},
+        {"proxy_max_temp_file_size", s->proxy_max_temp_file_size,
+         sizeof s->proxy_max_temp_file_size},
+        {"proxy_temp_max", s->proxy_temp_max, sizeof s->proxy_temp_max},
+        {"proxy_max_held", s->proxy_max_held, sizeof s->proxy_max_held},
     };
     if (name_is(name, "status_allow") && !*value) {
         problem(s, "status_allow: empty list (leave it out for loopback only)");
@@ -237,6 +254,11 @@ static int set_app(settings *s, const char *name, const char *value)
             char *c = strdup(value);
             if (c) s->proxies[s->nproxies++] = c;
         }
+        return 1;
+    }
+    if (name_is(name, "proxy_buffering")) {
+        if (parse_bool(value, &s->proxy_buffering) < 0)
+            problem(s, "proxy_buffering: '%s' is not yes or no", value);
         return 1;
     }
     if (name_is(name, "proxy_insecure") || name_is(name, "proxy_underscores")) {
@@ -482,6 +504,52 @@ static void check_settings(settings *s, const cshs_options *o, cshw_mime_types *
     check_tls(s, o);
 }
 
+/* "512", "64k", "16m", "1g" (1024-based) into *out: 0, or -1 when it is
+ * not such a size or passes max. */
+static int parse_size(const char *v, uint64_t max, uint64_t *out)
+{
+    if (*v < '0' || *v > '9') return -1;
+    char *end;
+    errno = 0;
+    unsigned long long n = strtoull(v, &end, 10);
+    unsigned shift = 0;
+    if (*end == 'k' || *end == 'K') shift = 10;
+    if (*end == 'm' || *end == 'M') shift = 20;
+    if (*end == 'g' || *end == 'G') shift = 30;
+    if (shift) end++;
+    if (errno || *end || n > (max >> shift)) return -1;
+    *out = (uint64_t)n << shift;
+    return 0;
+}
+
+/* The proxy's buffering (proxy_buffer.h) into px->spool. */
+static void check_spool(settings *s, proxy *px)
+{
+    static proxy_spool spool;
+    spool_init(&spool);
+    px->spool = &spool;
+    if (s->proxy_buffering >= 0) spool.on = s->proxy_buffering;
+    struct {
+        const char *name;
+        const char *value;
+        uint64_t *dst;
+    } sizes[] = {
+        {"proxy_max_temp_file_size", s->proxy_max_temp_file_size, &spool.max_file},
+        {"proxy_temp_max", s->proxy_temp_max, &spool.max_total},
+    };
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+        if (sizes[i].value[0] && parse_size(sizes[i].value, (uint64_t)1 << 50, sizes[i].dst) < 0)
+            problem(s, "%s: '%s' is not a size (bytes, or a number and k, m or g)", sizes[i].name,
+                    sizes[i].value);
+    if (s->proxy_max_held[0]) {
+        uint64_t v;
+        if (parse_size(s->proxy_max_held, 1000000, &v) < 0 || strpbrk(s->proxy_max_held, "kKmMgG"))
+            problem(s, "proxy_max_held: '%s' is not a number from 0 to 1000000", s->proxy_max_held);
+        else
+            spool.max_held = (unsigned)v;
+    }
+}
+
 /* The proxy's routes into px and its client's options into co; every
  * bad one is a problem naming it. */
 static void check_proxy(settings *s, proxy *px, cshs_client_options *co)
@@ -526,6 +594,7 @@ static void check_proxy(settings *s, proxy *px, cshs_client_options *co)
     }
     co->tls_insecure = s->proxy_insecure;
     px->underscores = s->proxy_underscores;
+    check_spool(s, px);
     co->tick_thread = 0; /* the engine's tick runs it */
     const char *why;
     if (cshs_client_options_check(co, &why) < 0) problem(s, "proxy: %s", why);
@@ -640,6 +709,13 @@ static void serve(cshw_context *ctx)
         cshw_router_dispatch(app->router, ctx);
     else /* a path that leaves its prefix, an encoded NUL (proxy.h) */
         cshw_response_send_error(cshw_context_response(ctx), v == -1 ? 400 : 500);
+}
+
+/* The engine's tick: the proxy's temporary files whose last range was
+ * sent are let go. */
+static void spool_tick_cb(void *arg)
+{
+    spool_tick(arg);
 }
 
 /* cshs_server_set_quick (arg: the demo setting): every request of
@@ -831,7 +907,10 @@ int main(int argc, char **argv)
     cshs_options o;
     cshs_options_init(&o);
     static settings conf = {
-        .root = "www", .access_log_format = "combined", .mime_types = "/etc/mime.types"};
+        .root = "www",
+        .access_log_format = "combined",
+        .mime_types = "/etc/mime.types",
+        .proxy_buffering = -1};
     modes m = {0};
     char err[512];
 
@@ -980,6 +1059,7 @@ int main(int argc, char **argv)
         app.proxy_client = px.client;
         cshs_server_set_streaming(s, proxy_streaming, &px);
         cshs_server_add_tick(s, proxy_tick, px.client);
+        cshs_server_add_tick(s, spool_tick_cb, px.spool);
     }
     cshs_server_set_quick(s, quick_request, &conf.demo);
     static overload_watch overload;

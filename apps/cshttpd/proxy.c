@@ -1,5 +1,6 @@
 /* cshttpd's reverse proxy (proxy.h). */
 #include "proxy.h"
+#include "proxy_buffer.h"
 #include "proxy_path.h"
 
 #include <errno.h>
@@ -660,6 +661,20 @@ static int64_t mono_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* An answer that outgrew its buffering: its connection leaves the pool's
+ * count (cshs_call_detach), when fewer than max_held have. 1 when it
+ * did (the caller gives the place back when the call ends). */
+static int hold_connection(proxy_spool *sp, cshs_call *call)
+{
+    unsigned held = atomic_load(&sp->held);
+    do {
+        if (held >= sp->max_held) return 0;
+    } while (!atomic_compare_exchange_weak(&sp->held, &held, held + 1));
+    if (cshs_call_detach(call) == 0) return 1;
+    atomic_fetch_sub(&sp->held, 1);
+    return 0;
+}
+
 /* The origin's answer onto ours, once cshs_call_end returned `e` for it
  * (0: the head is here; < 0: the error; the body is read as it comes);
  * frees the call (NULL: none was made) and ends the request to o.
@@ -702,7 +717,13 @@ static void answer_ended(cshw_context *ctx, const proxy *p, proxy_origin *o, csh
      * origin gave no length) */
     uint64_t length;
     if (origin_length(call, &length)) cshw_response_set_content_length(res, length);
-    int whole = goes_whole(m, cshw_context_options(ctx));
+    const cshw_options *wo = cshw_context_options(ctx);
+    int whole = goes_whole(m, wo);
+    /* a body passed on in pieces is buffered (proxy_buffer.h): read at
+     * the origin's pace, sent from a temporary file at the client's */
+    proxy_spool *sp = !whole && p->spool && p->spool->on ? p->spool : NULL;
+    spool_writer sw;
+    spool_writer_init(&sw);
     int failed = 0;
     char buf[16384];
     for (;;) {
@@ -713,10 +734,27 @@ static void answer_ended(cshw_context *ctx, const proxy *p, proxy_origin *o, csh
             break;
         }
         if (n == 0) break;
+        if (sp && !sw.full) {
+            int k = spool_write(sp, &sw, wo ? wo->temp_dir : NULL, res, buf, (size_t)n);
+            if (k == 1) continue;
+            if (k == -EPIPE) break; /* the response failed: the client left */
+            if (k < 0)
+                error_log_printf(LOG_WARN, "proxy %s %s: buffering in %s: %s; the rest at the "
+                                           "client's pace",
+                                 cshw_request_method(req), cshw_request_target(req),
+                                 wo && wo->temp_dir ? wo->temp_dir : "/tmp", strerror(-k));
+            /* past its bounds: the rest at the client's pace, the origin
+             * connection out of its pool's count while max_held allow */
+            sw.detached = hold_connection(sp, call);
+        }
         if (cshw_response_write(res, buf, (size_t)n) < 0) break; /* the client left */
         if (!whole && cshw_response_flush(res) < 0) break;
     }
     cshs_call_free(call);
+    if (sp) {
+        spool_end(sp, &sw);
+        if (sw.detached) atomic_fetch_sub(&sp->held, 1);
+    }
     proxy_origin_done(p, o, failed, mono_ms());
 }
 

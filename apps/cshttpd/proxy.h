@@ -79,6 +79,7 @@ typedef struct proxy {
     int underscores;          /* pass on request fields whose names hold '_' (default: dropped) */
     unsigned max_fails;       /* failures that leave an origin out (1; 0: never) */
     unsigned fail_timeout_ms; /* counted within, and left out for, this long (10000) */
+    struct proxy_spool *spool; /* the answers' buffering (proxy_buffer.h), NULL: none */
 } proxy;
 
 /* Checks "PREFIX=URL[,URL...]" and splits it: prefix (starts with '/',

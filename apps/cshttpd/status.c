@@ -3,6 +3,7 @@
  * to the peers the ACL allows (403 otherwise). */
 #include "app.h"
 #include "proxy.h"
+#include "proxy_buffer.h"
 
 #include <arpa/inet.h>
 #include <stdio.h>
@@ -161,7 +162,8 @@ int acl_allows(const acl *a, const char *remote_addr)
     X(backoff_ms)                                                                                  \
     X(acquire_wait_p50_us)                                                                         \
     X(acquire_wait_p99_us)                                                                         \
-    X(looks)
+    X(looks)                                                                                       \
+    X(detached)
 
 /* "proxy": the client's pools, one object per origin (an empty array
  * with proxy routes but no pool yet; absent without --proxy). */
@@ -225,6 +227,26 @@ static void origins_json(cshw_json *j, const proxy *p)
             cshw_json_object_end(j);
         }
     cshw_json_array_end(j);
+}
+
+/* "proxy_buffering": the answers' temporary files (proxy_buffer.h). */
+static void spool_json(cshw_json *j, proxy_spool *sp)
+{
+    cshw_json_key(j, "proxy_buffering");
+    cshw_json_object_begin(j);
+    cshw_json_key(j, "on");
+    cshw_json_bool(j, sp->on);
+    cshw_json_key(j, "temp_bytes");
+    cshw_json_uint(j, atomic_load(&sp->bytes));
+    cshw_json_key(j, "temp_max");
+    cshw_json_uint(j, sp->max_total);
+    cshw_json_key(j, "files");
+    cshw_json_uint(j, atomic_load(&sp->files));
+    cshw_json_key(j, "spills");
+    cshw_json_uint(j, atomic_load(&sp->spills));
+    cshw_json_key(j, "held");
+    cshw_json_uint(j, atomic_load(&sp->held));
+    cshw_json_object_end(j);
 }
 
 static cshttpd_app *allowed(cshw_context *ctx)
@@ -294,6 +316,7 @@ static void status_json(cshw_context *ctx)
     cshw_json_array_end(&j);
     if (app->proxy_client) pools_json(&j, ctx, app->proxy_client);
     if (app->proxy) origins_json(&j, app->proxy);
+    if (app->proxy && app->proxy->spool) spool_json(&j, app->proxy->spool);
     /* the time series, one array per figure, oldest first */
     cshw_json_key(&j, "series");
     cshw_json_object_begin(&j);

@@ -97,7 +97,7 @@ int cshs_client_error_status(int code)
 
 CSH__SIZED_NO_TAIL_PADDING(cshs_client_options, tls_ca_file);
 CSH__SIZED_NO_TAIL_PADDING(cshs_client_request, content_length);
-CSH__SIZED_NO_TAIL_PADDING(cshs_client_pool_stats, looks);
+CSH__SIZED_NO_TAIL_PADDING(cshs_client_pool_stats, detached);
 
 static const cshs_client_options options_defaults = {
     .size = sizeof(cshs_client_options),
@@ -201,6 +201,9 @@ typedef struct conn {
     /* opened on a reactor for one call (an async retry's own connect),
      * not for the pool's first waiter */
     struct cshs_call *opened_for;
+    /* counted no more in its pool (cshs_call_detach): closed at its
+     * call's end, never given back */
+    int detached;
     /* opening by the tick: the TCP connect to the name's addresses, until
      * one connected (then fd is that one's) */
     cshs_dialer *dialer;
@@ -260,6 +263,7 @@ struct pool {
     int last_error;
     uint64_t requests, opens, failures, retries, acquire_timeouts;
     uint64_t looks; /* conn_quiet calls (cshs_client_pool_stats) */
+    uint64_t detached; /* connections given up by the pool (cshs_call_detach) */
     uint32_t hist[HIST_BUCKETS];
     /* the address the last open connected to, tried first by the next
      * (dial.h): a name whose first address never answers costs its
@@ -1269,6 +1273,10 @@ static int acquire(cshs_client *c, pool *p, unsigned acquire_ms, unsigned connec
 /* Gives a call's connection back: reused when `keep`, else closed. */
 static void release(cshs_client *c, pool *p, conn *cn, int keep)
 {
+    if (cn->detached) { /* its place in the pool was given up already */
+        conn_close(cn);
+        return;
+    }
     if (keep && c->o.max_lifetime_ms && now_ms() - cn->born_ms >= (int64_t)c->o.max_lifetime_ms)
         keep = 0;
     pthread_mutex_lock(&c->mu);
@@ -2980,6 +2988,20 @@ static int have_head(const cshs_call *call)
     return call && call->head != NULL;
 }
 
+int cshs_call_detach(cshs_call *call)
+{
+    if (!call || !call->cn || call->state != K_BODY_IN) return -EINVAL;
+    conn *cn = call->cn;
+    if (cn->detached) return 0;
+    cshs_client *c = call->c;
+    pthread_mutex_lock(&c->mu);
+    cn->detached = 1;
+    call->p->detached++;
+    dropped(c, call->p); /* a place for the next request: a waiter's open */
+    unlock_and_serve(c);
+    return 0;
+}
+
 int cshs_call_body_here(const cshs_call *call)
 {
     if (!have_head(call)) return 0;
@@ -3175,6 +3197,7 @@ ssize_t cshs_client_stats_sized(cshs_client *c, cshs_client_pool_stats *out, siz
         s->acquire_wait_p99_us = hist_quantile(p, 0.99);
         s->last_backoff_ms = p->last_backoff_ms;
         s->looks = p->looks;
+        s->detached = p->detached;
         /* the caller's array: elements of its size */
         csh__sized_out((char *)out + n * size, size, s, sizeof *s);
     }

@@ -43,6 +43,7 @@
 #include <sys/resource.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -196,6 +197,17 @@ static int out_queue_bytes(cshs_conn *c, const char *p, size_t len)
 
 static int out_queue_file(cshs_conn *c, int fd, off_t off, uint64_t len)
 {
+    struct stat st;
+    if (fstat(fd, &st) < 0) return -errno;
+    /* the range that follows the last one queued, of the same file (a
+     * proxy passing an answer on through its temporary file): that one
+     * grows, no descriptor more */
+    cshs_out *t = c->out_tail;
+    if (t && t->fd >= 0 && t->dev == st.st_dev && t->ino == st.st_ino &&
+        t->off + (off_t)t->left == off) {
+        t->left += len;
+        return 0;
+    }
     /* without the stream's sendfile (TLS), the file is read into data */
     size_t cap = c->io->sendfile ? 0 : TLS_FILE_CHUNK;
     cshs_out *o = malloc(sizeof *o + cap);
@@ -206,6 +218,8 @@ static int out_queue_file(cshs_conn *c, int fd, off_t off, uint64_t len)
         free(o);
         return e;
     }
+    o->dev = st.st_dev;
+    o->ino = st.st_ino;
     o->next = NULL;
     o->off = off;
     o->left = len;
@@ -349,6 +363,13 @@ static int t_write(void *io, const void *data, size_t len)
 static int t_send_file(void *io, int fd, off_t offset, size_t len)
 {
     cshs_conn *c = io;
+    /* what is queued goes first, as far as the socket takes it now: a
+     * client that keeps up gets each range as it comes (a proxy passing a
+     * stream on through its temporary file) */
+    if (c->out && c->io->sendfile) {
+        int f = out_flush(c);
+        if (f < 0) return f;
+    }
     if (!c->out && c->io->sendfile) {
         while (len > 0) {
             ssize_t n = c->io->sendfile(c, fd, &offset, len);

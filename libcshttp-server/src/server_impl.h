@@ -65,6 +65,8 @@ typedef struct cshs_out {
     int fd;        /* a file range, else -1 */
     off_t off;     /* file: next offset to send */
     uint64_t left; /* file: bytes still to send */
+    dev_t dev;     /* file: which one, so that the range that follows in */
+    ino_t ino;     /* it extends this one (no descriptor a range) */
     size_t pos, n; /* data[pos .. n) still to send */
     size_t cap;    /* data's size */
     char data[];

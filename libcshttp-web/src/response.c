@@ -719,6 +719,65 @@ static int copy_file(cshw_response *res, int fd, off_t offset, uint64_t len)
     return 0;
 }
 
+/* len bytes of the file, as body bytes of a response already streaming:
+ * read and passed through stream() (compressed, buffered as any write). */
+static int stream_file(cshw_response *res, int fd, off_t offset, uint64_t len)
+{
+    char piece[16384];
+    while (len > 0) {
+        size_t n = len < sizeof piece ? (size_t)len : sizeof piece;
+        ssize_t got = pread(fd, piece, n, offset);
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) return CSHW_E_FILE_READ;
+        int r = stream(res, piece, (size_t)got, 0);
+        if (r < 0) return r;
+        offset += got;
+        len -= (uint64_t)got;
+    }
+    return 0;
+}
+
+int cshw_response_write_file(cshw_response *res, int fd, off_t offset, uint64_t len)
+{
+    cshw_context *ctx = res->ctx;
+    if (!ctx->active) return CSHW_E_NOT_ACTIVE;
+    if (res->error) return res->error;
+    if (res->file_sent || res->finished) return CSHW_E_BODY_AFTER_FILE;
+    if (fd < 0 || offset < 0 || len > (uint64_t)INT64_MAX - (uint64_t)offset) return -EINVAL;
+    if (res->has_length && len > res->length - res->body_bytes) return CSHW_E_BODY_LENGTH;
+    if (len == 0) return 0;
+    res->answered = 1;
+    int r = 0;
+    if (!res->headers_sent) {
+        res->gzip_off = 1; /* the file's bytes go as they are */
+        r = start_stream(res);
+    }
+    res->body_bytes += len;
+    if (r == 0 && wire_silent(res)) return 0;
+    if (r == 0 && res->gzip_on) {
+        r = stream_file(res, fd, offset, len);
+    } else if (r == 0) {
+        /* what was buffered goes first, then the range, framed as a
+         * chunk when the body is chunked (RFC 9112 §7.1) */
+        r = send_chunk(res, res->buf, res->len);
+        res->len = 0;
+        char size[24];
+        int n = snprintf(size, sizeof size, "%llx\r\n", (unsigned long long)len);
+        if (r == 0 && res->chunked) r = cshw__transport_write(ctx, size, (size_t)n);
+        if (r == 0)
+            r = ctx->transport.ops->send_file
+                    ? ctx->transport.ops->send_file(ctx->transport.io, fd, offset, (size_t)len)
+                    : copy_file(res, fd, offset, len);
+        if (r == 0 && res->chunked) r = cshw__transport_write(ctx, "\r\n", 2);
+    }
+    if (r < 0) {
+        /* the framing promised cannot be kept: the connection is cut */
+        res->abort = res->close = 1;
+        if (!res->error) res->error = r;
+    }
+    return r;
+}
+
 /* A file this small goes out in one write with its head: one segment, and
  * a read instead of a sendfile, rather than a head segment and then the
  * body (the same two system calls, half the packets). */

@@ -1070,6 +1070,75 @@ static void test_send_file(void **state)
     close(file_fd);
 }
 
+/* cshw_response_write_file (0.4.1): file ranges among written bytes, the
+ * response going on. ?len: a declared length (written + the ranges). */
+static void ranges_handler(cshw_context *ctx)
+{
+    cshw_response *res = cshw_context_response(ctx);
+    cshw_request *req = cshw_context_request(ctx);
+    if (cshw_request_query_get(req, "len")) note(cshw_response_set_content_length(res, 3 + 20000 + 3));
+    note(cshw_response_puts(res, "abc"));
+    note(cshw_response_write_file(res, file_fd, 100, 20000));
+    note(cshw_response_puts(res, "xyz"));
+    /* past the declared length: refused, nothing sent */
+    note(cshw_response_write_file(res, file_fd, 0, cshw_request_query_get(req, "len") ? 1 : 0));
+}
+
+static void test_write_file_ranges(void **state)
+{
+    (void)state;
+    file_fd = make_file(50000);
+    char want[20006];
+    memcpy(want, "abc", 3);
+    memcpy(want + 3, pattern + 100, 20000);
+    memcpy(want + 20003, "xyz", 3);
+    setup_plan(0, NULL, 0);
+    tw_run run;
+    /* HTTP/1.1, no length: chunked, the range a chunk of its own (RFC
+     * 9112 §7.1); with a declared length: as it is; HEAD: nothing; gzip
+     * accepted: the bytes go as they are */
+    tw_serve_str(&run,
+                 GET("/", "Accept-Encoding: gzip\r\n") GET("/?len=1", "") HEAD("/", ""), 1,
+                 ranges_handler);
+    assert_int_equal(run.served, 3);
+    assert_int_equal(run.error, 0);
+    assert_string_equal(tw_field(&run.r[0], "transfer-encoding"), "chunked");
+    assert_null(tw_field(&run.r[0], "content-encoding"));
+    assert_string_equal(tw_field(&run.r[1], "content-length"), "20006");
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(run.r[i].body_len, sizeof want);
+        assert_memory_equal(run.r[i].body, want, sizeof want);
+    }
+    assert_int_equal(run.r[2].body_len, 0);
+    assert_int_equal(plan.results[0], 0);
+    assert_int_equal(plan.results[1], 0);
+    assert_int_equal(plan.results[2], 0);
+    assert_int_equal(plan.results[3], 0); /* a range of 0 bytes: nothing */
+    assert_int_equal(plan.results[8], CSHW_E_BODY_LENGTH);
+    tw_free(&run);
+
+    /* a transport without send_file: read and written; a bad range */
+    static const char head[] = GET("/", "");
+    cshw_memory *m = cshw_memory_new("", 0, 0);
+    cshw_transport t = *cshw_memory_transport(m);
+    cshw_transport_ops ops = *t.ops;
+    ops.send_file = NULL;
+    t.ops = &ops;
+    cshw_options o;
+    cshw_options_init(&o);
+    cshw_context *ctx = cshw_context_new(&o);
+    setup_plan(0, NULL, 0);
+    assert_int_equal(tw_run_one(ctx, &t, head, ranges_handler), 1);
+    tw_collect(&run, m, head);
+    assert_int_equal(run.error, 0);
+    assert_int_equal(run.r[0].body_len, sizeof want);
+    assert_memory_equal(run.r[0].body, want, sizeof want);
+    tw_free(&run);
+    cshw_memory_free(m);
+    cshw_context_free(ctx);
+    close(file_fd);
+}
+
 /* A transport that counts its writes and send_files. */
 static const cshw_transport_ops *real_ops;
 static int n_writes, n_send_files;
@@ -1424,6 +1493,7 @@ int main(void)
         cmocka_unit_test(test_failed_writes),
         cmocka_unit_test(test_write_errors_are_sticky),
         cmocka_unit_test(test_send_file),
+        cmocka_unit_test(test_write_file_ranges),
         cmocka_unit_test(test_send_file_small_in_one_write),
         cmocka_unit_test(test_printf),
         cmocka_unit_test(test_close_connection),

@@ -809,6 +809,153 @@ def t_slow_origin(tmp):
         o.close()
 
 
+class BigOrigin:
+    """An origin whose /big answers `size` bytes with Content-Length and
+    /bigc the same chunked, as fast as its reader takes them; anything
+    else a short answer. Keep-alive, a thread per connection; `sent`
+    counts big answers written to their end."""
+
+    def __init__(self, size):
+        self.size = size
+        self.body = os.urandom(size)
+        self.ls = socket.socket()
+        self.ls.bind(("127.0.0.1", 0))
+        self.ls.listen(256)
+        self.port = self.ls.getsockname()[1]
+        self.lock = threading.Lock()
+        self.sent = 0
+        threading.Thread(target=self.loop, daemon=True).start()
+
+    def url(self):
+        return "http://127.0.0.1:%d" % self.port
+
+    def loop(self):
+        while True:
+            try:
+                c, _ = self.ls.accept()
+            except OSError:
+                return
+            threading.Thread(target=self.serve, args=(c,), daemon=True).start()
+
+    def serve(self, c):
+        buf = b""
+        try:
+            while True:
+                while b"\r\n\r\n" not in buf:
+                    d = c.recv(65536)
+                    if not d:
+                        return
+                    buf += d
+                head, buf = buf.split(b"\r\n\r\n", 1)
+                target = head.split(b" ")[1]
+                if target.endswith(b"/bigc"):
+                    c.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+                    for i in range(0, self.size, 65536):
+                        piece = self.body[i:i + 65536]
+                        c.sendall(b"%x\r\n" % len(piece) + piece + b"\r\n")
+                    c.sendall(b"0\r\n\r\n")
+                elif target.endswith(b"/big"):
+                    c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % self.size +
+                              self.body)
+                else:
+                    c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nsmall")
+                    continue
+                with self.lock:
+                    self.sent += 1
+        except OSError:
+            pass
+        finally:
+            c.close()
+
+    def close(self):
+        self.ls.close()
+
+
+def slow_readers(port, n, path):
+    """n clients that ask for `path` and read nothing (a small receive
+    buffer: the server's sends stall at once)."""
+    socks = []
+    for _ in range(n):
+        s = socket.socket()
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        s.connect(("127.0.0.1", port))
+        s.sendall(b"GET %s HTTP/1.1\r\nHost: a\r\n\r\n" % path.encode())
+        socks.append(s)
+    return socks
+
+
+def wait_until(what, check, timeout=60):
+    """Polls check() until it is true: a liveness bound, not a timing check."""
+    deadline = time.time() + timeout
+    while True:
+        v = check()
+        if v:
+            return v
+        assert time.time() < deadline, what
+        time.sleep(0.05)
+
+
+@test("failures")
+def t_slow_readers_hold_no_origin(tmp):
+    """40 clients ask for 4 MiB answers (half of them chunked) through a
+    pool of 32 and read nothing. The proxy reads each answer as fast as
+    the origin sends it, into a temporary file, and gives the connection
+    back: the origin finishes all 40, other proxied requests are answered
+    (nginx, proxy_buffering on: the same), and the files go once the
+    clients are gone. Before, 32 of them held the whole pool."""
+    o = BigOrigin(4 << 20)
+    try:
+        with proxy(tmp, "/o=" + o.url()) as px:
+            socks = slow_readers(px.port, 20, "/o/big") + slow_readers(px.port, 20, "/o/bigc")
+            wait_until(("origin finished", o.sent), lambda: o.sent == 40)
+            for i in range(10):
+                st, _, body = get(px.port, "/o/small%d" % i, timeout=20)
+                assert st == 200 and body == b"small", (st, body)
+            sp = status(px)["proxy_buffering"]
+            assert sp["temp_bytes"] == 40 * (4 << 20) and sp["files"] == 40, sp
+            assert sp["held"] == 0 and sp["spills"] == 0, sp
+            # the slow readers get every byte, at their pace
+            first = socks[0]
+            first.settimeout(30)
+            st, _, body, _ = T.read_response(T.Sock(first))
+            assert st == 200 and body == o.body, (st, len(body))
+            for s in socks:
+                s.close()
+            wait_until("temporary files let go",
+                       lambda: status(px)["proxy_buffering"]["temp_bytes"] == 0)
+    finally:
+        o.close()
+
+
+@test("failures")
+def t_slow_readers_past_the_bounds(tmp):
+    """The same with files of 1 MiB at most, 6 MiB in all, and a pool of
+    8: 12 slow readers buffer what fits, then read the rest at their pace
+    from connections that left the pool's count (at most --proxy-max-held),
+    so other requests still get one; the files never pass 6 MiB."""
+    o = BigOrigin(4 << 20)
+    try:
+        with proxy(tmp, "/o=" + o.url(),
+                   extra=("--proxy-pool-size", "8", "--proxy-max-temp-file-size", "1m",
+                          "--proxy-temp-max", "6m", "--proxy-max-held", "16")) as px:
+            socks = slow_readers(px.port, 12, "/o/big")
+            wait_until("12 answers past their bounds",
+                       lambda: status(px)["proxy_buffering"]["held"] == 12)
+            sp = status(px)["proxy_buffering"]
+            assert sp["temp_bytes"] <= 6 << 20 and sp["spills"] == 12, sp
+            assert pools(px)[o.url()]["detached"] == 12, pools(px)
+            for i in range(4):
+                st, _, body = get(px.port, "/o/small%d" % i, timeout=20)
+                assert st == 200 and body == b"small", (st, body)
+            for s in socks:
+                s.close()
+            wait_until("connections and files let go",
+                       lambda: status(px)["proxy_buffering"]["held"] == 0 and
+                       status(px)["proxy_buffering"]["temp_bytes"] == 0)
+    finally:
+        o.close()
+
+
 class PausingOrigin:
     """An origin that sends its answer's head and the first KiB of a
     40,000-byte body, then waits for the test's word (`go`, 10 s at most:

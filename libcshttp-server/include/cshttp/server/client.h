@@ -537,6 +537,16 @@ CSHS_EXPORT int cshs_client_send_async(cshs_client *c, const cshs_client_request
                                        cshs_reactor *rx, void (*done)(void *arg), void *arg,
                                        cshs_call **out);
 
+/* The call's connection stops counting toward its pool's size (0.4.1):
+ * the pool may open another for the requests that wait, and this one is
+ * closed when the call ends, never given back. For a call reading a long
+ * body at its reader's pace (a proxy's client that reads slowly, past
+ * what the proxy buffers), so that it holds no place other requests
+ * need; whoever detaches bounds how many it holds so. 0 (again: 0);
+ * -EINVAL without a response body being read. The thread using the
+ * call. */
+CSHS_EXPORT int cshs_call_detach(cshs_call *call);
+
 /* 1 when the rest of the response's body is here (none, or all of it in
  * the call's buffer: cshs_call_read waits for nothing), as after a
  * cshs_call_end_async whose head came with a short body (0.4.1). 0 when
@@ -636,6 +646,9 @@ typedef struct cshs_client_pool_stats {
      * and only after an event came while idle for those waited on by a
      * reactor (see "How a request waits") */
     uint64_t looks;
+    /* 0.4.1: connections the pool stopped counting while a call still
+     * read from them (cshs_call_detach) */
+    uint64_t detached;
 } cshs_client_pool_stats;
 
 /* The size of cshs_client_pool_stats in libcshttp-server 0.3, the first

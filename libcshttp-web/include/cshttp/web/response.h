@@ -143,6 +143,22 @@ CSHW_EXPORT int cshw_response_send_error(cshw_response *res, int status);
  * out shorter than len, CSHW_E_FILE_READ and the connection is closed. */
 CSHW_EXPORT int cshw_response_send_file(cshw_response *res, int fd, off_t offset, uint64_t len);
 
+/* Appends len bytes of the file fd from offset to the body, and the
+ * response goes on (0.4.1): what cshw_response_write would do with those
+ * bytes, but through the transport's send_file, so a driver can send
+ * them later from the file without holding them in memory or the
+ * handler's thread (the engine queues the range on its loop when the
+ * client is slow: a proxy buffering an origin's answer in a temporary
+ * file). Starts the response as a flush does (chunked, unless a length
+ * was declared); anything buffered goes first; never compressed when the
+ * head is still to go (a body already compressing reads the range
+ * through). The fd stays the caller's; the bytes in the range must not
+ * change until the response ends. 0; CSHW_E_BODY_LENGTH past a declared
+ * length; CSHW_E_BODY_AFTER_FILE after send_file or the end;
+ * CSHW_E_FILE_READ (and the connection is cut) when the file is shorter;
+ * -EINVAL for a bad fd, offset or length; a write error. */
+CSHW_EXPORT int cshw_response_write_file(cshw_response *res, int fd, off_t offset, uint64_t len);
+
 /* Declares the body's length before it is written (a proxy passing on an
  * origin's Content-Length, a handler streaming a file it measured): the
  * head says Content-Length: length, whether the body ends in the buffer or
