@@ -722,7 +722,7 @@ static void test_struct_sizes(void **state)
     /* the stats, written by the caller's size: an array of elements of
      * the first version's size with a canary after each, and one of a
      * newer caller's larger elements */
-    size_t stride = CSHS_CLIENT_POOL_STATS_SIZE_0_3 + sizeof(uint64_t);
+    size_t stride = sizeof(cshs_client_pool_stats) + sizeof(uint64_t);
     unsigned char *arr = malloc(2 * stride);
     assert_non_null(arr);
     memset(arr, 0xee, 2 * stride);
