@@ -711,6 +711,18 @@ static void serve(cshw_context *ctx)
         cshw_response_send_error(cshw_context_response(ctx), v == -1 ? 400 : 500);
 }
 
+/* cshs_server_set_streaming with --proxy (arg: the app): a body that goes
+ * to an origin is passed on as it arrives; one that no route takes (a
+ * static file, a 404, a 405, a refused target) is never stored either:
+ * the answer comes at once (the router decides alone without --proxy). */
+static int body_streams(void *arg, const char *head, const csh_message *msg)
+{
+    const cshttpd_app *app = arg;
+    if (msg->body == CSH_BODY_NONE) return 0;
+    if (proxy_streaming(app->proxy, head, msg)) return 1;
+    return cshw_router_body_of(app->router, head, msg) != CSHW_ROUTE_BODY_WHOLE;
+}
+
 /* The engine's tick: the proxy's temporary files whose last range was
  * sent are let go. */
 static void spool_tick_cb(void *arg)
@@ -1057,7 +1069,7 @@ int main(int argc, char **argv)
     if (px.n) {
         app.proxy = &px;
         app.proxy_client = px.client;
-        cshs_server_set_streaming(s, proxy_streaming, &px);
+        cshs_server_set_streaming(s, body_streams, &app);
         cshs_server_add_tick(s, proxy_tick, px.client);
         cshs_server_add_tick(s, spool_tick_cb, px.spool);
     }

@@ -344,7 +344,8 @@ int proxy_streaming(void *arg, const char *head, const csh_message *msg)
 {
     /* a request without a body has nothing to stream: it runs as any
      * handler does (one that blocks on its origin is the engine's to
-     * move aside); a refused target is answered without its origin */
+     * move aside); a refused target is answered without its origin, its
+     * body never read */
     if (msg->body == CSH_BODY_NONE) return 0;
     const proxy_route *r;
     char stack[2048];
@@ -353,7 +354,7 @@ int proxy_streaming(void *arg, const char *head, const csh_message *msg)
     if (!fwd) return 0;
     int v = proxy_route_of(arg, csh_span_ptr(head, msg->target), len, fwd, &r);
     if (fwd != stack) free(fwd);
-    return v == 1;
+    return v != 0;
 }
 
 void proxy_tick(void *arg)

@@ -124,10 +124,11 @@ int proxy_never_sent(int code);
 int proxy_route_of(const proxy *p, const char *target, size_t len, char *fwd,
                    const proxy_route **route);
 
-/* The streaming predicate for cshs_server_set_streaming (arg: the proxy):
- * 1 for a request with a body that goes to an origin, so that its body is
- * read as it arrives and sent on in pieces (and Expect: 100-continue is
- * answered only once the origin has the request's head). */
+/* The proxy's part of the streaming predicate (arg: the proxy): 1 for a
+ * request with a body that goes to an origin, so that its body is read
+ * as it arrives and sent on in pieces (and Expect: 100-continue is
+ * answered only once the origin has the request's head), or whose target
+ * is refused (400: its body is never read). */
 int proxy_streaming(void *arg, const char *head, const csh_message *msg);
 
 /* A Location or Refresh URL of the origin `origin` ("scheme://host:port",

@@ -316,6 +316,18 @@ static int answer(cshw_exchange *x, const cshw_transport *t, int status, int err
     return CSHW_EXCHANGE_CLOSE;
 }
 
+/* Whether the ready request's body is left on the connection for its
+ * handler (streamed) rather than read and stored first: the owner's
+ * predicate says, or, for a router with no handler, its route (a body
+ * no route takes is never stored: cshw_router_body_of). */
+static int body_streams(const cshw_exchange *x, const csh_message *m)
+{
+    if (x->cfg.streams) return x->cfg.streams(x->cfg.arg, x->buf, m);
+    if (x->cfg.router && !x->cfg.handler)
+        return cshw_router_body_of(x->cfg.router, x->buf, m) != CSHW_ROUTE_BODY_WHOLE;
+    return 0;
+}
+
 static int open_temp(const cshw_exchange *x)
 {
     int fd = open(x->web.temp_dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
@@ -444,8 +456,7 @@ static int head_done(cshw_exchange *x, const cshw_transport *t)
     /* RFC 9110 §15.5.14: refused before any body byte is read */
     if (m->body == CSH_BODY_LENGTH && max && m->content_length > max)
         return answer(x, t, 413, CSHW_E_BODY_LIMIT, cshw_error_message(CSHW_E_BODY_LIMIT));
-    x->streaming =
-        m->body != CSH_BODY_NONE && x->cfg.streams && x->cfg.streams(x->cfg.arg, x->buf, m);
+    x->streaming = m->body != CSH_BODY_NONE && body_streams(x, m);
     if (m->body == CSH_BODY_NONE || x->streaming) {
         x->phase = CSHW_PHASE_READY;
         return CSHW_EXCHANGE_READY;

@@ -64,11 +64,10 @@ const char *cshw_request_target(const cshw_request *req)
 /* The path part of the target: origin-form as it is; absolute-form
  * ("http://host/p?q", RFC 9112 §3.2.2) from the first '/' after the
  * authority, or "/" when there is none. */
-static int path_part(const cshw_request *req, const char **p, size_t *len)
+int cshw__target_path(const char *t, size_t n, csh_target_form form, const char **p,
+                      size_t *len)
 {
-    const char *t = req->target;
-    size_t n = req->path_raw_len;
-    if (req->msg.target_form == CSH_TARGET_ABSOLUTE) {
+    if (form == CSH_TARGET_ABSOLUTE) {
         const char *s = memchr(t, ':', n);
         if (!s || (size_t)(t + n - s) < 3 || s[1] != '/' || s[2] != '/')
             return CSHW_E_PATH_NOT_ABSOLUTE;
@@ -83,10 +82,15 @@ static int path_part(const cshw_request *req, const char **p, size_t *len)
         *len = (size_t)(end - slash);
         return 0;
     }
-    if (req->msg.target_form != CSH_TARGET_ORIGIN) return CSHW_E_PATH_NOT_ABSOLUTE;
+    if (form != CSH_TARGET_ORIGIN) return CSHW_E_PATH_NOT_ABSOLUTE;
     *p = t;
     *len = n;
     return 0;
+}
+
+static int path_part(const cshw_request *req, const char **p, size_t *len)
+{
+    return cshw__target_path(req->target, req->path_raw_len, req->msg.target_form, p, len);
 }
 
 const char *cshw_request_path(cshw_request *req)

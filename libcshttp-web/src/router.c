@@ -20,6 +20,7 @@
 #include "cshttp/web/error.h"
 #include "cshttp/web/request.h"
 #include "cshttp/web/response.h"
+#include "cshttp/web/url.h"
 #include "static_priv.h"
 
 #define MAX_METHODS 64
@@ -30,6 +31,7 @@
 
 typedef struct route {
     int method; /* index in cshw_router.methods, or ANY_METHOD */
+    int streams; /* its handler reads the body as it arrives (cshw_router_add_streaming) */
     cshw_handler handler;
     char **names; /* the parameter names, in the order of their segments */
     size_t nnames;
@@ -330,7 +332,8 @@ static node *make_path(cshw_router *r, const seg *segs, size_t nsegs)
 }
 
 static int add_route(cshw_router *r, const char *method, int any, const char *pattern,
-                     cshw_handler handler, const seg *segs, size_t nsegs, size_t nparams)
+                     cshw_handler handler, int streams, const seg *segs, size_t nsegs,
+                     size_t nparams)
 {
     int mi = any ? ANY_METHOD : method_index(r, method);
     if (mi == UNKNOWN_METHOD && r->nmethods == MAX_METHODS)
@@ -348,7 +351,7 @@ static int add_route(cshw_router *r, const char *method, int any, const char *pa
             return fail(r, CSHW_E_ROUTE_DUPLICATE, method, pattern, NO_POSITION,
                         "same method and pattern shape as an earlier route");
 
-    route rt = {.method = mi, .handler = handler, .names = NULL, .nnames = 0};
+    route rt = {.method = mi, .streams = streams, .handler = handler, .names = NULL, .nnames = 0};
     char *mcopy = mi == UNKNOWN_METHOD ? strdup(method) : NULL;
     route *items = NULL;
     if ((mi == UNKNOWN_METHOD && !mcopy) || copy_names(&rt, segs, nsegs, nparams) < 0 ||
@@ -368,7 +371,8 @@ static int add_route(cshw_router *r, const char *method, int any, const char *pa
     return 0;
 }
 
-int cshw_router_add(cshw_router *r, const char *method, const char *pattern, cshw_handler handler)
+static int add(cshw_router *r, const char *method, const char *pattern, cshw_handler handler,
+               int streams)
 {
     if (!r) return -EINVAL;
     r->has_error = 0;
@@ -389,10 +393,21 @@ int cshw_router_add(cshw_router *r, const char *method, const char *pattern, csh
     seg *segs = malloc((slashes ? slashes : 1) * sizeof *segs);
     size_t nsegs = 0, nparams = 0;
     int rc = segs ? parse_pattern(r, method, pattern, segs, &nsegs, &nparams) : -ENOMEM;
-    if (rc == 0) rc = add_route(r, method, any, pattern, handler, segs, nsegs, nparams);
+    if (rc == 0) rc = add_route(r, method, any, pattern, handler, streams, segs, nsegs, nparams);
     free(segs);
     if (rc == -ENOMEM) fail(r, rc, method, pattern, NO_POSITION, "out of memory");
     return rc;
+}
+
+int cshw_router_add(cshw_router *r, const char *method, const char *pattern, cshw_handler handler)
+{
+    return add(r, method, pattern, handler, 0);
+}
+
+int cshw_router_add_streaming(cshw_router *r, const char *method, const char *pattern,
+                              cshw_handler handler)
+{
+    return add(r, method, pattern, handler, 1);
 }
 
 static char *dup_or_null(const char *s, int *oom)
@@ -504,6 +519,49 @@ static int walk_node(const node *n, const char *s, walk *w)
         return 1;
     }
     return 0;
+}
+
+cshw_route_body cshw_router_body_of(const cshw_router *r, const char *head, const csh_message *msg)
+{
+    if (!r || !head || !msg) return CSHW_ROUTE_BODY_NONE;
+    /* the path dispatch will match: the same decoding (cshw_request_path) */
+    const char *t = head + msg->target.off, *raw;
+    size_t n = msg->target.len, len;
+    const char *q = msg->target_form == CSH_TARGET_AUTHORITY ? NULL : memchr(t, '?', n);
+    if (q) n = (size_t)(q - t);
+    if (cshw__target_path(t, n, msg->target_form, &raw, &len) < 0) return CSHW_ROUTE_BODY_NONE;
+    cshw_arena *a = cshw_arena_new(0);
+    const char *path = NULL;
+    cshw_route_body body = CSHW_ROUTE_BODY_NONE;
+    int method = msg->method != CSH_METHOD_OTHER && (int)msg->method <= CSH_METHOD_PATCH
+                     ? r->known[msg->method]
+                     : UNKNOWN_METHOD;
+    if (msg->method == CSH_METHOD_OTHER) {
+        char name[64];
+        if (msg->method_span.len < sizeof name) {
+            memcpy(name, head + msg->method_span.off, msg->method_span.len);
+            name[msg->method_span.len] = '\0';
+            method = method_index(r, name);
+        }
+    }
+    const char *ps[STACK_PARAMS];
+    size_t pl[STACK_PARAMS];
+    walk w = {.method = method,
+              .get = r->known[CSH_METHOD_GET],
+              .is_head = msg->method == CSH_METHOD_HEAD,
+              .ps = ps,
+              .pl = pl};
+    if (r->max_params > STACK_PARAMS && a) {
+        w.ps = cshw_arena_alloc(a, r->max_params * sizeof *w.ps);
+        w.pl = cshw_arena_alloc(a, r->max_params * sizeof *w.pl);
+    }
+    /* out of memory: taken as read whole, as before routes said */
+    if (!a || !w.ps || !w.pl) body = CSHW_ROUTE_BODY_WHOLE;
+    else if (cshw_path_decode(a, raw, len, &path, NULL) == 0 && path[0] == '/' &&
+             walk_node(&r->root, path + 1, &w))
+        body = w.found->streams ? CSHW_ROUTE_BODY_STREAM : CSHW_ROUTE_BODY_WHOLE;
+    cshw_arena_free(a);
+    return body;
 }
 
 /* The context copies the list: only the items and values need the arena. */

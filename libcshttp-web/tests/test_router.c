@@ -18,6 +18,8 @@
 
 #include <cmocka.h>
 
+#include <cshttp/parser.h>
+
 #include "cshttp/web/context.h"
 #include "cshttp/web/error.h"
 #include "cshttp/web/memory.h"
@@ -661,6 +663,47 @@ static void write_file(const char *rel, const char *text)
     fclose(f);
 }
 
+/* cshw_router_body_of of a raw request head (0.4.1). */
+static cshw_route_body body_of(const char *raw)
+{
+    csh_header fields[16];
+    csh_parser p;
+    csh_parser_init(&p, CSH_REQUEST, fields, 16, NULL, 0);
+    assert_int_equal(csh_parser_execute(&p, raw, strlen(raw)), CSH_OK);
+    return cshw_router_body_of(R, raw, &p.msg);
+}
+
+#define BODY_REQ(m, t) m " " t " HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\n"
+
+/* What a route does with a body, known from the head alone: a route of
+ * cshw_router_add reads it whole, one of cshw_router_add_streaming as it
+ * comes; no route (a static file, 404, 405, 501, a path that does not
+ * decode, OPTIONS *) reads none of it. The path is matched as dispatch
+ * matches it: decoded, dot segments resolved, after an absolute form's
+ * authority, before the query. */
+static void test_body_of_a_route(void **state)
+{
+    (void)state;
+    add_ok("POST", "/form", h_post);
+    add_ok("GET", "/api/{name}", h_id);
+    assert_int_equal(cshw_router_add_streaming(R, "PUT", "/up/*", h_post), 0);
+    assert_int_equal(cshw_router_add_streaming(R, "BREW", "/pot", h_post), 0);
+    assert_int_equal(body_of(BODY_REQ("POST", "/form")), CSHW_ROUTE_BODY_WHOLE);
+    assert_int_equal(body_of(BODY_REQ("POST", "/x/../form?q=1")), CSHW_ROUTE_BODY_WHOLE);
+    assert_int_equal(body_of(BODY_REQ("POST", "/%66orm")), CSHW_ROUTE_BODY_WHOLE);
+    assert_int_equal(body_of(BODY_REQ("POST", "http://t/form")), CSHW_ROUTE_BODY_WHOLE);
+    assert_int_equal(body_of(BODY_REQ("PUT", "/up/a/b")), CSHW_ROUTE_BODY_STREAM);
+    assert_int_equal(body_of(BODY_REQ("BREW", "/pot")), CSHW_ROUTE_BODY_STREAM);
+    assert_int_equal(body_of(BODY_REQ("POST", "/api/x")), CSHW_ROUTE_BODY_NONE); /* 405 */
+    assert_int_equal(body_of(BODY_REQ("POST", "/index.html")), CSHW_ROUTE_BODY_NONE);
+    assert_int_equal(body_of(BODY_REQ("PUT", "/form")), CSHW_ROUTE_BODY_NONE);
+    assert_int_equal(body_of(BODY_REQ("POST", "/a/%00")), CSHW_ROUTE_BODY_NONE); /* 400 */
+    assert_int_equal(body_of(BODY_REQ("POST", "/../form")), CSHW_ROUTE_BODY_NONE);
+    assert_int_equal(body_of(BODY_REQ("OPTIONS", "*")), CSHW_ROUTE_BODY_NONE);
+    assert_int_equal(body_of(BODY_REQ("FROB", "/form")), CSHW_ROUTE_BODY_NONE); /* 501 */
+    assert_int_equal(cshw_router_body_of(NULL, "", NULL), CSHW_ROUTE_BODY_NONE);
+}
+
 static void test_static_fallback(void **state)
 {
     (void)state;
@@ -789,6 +832,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_many_distinct_methods, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unknown_method_is_501, setup, teardown),
         cmocka_unit_test_setup_teardown(test_static_fallback, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_body_of_a_route, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dispatch_from_several_threads, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

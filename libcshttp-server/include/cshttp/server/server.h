@@ -133,7 +133,10 @@ CSHS_EXPORT void cshs_server_set_log(cshs_server *s, cshs_log_fn fn, void *user)
 /* Routes whose handler reads the request body as it arrives, instead of
  * the engine reading all of it before the handler runs (huge uploads, a
  * proxy): fn(arg, head, msg) says 1 for such a request (called on a worker
- * before the body is read). Such a handler holds its worker while the
+ * before the body is read); say 1 too for a body no route reads (a static
+ * file, a 404), which is then never stored. A server with a router and
+ * no handler needs none: the router says it by route
+ * (cshw_router_add_streaming, cshw_router_body_of). Such a handler holds its worker while the
  * client sends: the one case where a slow client holds a worker, bounded
  * by max_threads; body deadlines still apply. Set before start. */
 CSHS_EXPORT void cshs_server_set_streaming(

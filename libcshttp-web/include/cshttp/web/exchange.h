@@ -152,7 +152,12 @@ typedef struct cshw_exchange_config {
     cshw_handler handler;
     cshw_router *router;
     /* 1 when this request's handler reads its body as it arrives instead
-     * (NULL: never). Called on the thread of cshw_exchange_input. */
+     * of the exchange reading and storing it first. Called on the thread
+     * of cshw_exchange_input. NULL: a router without a handler decides by
+     * the request's route (cshw_router_body_of, 0.4.1: a route of
+     * cshw_router_add_streaming streams; a body no route takes, one for a
+     * static file, a 404 or a 405, is left unread too, never stored, and
+     * the answer comes at once), a handler never streams. */
     int (*streams)(void *arg, const char *head, const csh_message *msg);
     /* Every exchange, once, after its answer was handed to the transport
      * (NULL: none). Called on the thread that ended it. */

@@ -98,6 +98,30 @@ CSHW_EXPORT void cshw_router_free(cshw_router *r);
 CSHW_EXPORT int cshw_router_add(cshw_router *r, const char *method, const char *pattern,
                                 cshw_handler handler);
 
+/* A route whose handler reads the request body as it arrives (huge
+ * uploads, a proxy), as cshw_router_add otherwise (0.4.1): the body is
+ * not read and stored before it runs (cshw_router_body_of). */
+CSHW_EXPORT int cshw_router_add_streaming(cshw_router *r, const char *method,
+                                          const char *pattern, cshw_handler handler);
+
+/* What the route of a request does with its body, known from its head
+ * before any body byte is read (0.4.1): CSHW_ROUTE_BODY_WHOLE, a route of
+ * cshw_router_add, whose handler gets the body read whole;
+ * CSHW_ROUTE_BODY_STREAM, one of cshw_router_add_streaming; and
+ * CSHW_ROUTE_BODY_NONE when no route takes it: the static files, 404,
+ * 405, 501, a path that does not decode (400), "OPTIONS *", whose answer
+ * reads none of it. An exchange with a router and no handler asks this
+ * (exchange.h, streams): a body no route takes is never stored, and the
+ * final status comes at once, without 100 Continue (as nginx discards a
+ * body no location reads). head and msg: a parsed request head. */
+typedef enum cshw_route_body {
+    CSHW_ROUTE_BODY_NONE = 0,
+    CSHW_ROUTE_BODY_WHOLE = 1,
+    CSHW_ROUTE_BODY_STREAM = 2
+} cshw_route_body;
+CSHW_EXPORT cshw_route_body cshw_router_body_of(const cshw_router *r, const char *head,
+                                                const csh_message *msg);
+
 /* Why the last cshw_router_add or cshw_router_set_static failed, naming the
  * route and the byte at fault ("GET /a/{}: empty parameter name at byte
  * 3"), or NULL when it succeeded. Valid until the next call on r. */
