@@ -743,33 +743,52 @@ static int quick_request(void *arg, const char *head, const csh_message *msg)
 }
 
 /* The engine's tick: requests answered 503 because every thread was busy
- * and max_waiting_handlers waited already go into the error log, a line a
- * second at most. */
+ * and max_waiting_handlers waited already, or because their body would
+ * have passed max_request_temp_bytes, go into the error log, a line a
+ * second at most for each. */
 typedef struct overload_watch {
     cshs_server *server;
-    uint64_t declined;  /* counted at the last line */
-    int64_t last_ms;    /* when it was written */
-    unsigned threads;   /* max_threads */
-    size_t waiting_max; /* max_waiting_handlers */
+    uint64_t declined, temp_refused; /* counted at the last line of each */
+    int64_t declined_ms, temp_ms;    /* when it was written */
+    unsigned threads;                /* max_threads */
+    size_t waiting_max;              /* max_waiting_handlers */
+    uint64_t temp_max;               /* max_request_temp_bytes */
 } overload_watch;
+
+/* Whether a line about a count that moved from *last to now may go out at
+ * ms (one a second): 1, and *last and *at updated. */
+static int worth_a_line(uint64_t now, uint64_t *last, int64_t *at, int64_t ms)
+{
+    if (now == *last || (*at && ms - *at < 1000)) return 0;
+    *last = now;
+    *at = ms;
+    return 1;
+}
 
 static void overload_tick(void *arg)
 {
     overload_watch *w = arg;
     cshs_counters k;
-    if (cshs_server_counters(w->server, &k) < 0 || k.handlers_declined == w->declined) return;
+    if (cshs_server_counters(w->server, &k) < 0) return;
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
     int64_t ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
-    if (w->last_ms && ms - w->last_ms < 1000) return;
-    error_log_printf(LOG_WARN,
-                     "%llu request%s answered 503: all %u threads busy and %zu handlers "
-                     "waiting (max_threads, max_waiting_handlers)",
-                     (unsigned long long)(k.handlers_declined - w->declined),
-                     k.handlers_declined - w->declined == 1 ? "" : "s", w->threads,
-                     w->waiting_max);
-    w->declined = k.handlers_declined;
-    w->last_ms = ms;
+    uint64_t before = w->declined;
+    if (worth_a_line(k.handlers_declined, &w->declined, &w->declined_ms, ms))
+        error_log_printf(LOG_WARN,
+                         "%llu request%s answered 503: all %u threads busy and %zu handlers "
+                         "waiting (max_threads, max_waiting_handlers)",
+                         (unsigned long long)(k.handlers_declined - before),
+                         k.handlers_declined - before == 1 ? "" : "s", w->threads,
+                         w->waiting_max);
+    before = w->temp_refused;
+    if (worth_a_line(k.request_temp_refused, &w->temp_refused, &w->temp_ms, ms))
+        error_log_printf(LOG_WARN,
+                         "%llu request%s answered 503: request bodies in temporary files at "
+                         "%llu bytes (max_request_temp_bytes)",
+                         (unsigned long long)(k.request_temp_refused - before),
+                         k.request_temp_refused - before == 1 ? "" : "s",
+                         (unsigned long long)w->temp_max);
 }
 
 typedef struct logs {
@@ -1078,6 +1097,7 @@ int main(int argc, char **argv)
     overload.server = s;
     overload.threads = o.max_threads;
     overload.waiting_max = o.max_waiting_handlers;
+    overload.temp_max = o.max_request_temp_bytes;
     cshs_server_add_tick(s, overload_tick, &overload);
     app.workers_min = o.min_threads;
     app.workers_max = o.max_threads;

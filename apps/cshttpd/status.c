@@ -147,7 +147,9 @@ int acl_allows(const acl *a, const char *remote_addr)
     X(offloaded)                                                                                   \
     X(deferred)                                                                                    \
     X(handlers_waiting)                                                                            \
-    X(handlers_declined)
+    X(handlers_declined)                                                                           \
+    X(request_temp_bytes)                                                                          \
+    X(request_temp_refused)
 
 #define POOL_FIELDS(X)                                                                             \
     X(open)                                                                                        \

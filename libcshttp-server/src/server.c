@@ -127,6 +127,7 @@ cshs_server *cshs_server_new(const cshs_options *options, cshw_handler handler, 
     s->xcfg.router = router;
     s->xcfg.report = cshs__report;
     s->xcfg.closing = cshs__closing;
+    s->xcfg.temp_bytes = cshs__temp_bytes;
     s->xcfg.arg = s;
     s->nloops = s->o.loops ? s->o.loops : usable_cpus();
     if (s->nloops < 1) s->nloops = 1;
@@ -185,6 +186,25 @@ int cshs__streams(void *arg, const char *head, const csh_message *msg)
 {
     cshs_server *s = arg;
     return s->stream_fn(s->stream_arg, head, msg);
+}
+
+/* The toolkit's count of request bodies in temporary files, held to
+ * max_request_temp_bytes. */
+int cshs__temp_bytes(void *arg, int64_t delta)
+{
+    cshs_server *s = arg;
+    if (delta < 0) {
+        atomic_fetch_sub(&s->c_temp_bytes, (uint64_t)-delta);
+        return 0;
+    }
+    uint64_t max = s->o.max_request_temp_bytes, now = atomic_load(&s->c_temp_bytes);
+    do {
+        if (max && now + (uint64_t)delta > max) {
+            atomic_fetch_add(&s->c_temp_refused, 1);
+            return -1;
+        }
+    } while (!atomic_compare_exchange_weak(&s->c_temp_bytes, &now, now + (uint64_t)delta));
+    return 0;
 }
 
 int cshs__closing(void *arg)
@@ -1808,7 +1828,7 @@ void cshs_server_free(cshs_server *s)
     }
 }
 
-CSH__SIZED_NO_TAIL_PADDING(cshs_counters, handlers_declined);
+CSH__SIZED_NO_TAIL_PADDING(cshs_counters, request_temp_refused);
 CSH__SIZED_NO_TAIL_PADDING(cshs_request_log, body_bytes_out);
 
 int cshs_server_counters_sized(const cshs_server *s, cshs_counters *out, size_t size)
@@ -1841,6 +1861,8 @@ int cshs_server_counters_sized(const cshs_server *s, cshs_counters *out, size_t 
     o->deferred = atomic_load(&m->c_deferred);
     o->handlers_waiting = atomic_load(&m->c_waiting);
     o->handlers_declined = atomic_load(&m->c_declined);
+    o->request_temp_bytes = atomic_load(&m->c_temp_bytes);
+    o->request_temp_refused = atomic_load(&m->c_temp_refused);
     o->err_parse = atomic_load(&m->e_parse);
     o->err_rejected = atomic_load(&m->e_rejected);
     o->err_head_timeout = atomic_load(&m->e_head);

@@ -305,6 +305,9 @@ struct cshs_server {
     /* handlers waiting for a thread now (nwaiting, read without mu), and
      * requests answered 503 because the queue was full */
     _Atomic uint64_t c_waiting, c_declined;
+    /* request bodies' bytes in temporary files, and bodies refused for
+     * max_request_temp_bytes (cshs__temp_bytes) */
+    _Atomic uint64_t c_temp_bytes, c_temp_refused;
 };
 
 int64_t cshs__now_ms(void);
@@ -338,6 +341,7 @@ void cshs__conn_sweep(cshs_worker *w, cshs_conn *c, int64_t now_ms);
 void cshs__report(void *arg, const cshw_exchange_outcome *o);
 int cshs__closing(void *arg);
 int cshs__streams(void *arg, const char *head, const csh_message *msg);
+int cshs__temp_bytes(void *arg, int64_t delta);
 /* Closes it (the loop's owner only); the struct waits in the graveyard. */
 void cshs__conn_close(cshs_worker *w, cshs_conn *c);
 /* Frees it: the graveyard after a batch, or everything at the end. */

@@ -77,6 +77,7 @@ static void test_defaults(void **state)
     assert_int_equal(o.linger_bytes, 1u << 20);
     assert_int_equal(o.next_request_wait_us, 1000);
     assert_int_equal(o.max_waiting_handlers, 1024);
+    assert_int_equal(o.max_request_temp_bytes, (uint64_t)4 << 30);
 }
 
 /* a refused value is named in the message */

@@ -59,6 +59,7 @@ struct cshw_exchange {
     int body_fd;       /* temporary file, -1: none */
     uint64_t body_len; /* decoded bytes stored in all */
     uint64_t raw_in;   /* body bytes as received */
+    uint64_t temp_counted; /* of them, in the file, told to cfg.temp_bytes */
 
     /* the stored body as the context reads it */
     uint64_t body_rd;
@@ -96,7 +97,7 @@ static int64_t unix_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-CSH__SIZED_NO_TAIL_PADDING(cshw_exchange_config, arg);
+CSH__SIZED_NO_TAIL_PADDING(cshw_exchange_config, temp_bytes);
 CSH__SIZED_NO_TAIL_PADDING(cshw_exchange_outcome, body_bytes_out);
 CSH__SIZED_NO_TAIL_PADDING(cshw_transport, remote_port);
 CSH__SIZED_NO_TAIL_PADDING(cshw_transport_ops, read);
@@ -155,6 +156,8 @@ cshw_exchange *cshw_exchange_new(const cshw_exchange_config *cfg)
 
 static void drop_body(cshw_exchange *x)
 {
+    if (x->temp_counted) x->cfg.temp_bytes(x->cfg.arg, -(int64_t)x->temp_counted);
+    x->temp_counted = 0;
     if (x->body_fd >= 0) close(x->body_fd);
     x->body_fd = -1;
     x->body_mem = 0;
@@ -363,6 +366,12 @@ static int store(cshw_exchange *x, size_t at, size_t n)
         if (at != mem_end) memmove(x->buf + mem_end, x->buf + at, n);
         x->body_mem += n;
     } else {
+        /* the server's bound on all bodies' files, asked first */
+        uint64_t k = n + (x->body_fd < 0 ? x->body_mem : 0);
+        if (x->cfg.temp_bytes) {
+            if (x->cfg.temp_bytes(x->cfg.arg, (int64_t)k) != 0) return CSHW_E_TEMP_FULL;
+            x->temp_counted += k;
+        }
         if (x->body_fd < 0) {
             int fd = open_temp(x);
             if (fd < 0) return fd;
@@ -408,6 +417,8 @@ static int take_body(cshw_exchange *x, const cshw_transport *t)
             if (max && x->body_len + span.len > max)
                 return answer(x, t, 413, CSHW_E_BODY_LIMIT, cshw_error_message(CSHW_E_BODY_LIMIT));
             int e = store(x, at + span.off, span.len);
+            if (e == CSHW_E_TEMP_FULL)
+                return answer(x, t, 503, e, cshw_error_message(CSHW_E_TEMP_FULL));
             if (e < 0) return answer(x, t, 500, e, "the request body could not be stored");
             /* a Content-Length body's end is known with its last bytes;
              * otherwise, every byte used, only new bytes can say more

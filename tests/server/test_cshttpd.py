@@ -480,6 +480,33 @@ def t_body_no_route_takes(_):
             assert json.loads(r.stdout)["body_length"] == 300 << 10, r.stdout[:200]
 
 
+@test("basic")
+def t_request_temp_bound(_):
+    """--max-request-temp-bytes bounds the bodies stored in temporary files,
+    all requests together: an upload that would pass it is answered 503
+    (and the connection closed), counted on the status page and logged;
+    the one within it is read whole, and its bytes are given back after."""
+    with Server("--max-request-temp-bytes", str(1 << 20)) as srv:
+        size = 900 << 10
+        head = b"POST /demo/echo HTTP/1.1\r\nHost: a\r\nContent-Length: %d\r\n\r\n" % size
+        a = Sock(srv.connect(timeout=30))
+        a.sendall(head + b"a" * (700 << 10))
+        deadline = time.time() + 20
+        while get_json(srv, "/status.json")["request_temp_bytes"] < 600 << 10:
+            assert time.time() < deadline
+            time.sleep(0.05)
+        st, _ = upload_answered(srv.port, "/demo/echo", size)
+        assert st == 503, st
+        a.sendall(b"a" * (size - (700 << 10)))
+        st, _, body, _ = read_response(a)
+        assert st == 200 and json.loads(body)["body_length"] == size, (st, body[:100])
+        a.close()
+        j = get_json(srv, "/status.json")
+        assert j["request_temp_refused"] == 1 and j["request_temp_bytes"] == 0, j
+        time.sleep(0.5)  # the tick that logs it
+    assert "1 request answered 503: request bodies in temporary files" in srv.err, srv.err
+
+
 # ---- errors ----
 
 @test("errors")

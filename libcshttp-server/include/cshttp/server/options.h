@@ -181,6 +181,12 @@ typedef struct cshs_options {
      * 1000000) a request is answered 503 (CSHW_E_OVERLOADED) without its
      * handler, and counted (cshs_counters.handlers_declined). */
     size_t max_waiting_handlers;
+
+    /* 0.4.1. The bytes of request bodies stored in temporary files (past
+     * the toolkit's body_buffer), all requests together, at most (default
+     * 4 GiB; 0: no bound). A body that would pass it is answered 503
+     * (CSHW_E_TEMP_FULL) and counted (cshs_counters.request_temp_refused). */
+    uint64_t max_request_temp_bytes;
 } cshs_options;
 
 /* The size of cshs_options in libcshttp-server 0.2, the first version with

@@ -118,6 +118,10 @@ typedef struct cshs_counters {
      * max_waiting_handlers waited already */
     uint64_t handlers_waiting;
     uint64_t handlers_declined;
+    /* 0.4.1: request bodies' bytes in temporary files now, and requests
+     * answered 503 because their body would pass max_request_temp_bytes */
+    uint64_t request_temp_bytes;
+    uint64_t request_temp_refused;
 } cshs_counters;
 
 /* A server with a copy of `options` (NULL: defaults) that runs `handler`

@@ -88,6 +88,7 @@ extern "C" {
     XX(BODY_LIMIT, -10120, 413, "the request body is larger than max_request_body")               \
     XX(BODY_LENGTH, -10121, 500, "output past the Content-Length the response declared")          \
     XX(OVERLOADED, -10122, 503, "no thread was free for the handler and its queue was full")      \
+    XX(TEMP_FULL, -10123, 503, "request bodies' temporary files are at the server's bound")       \
     /* static files and MapPath: -10200 .. -10299 */                                              \
     XX(NOT_FOUND, -10200, 404, "no such file")                                                     \
     XX(STATIC_FORBIDDEN, -10201, 403, "the file may not be read (permission denied)")              \

@@ -165,7 +165,14 @@ typedef struct cshw_exchange_config {
     /* 1 when the owner is stopping: responses then carry Connection:
      * close (NULL: never). */
     int (*closing)(void *arg);
-    void *arg; /* passed to the three callbacks */
+    void *arg; /* passed to the callbacks */
+    /* 0.4.1: the bytes of request bodies stored in temporary files, all
+     * exchanges together (NULL: not counted). Called with +n before n
+     * bytes go to a body's file, on the thread of cshw_exchange_input:
+     * non-zero refuses them, and the request is answered 503
+     * (CSHW_E_TEMP_FULL) and the connection closed; called with minus
+     * the file's bytes when the file is dropped. */
+    int (*temp_bytes)(void *arg, int64_t delta);
 } cshw_exchange_config;
 
 /* The size of cshw_exchange_config in libcshttp-web 0.3, the first version
