@@ -684,6 +684,46 @@ def stop_nginx(proc):
 
 
 @test("nginx")
+def t_nginx_bodies_nobody_takes(tmp):
+    """What nginx does with a body no location reads, beside cshttpd
+    (test_cshttpd.py's t_body_no_route_takes checks cshttpd's): a 16 MiB
+    POST to a static file with Expect: 100-continue, and without, 20 at
+    once, answered from their heads; nginx's temporary files counted the
+    same way (its client_body_temp_path)."""
+    if not ARGS.nginx:
+        print("  (nginx not found: no side-by-side)")
+        return
+    root = os.path.join(tmp, "nroot-bodies")
+    os.makedirs(root, exist_ok=True)
+    with open(os.path.join(root, "index.html"), "w") as f:
+        f.write("index\n")
+    # past its default client_max_body_size (1m) nginx says 413 from the
+    # head alone: raised, the answer is the static module's
+    ng, nport = start_nginx(tmp, root, "client_max_body_size 64m;")
+    try:
+        expect = T.upload_answered(nport, "/index.html", 16 << 20, expect=True)
+        most, results = [0], []
+        ts = [threading.Thread(target=lambda: results.append(
+            T.upload_answered(nport, "/index.html", 16 << 20))) for _ in range(20)]
+        for t in ts:
+            t.start()
+        while any(t.is_alive() for t in ts):
+            most[0] = max(most[0], T.temp_files_open(ng.pid))
+            time.sleep(0.01)
+        print("  nginx: Expect: %s; 20 uploads: %s; temporary files at most %d" %
+              (expect, sorted(set(results)), most[0]))
+        assert expect == (405, False) and set(results) == {(405, False)}, (expect, results)
+        assert most[0] == 0, most
+    finally:
+        stop_nginx(ng)
+    # cshttpd, the same, for the record beside it
+    with proxy(tmp, "/o=http://127.0.0.1:9") as px:
+        expect = T.upload_answered(px.port, "/big.bin", 16 << 20, expect=True)
+        print("  cshttpd: Expect: %s" % (expect,))
+        assert expect == (405, False), expect
+
+
+@test("nginx")
 def t_nginx_idle_gaps(tmp):
     """nginx closes idle keep-alive connections after 1 s, the proxy keeps
     them 60 s: bursts of requests after idle gaps of 1.5-2.5 s, every one
