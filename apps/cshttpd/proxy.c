@@ -735,7 +735,10 @@ static void answer_ended(cshw_context *ctx, const proxy *p, proxy_origin *o, csh
             break;
         }
         if (n == 0) break;
-        if (sp && !sw.full) {
+        /* a client that keeps up takes each piece as it comes (nothing
+         * queued for it): only one that falls behind gets the rest
+         * through the file */
+        if (sp && !sw.full && cshw_response_queued(res) > 0) {
             int k = spool_write(sp, &sw, wo ? wo->temp_dir : NULL, res, buf, (size_t)n);
             if (k == 1) continue;
             if (k == -EPIPE) break; /* the response failed: the client left */

@@ -504,13 +504,25 @@ static void t_consume(void *io, size_t n)
     b->pos += n;
 }
 
+/* What the loop still has to send for the handler: queued bytes and
+ * file ranges (a handler passing a stream on keeps the rest elsewhere
+ * rather than wait, cshw_response_queued). */
+static uint64_t t_queued(void *io)
+{
+    const cshs_conn *c = io;
+    uint64_t n = 0;
+    for (const cshs_out *o = c->out; o; o = o->next) n += (o->n - o->pos) + (o->fd >= 0 ? o->left : 0);
+    return n;
+}
+
 static const cshw_transport_ops socket_ops = {.size = sizeof(cshw_transport_ops),
                                               .peek = t_peek,
                                               .consume = t_consume,
                                               .write = t_write,
                                               .flush = NULL,
                                               .send_file = t_send_file,
-                                              .read = t_read};
+                                              .read = t_read,
+                                              .queued = t_queued};
 
 static cshw_transport transport_of(cshs_conn *c)
 {

@@ -100,7 +100,7 @@ static int64_t unix_ms(void)
 CSH__SIZED_NO_TAIL_PADDING(cshw_exchange_config, temp_bytes);
 CSH__SIZED_NO_TAIL_PADDING(cshw_exchange_outcome, body_bytes_out);
 CSH__SIZED_NO_TAIL_PADDING(cshw_transport, remote_port);
-CSH__SIZED_NO_TAIL_PADDING(cshw_transport_ops, read);
+CSH__SIZED_NO_TAIL_PADDING(cshw_transport_ops, queued);
 
 void cshw_exchange_config_init_sized(cshw_exchange_config *config, size_t size)
 {
@@ -686,24 +686,44 @@ static int view_send_file(void *io, int fd, off_t offset, size_t len)
     return r;
 }
 
+static uint64_t view_queued(void *io)
+{
+    cshw_exchange *x = io;
+    return cshw__transport_queued(x->under);
+}
+
 static const cshw_transport_ops stored_ops = {sizeof(cshw_transport_ops),
                                               stored_peek,
                                               stored_consume,
                                               view_write,
                                               view_flush,
                                               view_send_file,
-                                              NULL};
-static const cshw_transport_ops stored_ops_nofile = {
-    sizeof(cshw_transport_ops), stored_peek, stored_consume, view_write, view_flush, NULL, NULL};
+                                              NULL,
+                                              view_queued};
+static const cshw_transport_ops stored_ops_nofile = {sizeof(cshw_transport_ops),
+                                                     stored_peek,
+                                                     stored_consume,
+                                                     view_write,
+                                                     view_flush,
+                                                     NULL,
+                                                     NULL,
+                                                     view_queued};
 static const cshw_transport_ops stream_ops = {sizeof(cshw_transport_ops),
                                               stream_peek,
                                               stream_consume,
                                               view_write,
                                               view_flush,
                                               view_send_file,
-                                              NULL};
-static const cshw_transport_ops stream_ops_nofile = {
-    sizeof(cshw_transport_ops), stream_peek, stream_consume, view_write, view_flush, NULL, NULL};
+                                              NULL,
+                                              view_queued};
+static const cshw_transport_ops stream_ops_nofile = {sizeof(cshw_transport_ops),
+                                                     stream_peek,
+                                                     stream_consume,
+                                                     view_write,
+                                                     view_flush,
+                                                     NULL,
+                                                     NULL,
+                                                     view_queued};
 
 /* The application, then: a stop that began meanwhile closes the
  * connection after this response (it says so with Connection: close). */

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "context_impl.h"
+#include "transport_impl.h"
 #include "cshttp/web/error.h"
 #include "cshttp/web/html.h"
 #include "util.h"
@@ -717,6 +718,12 @@ static int copy_file(cshw_response *res, int fd, off_t offset, uint64_t len)
         len -= (uint64_t)got;
     }
     return 0;
+}
+
+uint64_t cshw_response_queued(const cshw_response *res)
+{
+    const cshw_context *ctx = res->ctx;
+    return (uint64_t)res->len + (ctx->active ? cshw__transport_queued(&ctx->transport) : 0);
 }
 
 /* len bytes of the file, as body bytes of a response already streaming:

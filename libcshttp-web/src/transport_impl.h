@@ -16,6 +16,15 @@ static inline int cshw__transport_ok(const cshw_transport *t)
            t->ops->size >= CSHW_TRANSPORT_OPS_SIZE_0_3;
 }
 
+/* The transport's queued op (0.4.1), or 0 for one without it (NULL, or
+ * ops of an older size). */
+static inline uint64_t cshw__transport_queued(const cshw_transport *t)
+{
+    const cshw_transport_ops *o = t->ops;
+    if (o->size < offsetof(cshw_transport_ops, queued) + sizeof o->queued || !o->queued) return 0;
+    return o->queued(t->io);
+}
+
 /* A copy of a transport the caller made, read by its size (the fields it
  * did not know: 0). */
 static inline void cshw__transport_copy(cshw_transport *dst, const cshw_transport *src)

@@ -143,6 +143,14 @@ CSHW_EXPORT int cshw_response_send_error(cshw_response *res, int status);
  * out shorter than len, CSHW_E_FILE_READ and the connection is closed. */
 CSHW_EXPORT int cshw_response_send_file(cshw_response *res, int fd, off_t offset, uint64_t len);
 
+/* Body bytes written and not yet taken by the client (0.4.1): those in
+ * the response's buffer, and those the transport holds because the
+ * client reads slower than the handler writes (cshw_transport_ops'
+ * queued; 0 for a transport without it). A handler passing a stream on
+ * writes on while it is 0 and, past that, keeps what comes elsewhere (a
+ * proxy's temporary file) rather than wait. */
+CSHW_EXPORT uint64_t cshw_response_queued(const cshw_response *res);
+
 /* Appends len bytes of the file fd from offset to the body, and the
  * response goes on (0.4.1): what cshw_response_write would do with those
  * bytes, but through the transport's send_file, so a driver can send

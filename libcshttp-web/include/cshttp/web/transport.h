@@ -60,6 +60,10 @@ typedef struct cshw_transport_ops {
      * when the input ended, -EAGAIN when nothing is there now, or -errno.
      * May be NULL: the exchange then copies from peek/consume. */
     ssize_t (*read)(void *io, void *buf, size_t cap);
+    /* 0.4.1: bytes written (or file bytes given to send_file) that the
+     * connection has not taken yet: held by the transport for a client
+     * that reads slowly. 0 when all went. May be NULL (taken as 0). */
+    uint64_t (*queued)(void *io);
 } cshw_transport_ops;
 
 /* The size of cshw_transport_ops in libcshttp-web 0.3, the first version
