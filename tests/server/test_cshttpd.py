@@ -449,10 +449,10 @@ def upload_answered(port, target, size, expect=False):
 @test("basic")
 def t_body_no_route_takes(_):
     """A body no route takes is never stored (as nginx discards a body no
-    location reads): 16 MiB POSTs to a static file or a path that does not
-    exist are answered 405 and 404 at once, with Expect: 100-continue too
-    (no 100: the final status), and the server holds no temporary file
-    meanwhile. A route that reads its body still gets it whole. With and
+    location reads): 200 POSTs of 16 MiB at once to a static file or a path
+    that does not exist are answered 405 and 404 from their heads, with
+    Expect: 100-continue too (no 100: the final status), and the server
+    holds no temporary file meanwhile. A route that reads its body still gets it whole. With and
     without --proxy (the router decides, or cshttpd's predicate)."""
     for extra in ((), ("--proxy", "/o=http://127.0.0.1:9")):
         with Server(*extra) as srv:
@@ -463,13 +463,13 @@ def t_body_no_route_takes(_):
             def one(target):
                 results.append(upload_answered(srv.port, target, 16 << 20))
             ts = [threading.Thread(target=one, args=("/index.html" if i % 2 else "/nope",))
-                  for i in range(20)]
+                  for i in range(200)]
             for t in ts:
                 t.start()
             while any(t.is_alive() for t in ts):
                 most[0] = max(most[0], temp_files_open(srv.proc.pid))
                 time.sleep(0.01)
-            assert sorted(results) == [(404, False)] * 10 + [(405, False)] * 10, results
+            assert sorted(results) == [(404, False)] * 100 + [(405, False)] * 100, results
             assert most[0] == 0, most
             # a route that reads its body: stored (beyond body_buffer, in
             # a temporary file), and read whole

@@ -724,6 +724,42 @@ def t_nginx_bodies_nobody_takes(tmp):
 
 
 @test("nginx")
+def t_nginx_body_limits(tmp):
+    """nginx's answer to bodies past its limit on a proxied location,
+    beside cshttpd's (t_streamed_upload_limit): client_max_body_size 1m,
+    a chunked upload of 2 MiB and one with Content-Length 1 MiB + 1: 413
+    both, the origin handed neither."""
+    if not ARGS.nginx:
+        print("  (nginx not found: no side-by-side)")
+        return
+    o = Origin()
+    root = os.path.join(tmp, "nroot-limits")
+    os.makedirs(root, exist_ok=True)
+    ng, nport = start_nginx(tmp, root, "client_max_body_size 1m; location /up/ { proxy_pass "
+                            "http://127.0.0.1:%d; proxy_http_version 1.1; "
+                            "proxy_request_buffering off; }" % o.port)
+    try:
+        s = socket.create_connection(("127.0.0.1", nport), timeout=20)
+        s.sendall(b"POST /up/echo HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n")
+        try:
+            for _ in range(32):
+                s.sendall(b"10000\r\n" + b"x" * 65536 + b"\r\n")
+            s.sendall(b"0\r\n\r\n")
+        except OSError:
+            pass
+        chunked, _, _, _ = T.read_response(T.Sock(s))
+        s.close()
+        length, _, _ = get(nport, "/up/echo", method="POST", body=b"y" * ((1 << 20) + 1))
+        print("  nginx: chunked 2 MiB %d, Content-Length 1 MiB + 1 %d; origin handed %d "
+              "complete uploads" % (chunked, length,
+                                    sum(1 for r in o.requests if r["target"] == "/up/echo")))
+        assert chunked == 413 and length == 413, (chunked, length)
+    finally:
+        stop_nginx(ng)
+        o.close()
+
+
+@test("nginx")
 def t_nginx_idle_gaps(tmp):
     """nginx closes idle keep-alive connections after 1 s, the proxy keeps
     them 60 s: bursts of requests after idle gaps of 1.5-2.5 s, every one
