@@ -208,8 +208,8 @@ int demo_blocks(const char *target, size_t len)
     cshw_arena *a = cshw_arena_new(0);
     const char *path = NULL;
     size_t plen = 0;
-    int blocks = a && cshw_path_decode(a, p, (size_t)(end - p), &path, &plen) == 0 &&
-                 plen == 11 && memcmp(path, "/demo/sleep", 11) == 0;
+    int blocks = a && cshw_path_decode(a, p, (size_t)(end - p), &path, &plen) == 0 && plen == 11 &&
+                 memcmp(path, "/demo/sleep", 11) == 0;
     /* out of memory: taken as blocking, where the wrong guess costs least */
     if (!a) blocks = 1;
     cshw_arena_free(a);

@@ -779,8 +779,7 @@ static void overload_tick(void *arg)
                          "%llu request%s answered 503: all %u threads busy and %zu handlers "
                          "waiting (max_threads, max_waiting_handlers)",
                          (unsigned long long)(k.handlers_declined - before),
-                         k.handlers_declined - before == 1 ? "" : "s", w->threads,
-                         w->waiting_max);
+                         k.handlers_declined - before == 1 ? "" : "s", w->threads, w->waiting_max);
     before = w->temp_refused;
     if (worth_a_line(k.request_temp_refused, &w->temp_refused, &w->temp_ms, ms))
         error_log_printf(LOG_WARN,
@@ -937,11 +936,10 @@ int main(int argc, char **argv)
 {
     cshs_options o;
     cshs_options_init(&o);
-    static settings conf = {
-        .root = "www",
-        .access_log_format = "combined",
-        .mime_types = "/etc/mime.types",
-        .proxy_buffering = -1};
+    static settings conf = {.root = "www",
+                            .access_log_format = "combined",
+                            .mime_types = "/etc/mime.types",
+                            .proxy_buffering = -1};
     modes m = {0};
     char err[512];
 

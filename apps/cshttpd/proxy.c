@@ -688,8 +688,9 @@ static void answer_ended(cshw_context *ctx, const proxy *p, proxy_origin *o, csh
     if (e == CSHS_CLIENT_E_CANCELED) {
         /* the client left: nginx's 499, for the log; nobody reads it */
         proxy_origin_done(p, o, 0, mono_ms());
-        error_log_printf(LOG_INFO, "proxy %s %s -> %s: the client left, the request to the origin "
-                                   "was given up",
+        error_log_printf(LOG_INFO,
+                         "proxy %s %s -> %s: the client left, the request to the origin "
+                         "was given up",
                          cshw_request_method(req), cshw_request_target(req), o->url);
         cshw_response_set_status(res, 499);
         cshw_response_close_connection(res);
@@ -743,8 +744,9 @@ static void answer_ended(cshw_context *ctx, const proxy *p, proxy_origin *o, csh
             if (k == 1) continue;
             if (k == -EPIPE) break; /* the response failed: the client left */
             if (k < 0)
-                error_log_printf(LOG_WARN, "proxy %s %s: buffering in %s: %s; the rest at the "
-                                           "client's pace",
+                error_log_printf(LOG_WARN,
+                                 "proxy %s %s: buffering in %s: %s; the rest at the "
+                                 "client's pace",
                                  cshw_request_method(req), cshw_request_target(req),
                                  wo && wo->temp_dir ? wo->temp_dir : "/tmp", strerror(-k));
             /* past its bounds: the rest at the client's pace, the origin

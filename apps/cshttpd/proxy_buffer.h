@@ -48,11 +48,11 @@ typedef struct proxy_spool {
 
 /* One answer's file. */
 typedef struct spool_writer {
-    int fd;        /* the description the response's ranges are of (-1: none yet) */
-    int watch;     /* the spool's own description of the same file */
-    uint64_t len;  /* bytes written */
-    int full;      /* a bound was reached: the rest goes from memory */
-    int detached;  /* its connection left the pool's count (held) */
+    int fd;       /* the description the response's ranges are of (-1: none yet) */
+    int watch;    /* the spool's own description of the same file */
+    uint64_t len; /* bytes written */
+    int full;     /* a bound was reached: the rest goes from memory */
+    int detached; /* its connection left the pool's count (held) */
 } spool_writer;
 
 /* Defaults, and the lock. */

@@ -511,7 +511,8 @@ static uint64_t t_queued(void *io)
 {
     const cshs_conn *c = io;
     uint64_t n = 0;
-    for (const cshs_out *o = c->out; o; o = o->next) n += (o->n - o->pos) + (o->fd >= 0 ? o->left : 0);
+    for (const cshs_out *o = c->out; o; o = o->next)
+        n += (o->n - o->pos) + (o->fd >= 0 ? o->left : 0);
     return n;
 }
 

@@ -98,7 +98,7 @@ typedef struct origin {
     atomic_int stop;
     atomic_int fin_now;
     atomic_int stray_now;
-    atomic_int ended; /* connections whose peer closed (or that it closed) */
+    atomic_int ended;  /* connections whose peer closed (or that it closed) */
     int modes[16];     /* per connection index; M_ECHO past 16 */
     int hold;          /* answers wait until this many requests arrived (burst test) */
     int idle_close_ms; /* closes a connection idle this long (its keep-alive timeout) */

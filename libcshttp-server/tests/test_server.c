@@ -570,7 +570,7 @@ static void test_slow_handler_holds_no_events(void **state)
 
 /* ---- handlers that wait for a thread (max_threads busy) ---- */
 
-static int gate[2] = {-1, -1}; /* a byte written lets one gated handler end */
+static int gate[2] = {-1, -1};   /* a byte written lets one gated handler end */
 static char gate_started[8][16]; /* the gated handlers' paths, in the order they began */
 static _Atomic int gate_starts;
 static _Atomic int gate_noted; /* of them, written to gate_started (its release) */
@@ -658,7 +658,8 @@ static void test_handlers_wait_for_a_thread(void **state)
                  i);
         assert_true(send(g[i], req, strlen(req), MSG_NOSIGNAL) > 0);
         if (i < 2) assert_int_equal(s2_counter_reaches(0, (uint64_t)i + 1), (uint64_t)i + 1);
-        if (i >= 2 && i < 4) assert_int_equal(s2_counter_reaches(1, (uint64_t)i - 1), (uint64_t)i - 1);
+        if (i >= 2 && i < 4)
+            assert_int_equal(s2_counter_reaches(1, (uint64_t)i - 1), (uint64_t)i - 1);
     }
     /* the third waiting one: 503, and the connection closes */
     assert_int_equal(exchange(g[4], NULL, "\r\n\r\n", buf, sizeof buf), 0);
@@ -671,12 +672,10 @@ static void test_handlers_wait_for_a_thread(void **state)
      * no room in the queue */
     int q = dial(p2);
     assert_true(q >= 0);
-    assert_int_equal(exchange(q, "GET /quick HTTP/1.1\r\nHost: x\r\n\r\n", "hello /quick", buf,
-                              sizeof buf),
-                     0);
-    assert_int_equal(exchange(q, "GET /other HTTP/1.1\r\nHost: x\r\n\r\n", "\r\n\r\n", buf,
-                              sizeof buf),
-                     0);
+    assert_int_equal(
+        exchange(q, "GET /quick HTTP/1.1\r\nHost: x\r\n\r\n", "hello /quick", buf, sizeof buf), 0);
+    assert_int_equal(
+        exchange(q, "GET /other HTTP/1.1\r\nHost: x\r\n\r\n", "\r\n\r\n", buf, sizeof buf), 0);
     assert_memory_equal(buf, "HTTP/1.1 503 ", 13);
     close(q);
     cshs_counters k;

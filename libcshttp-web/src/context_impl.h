@@ -128,8 +128,7 @@ int cshw__request_begin(cshw_request *req, const char *head, const csh_message *
 /* The raw path of a request-target (n bytes, up to its '?'): the target
  * of origin form, what follows the authority of absolute form ("/" when
  * nothing does); CSHW_E_PATH_NOT_ABSOLUTE for the other forms. */
-int cshw__target_path(const char *t, size_t n, csh_target_form form, const char **p,
-                      size_t *len);
+int cshw__target_path(const char *t, size_t n, csh_target_form form, const char **p, size_t *len);
 
 /* ---- request_body.c ---- */
 /* Reads up to cap de-chunked body bytes (answering 100-continue first):

@@ -93,7 +93,13 @@ static ssize_t mem_read(void *io, void *buf, size_t cap)
 }
 
 static const cshw_transport_ops mem_ops = {
-    sizeof(cshw_transport_ops), mem_peek, mem_consume, mem_write, NULL, mem_send_file, mem_read,
+    sizeof(cshw_transport_ops),
+    mem_peek,
+    mem_consume,
+    mem_write,
+    NULL,
+    mem_send_file,
+    mem_read,
     NULL, /* everything written is taken at once */
 };
 

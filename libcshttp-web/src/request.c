@@ -64,8 +64,7 @@ const char *cshw_request_target(const cshw_request *req)
 /* The path part of the target: origin-form as it is; absolute-form
  * ("http://host/p?q", RFC 9112 §3.2.2) from the first '/' after the
  * authority, or "/" when there is none. */
-int cshw__target_path(const char *t, size_t n, csh_target_form form, const char **p,
-                      size_t *len)
+int cshw__target_path(const char *t, size_t n, csh_target_form form, const char **p, size_t *len)
 {
     if (form == CSH_TARGET_ABSOLUTE) {
         const char *s = memchr(t, ':', n);

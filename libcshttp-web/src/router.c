@@ -556,7 +556,8 @@ cshw_route_body cshw_router_body_of(const cshw_router *r, const char *head, cons
         w.pl = cshw_arena_alloc(a, r->max_params * sizeof *w.pl);
     }
     /* out of memory: taken as read whole, as before routes said */
-    if (!a || !w.ps || !w.pl) body = CSHW_ROUTE_BODY_WHOLE;
+    if (!a || !w.ps || !w.pl)
+        body = CSHW_ROUTE_BODY_WHOLE;
     else if (cshw_path_decode(a, raw, len, &path, NULL) == 0 && path[0] == '/' &&
              walk_node(&r->root, path + 1, &w))
         body = w.found->streams ? CSHW_ROUTE_BODY_STREAM : CSHW_ROUTE_BODY_WHOLE;

@@ -1076,7 +1076,8 @@ static void ranges_handler(cshw_context *ctx)
 {
     cshw_response *res = cshw_context_response(ctx);
     cshw_request *req = cshw_context_request(ctx);
-    if (cshw_request_query_get(req, "len")) note(cshw_response_set_content_length(res, 3 + 20000 + 3));
+    if (cshw_request_query_get(req, "len"))
+        note(cshw_response_set_content_length(res, 3 + 20000 + 3));
     note(cshw_response_puts(res, "abc"));
     note(cshw_response_write_file(res, file_fd, 100, 20000));
     note(cshw_response_puts(res, "xyz"));
@@ -1097,8 +1098,7 @@ static void test_write_file_ranges(void **state)
     /* HTTP/1.1, no length: chunked, the range a chunk of its own (RFC
      * 9112 §7.1); with a declared length: as it is; HEAD: nothing; gzip
      * accepted: the bytes go as they are */
-    tw_serve_str(&run,
-                 GET("/", "Accept-Encoding: gzip\r\n") GET("/?len=1", "") HEAD("/", ""), 1,
+    tw_serve_str(&run, GET("/", "Accept-Encoding: gzip\r\n") GET("/?len=1", "") HEAD("/", ""), 1,
                  ranges_handler);
     assert_int_equal(run.served, 3);
     assert_int_equal(run.error, 0);

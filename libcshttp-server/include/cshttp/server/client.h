@@ -241,7 +241,7 @@ extern "C" {
     XX(READ_TIMEOUT, -5009, 504, "the response body stalled for read_timeout_ms")                  \
     XX(ORIGIN_CLOSED, -5010, 502, "the origin closed the connection before the response ended")    \
     XX(MALFORMED, -5011, 502, "the response is malformed, or bytes followed its end")              \
-    XX(TOO_LARGE, -5012, 502, "the response body is larger than the limit")                      \
+    XX(TOO_LARGE, -5012, 502, "the response body is larger than the limit")                        \
     XX(CANCELED, -5013, 499, "the call was given up before its answer (cshs_call_cancel)")
 
 typedef enum cshs_client_error {

@@ -154,10 +154,9 @@ CSHS_EXPORT void cshs_server_set_streaming(
  * (max_waiting_handlers, past it 503). Without it (NULL, the default)
  * every handler queues then. Called on the loop's thread, only then, and
  * must not block. Set before start (0.4.1). */
-CSHS_EXPORT void cshs_server_set_quick(cshs_server *s,
-                                       int (*fn)(void *arg, const char *head,
-                                                 const csh_message *msg),
-                                       void *arg);
+CSHS_EXPORT void
+cshs_server_set_quick(cshs_server *s,
+                      int (*fn)(void *arg, const char *head, const csh_message *msg), void *arg);
 
 /* The application's pointer (libuv's `data` convention): every handler
  * reaches it as cshw_context_app_data(ctx). Set before start; the engine

@@ -101,8 +101,8 @@ CSHW_EXPORT int cshw_router_add(cshw_router *r, const char *method, const char *
 /* A route whose handler reads the request body as it arrives (huge
  * uploads, a proxy), as cshw_router_add otherwise (0.4.1): the body is
  * not read and stored before it runs (cshw_router_body_of). */
-CSHW_EXPORT int cshw_router_add_streaming(cshw_router *r, const char *method,
-                                          const char *pattern, cshw_handler handler);
+CSHW_EXPORT int cshw_router_add_streaming(cshw_router *r, const char *method, const char *pattern,
+                                          cshw_handler handler);
 
 /* What the route of a request does with its body, known from its head
  * before any body byte is read (0.4.1): CSHW_ROUTE_BODY_WHOLE, a route of
