@@ -574,6 +574,7 @@ static int gate[2] = {-1, -1};   /* a byte written lets one gated handler end */
 static char gate_started[8][16]; /* the gated handlers' paths, in the order they began */
 static _Atomic int gate_starts;
 static _Atomic int gate_noted; /* of them, written to gate_started (its release) */
+static _Atomic int gate_passed; /* of them, through the gate */
 
 /* POST /gate/N (streamed, so always a job): reads its body, notes that it
  * began, and waits for a byte of the gate; anything else is hello's. */
@@ -594,6 +595,7 @@ static void gated(cshw_context *ctx)
     ssize_t n;
     do n = read(gate[0], b, 1);
     while (n < 0 && errno == EINTR);
+    atomic_fetch_add(&gate_passed, 1);
     cshw_response_printf(cshw_context_response(ctx), "gate %s", path);
 }
 
@@ -701,6 +703,52 @@ static void test_handlers_wait_for_a_thread(void **state)
     assert_int_equal(s2_counter_reaches(1, 0), 0);
     close(g[4]);
     assert_int_equal(cshs_server_stop(s2, 5000), 0);
+    close(gate[0]);
+    close(gate[1]);
+    gate[0] = gate[1] = -1;
+}
+
+/* A stop while handlers wait for a thread: the running ones that pass
+ * the deadline are left behind (counted), the waiting ones never run, and
+ * nothing is used after it is freed (ASan) once the left ones return. */
+static void test_stop_with_handlers_waiting(void **state)
+{
+    (void)state;
+    cshs_options o2 = one_loop(3);
+    o2.max_waiting_handlers = 4;
+    s2 = cshs_server_new(&o2, gated, NULL);
+    assert_non_null(s2);
+    cshs_server_set_streaming(s2, gate_streams, NULL);
+    assert_int_equal(cshs_server_start(s2), 0);
+    unsigned p2 = cshs_server_port(s2, 0);
+    assert_int_equal(pipe(gate), 0);
+    atomic_store(&gate_starts, 0);
+    atomic_store(&gate_noted, 0);
+    int g[4];
+    for (int i = 0; i < 4; i++) {
+        g[i] = dial(p2);
+        assert_true(g[i] >= 0);
+        char req[96];
+        snprintf(req, sizeof req, "POST /gate/%d HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\nx",
+                 i);
+        assert_true(send(g[i], req, strlen(req), MSG_NOSIGNAL) > 0);
+    }
+    assert_int_equal(s2_counter_reaches(0, 2), 2);
+    assert_int_equal(s2_counter_reaches(1, 2), 2);
+    assert_true(cshs_server_stop(s2, 200) > 0);
+    assert_int_equal(cshs_server_handlers_running(s2), 2);
+    assert_int_equal(atomic_load(&gate_starts), 2); /* the waiting ones never ran */
+    /* the two left behind return now; the server is freed after them */
+    atomic_store(&gate_passed, 0);
+    assert_int_equal(write(gate[1], "xxxx", 4), 4);
+    for (int i = 0; i < 4; i++) close(g[i]);
+    cshs_server_free(s2);
+    s2 = NULL;
+    for (int i = 0; i < 1000 && atomic_load(&gate_passed) < 2; i++) { /* before the gate closes */
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    assert_int_equal(atomic_load(&gate_passed), 2);
     close(gate[0]);
     close(gate[1]);
     gate[0] = gate[1] = -1;
@@ -1417,6 +1465,7 @@ int main(void)
         cmocka_unit_test_teardown(test_streaming_route, teardown),
         cmocka_unit_test_teardown(test_slow_handler_holds_no_events, teardown),
         cmocka_unit_test_teardown(test_handlers_wait_for_a_thread, teardown),
+        cmocka_unit_test_teardown(test_stop_with_handlers_waiting, teardown),
         cmocka_unit_test_teardown(test_spares_leave_and_come_back, teardown),
         cmocka_unit_test_teardown(test_job_waits_for_the_next_request, teardown),
         cmocka_unit_test_teardown(test_blocking_checked_once_in_a_run, teardown),
