@@ -19,6 +19,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -363,6 +364,9 @@ struct cshs_call {
      * set before the arm: cshs_call_cancel ends the call when it finds
      * that watch still armed, under the reactor's lock */
     struct conn *_Atomic watched;
+    /* cshs_call_cancel came while the call was between states (being
+     * handed a connection, its watch being armed): the arm sees it */
+    _Atomic int cancel_wanted;
     csh_header fields[MAX_FIELDS]; /* last: not cleared (call_start) */
 };
 
@@ -2491,7 +2495,17 @@ int cshs_call_end_async(cshs_call *call, cshs_reactor *r, void (*done)(void *arg
     cn->kw.w.deadline_ms = call->head_deadline_ms;
     cn->kw.w.ready = async_ready;
     cn->kw.w.arg = cn;
-    atomic_store_explicit(&call->watched, cn, memory_order_release);
+    /* the watch is published, then a cancel looked for (both sequentially
+     * consistent, as cshs_call_cancel's flag and look in the other order):
+     * a cancel that missed the watch is seen here, one that saw it waits
+     * for the arm below and disarms it */
+    atomic_store(&call->watched, cn);
+    if (atomic_load(&call->cancel_wanted)) {
+        atomic_store(&call->watched, NULL);
+        cn->waiting = NULL;
+        call_fail(call, CSHS_CLIENT_E_CANCELED);
+        return 1;
+    }
     /* last: from here the reactor's thread may run async_ready */
     e = cshs__kept_arm(&cn->kw);
     if (e < 0) {
@@ -2505,6 +2519,8 @@ int cshs_call_cancel(cshs_call *call)
 {
     if (!call || !call->rx || !call->done || !cshs__on_reactor(call->rx)) return -EINVAL;
     cshs_client *c = call->c;
+    /* for a call between states, whose arm will see it (end_async) */
+    atomic_store(&call->cancel_wanted, 1);
     pthread_mutex_lock(&c->mu);
     /* still waiting for a connection: it leaves the queue (a connect
      * started meanwhile goes to the next waiter, or idle) */
@@ -2517,8 +2533,15 @@ int cshs_call_cancel(cshs_call *call)
          * go, touching the call no more), is ours, and so is the call.
          * Not armed yet (being armed on another thread) or fired: it goes
          * on. */
-        conn *cn = atomic_load_explicit(&call->watched, memory_order_acquire);
-        if (!cn || !cshs__kept_disarm(&cn->kw, call->rx)) return 1;
+        conn *cn = atomic_load(&call->watched);
+        if (!cn) return 1; /* not published yet: its arm sees the flag */
+        /* published: armed within a moment, on this reactor or another
+         * thread, or given up there on seeing the flag (the request's
+         * continuation waits for this callback's end: the call stays) */
+        while (!cshs__kept_disarm(&cn->kw, call->rx)) {
+            if (atomic_load(&call->watched) != cn) return 1;
+            sched_yield();
+        }
         /* its request is out: the connection closes (the origin sees
          * the close) and leaves the loop */
         atomic_store_explicit(&call->watched, NULL, memory_order_relaxed);
@@ -2834,6 +2857,16 @@ static void open_async(cshs_client *c, const open_job *j)
  * cshs_call_end waits). */
 static int send_and_watch(cshs_call *call)
 {
+    if (atomic_load(&call->cancel_wanted)) {
+        /* given up meanwhile (cshs_call_cancel): nothing is sent, and the
+         * connection goes to the next request */
+        conn *cn = call->cn;
+        call->cn = NULL;
+        release(call->c, call->p, cn, 1);
+        call->state = K_FAILED;
+        call->err = CSHS_CLIENT_E_CANCELED;
+        return 1;
+    }
     call->reused = call->cn->uses > 0;
     if (send_head(call, &call->rq) < 0) return 1;
     call->state = K_HEAD_WAIT;

@@ -555,19 +555,21 @@ CSHS_EXPORT int cshs_call_detach(cshs_call *call);
  * a body longer than the connection's buffer is read from the socket. */
 CSHS_EXPORT int cshs_call_body_here(const cshs_call *call);
 
-/* Gives up a call that waits on its reactor (cshs_client_send_async, or
- * cshs_call_end_async) and that nobody wants any more: the client of a
- * proxied request left (0.4.1). On that reactor's thread, before done
- * ran. 0: it ended here with CSHS_CLIENT_E_CANCELED, and done ran before
- * this returned, as for any failure (cshs_call_end then returns the
- * error). Ended so: a call waiting in its pool's queue for a connection,
- * which leaves the queue; a call whose head was awaited, its watch armed
- * from the reactor's thread, whose connection is closed (its request was
- * sent: the origin sees the close, as nginx's proxy closes the upstream
- * connection of a client that left). 1: it could not end here and goes
- * on as before (a connect of its own in flight, a connection being
- * handed to it on another thread, its head armed from there). -EINVAL:
- * a NULL call, one not waiting on a reactor, or another thread. */
+/* Gives up a call of cshs_client_send_async that nobody wants any more:
+ * the client of a proxied request left (0.4.1). On its reactor's thread,
+ * before done ran. 0: it ended here with CSHS_CLIENT_E_CANCELED, and done
+ * ran before this returned, as for any failure (cshs_call_end then
+ * returns the error): a call waiting in its pool's queue for a
+ * connection leaves the queue; a call whose head is awaited has its
+ * watch disarmed and its connection closed (its request was sent: the
+ * origin sees the close, as nginx's proxy closes the upstream connection
+ * of a client that left). 1: it could not end here; a call between
+ * states (being handed a connection, opening one of its own) fails with
+ * CSHS_CLIENT_E_CANCELED as soon as its head would be awaited, its done
+ * run by the thread that got there, maybe while this runs: the call must
+ * stay valid until this returns (a deferred request's continuation, which
+ * frees it, waits for the abort callback: cshs_deferred_on_abort). -EINVAL:
+ * a NULL call, one of another function, or another thread. */
 CSHS_EXPORT int cshs_call_cancel(cshs_call *call);
 
 /* The response, once the head is here (after cshs_client_send, or
