@@ -1820,9 +1820,14 @@ void cshs_server_free(cshs_server *s)
      * server: the last such worker frees it when its handler returns */
     pthread_mutex_lock(&s->mu);
     int later = s->abandoned > 0;
+    unsigned unreleased = s->nworkers;
     s->free_wanted = 1;
     pthread_mutex_unlock(&s->mu);
     if (!later) {
+        /* workers left behind at the stop that all returned before this
+         * free (their last one saw no free wanted): their state is
+         * released here, as join_all releases it when none is left */
+        if (unreleased) release_threads_state(s);
         if (!s->started) close_loops(s);
         release_server(s);
     }
