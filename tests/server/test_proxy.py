@@ -347,25 +347,18 @@ class EarlyOrigin:
             c.close()
 
 
-class ThinkingOrigin:
-    """An origin that thinks `think` seconds before it answers a path with
-    "/think" in it, and notes a request whose connection the proxy closed
-    meanwhile (a client
-    that gave up, passed on). One thread per connection."""
+class KeepAliveOrigin:
+    """A raw-socket origin, keep-alive, a thread per connection: answer(c,
+    head) is called for each request head (requests here have no body)
+    and says whether the connection goes on."""
 
-    def __init__(self, think):
-        self.think = think
+    def __init__(self):
+        self.lock = threading.Lock()
         self.ls = socket.socket()
         self.ls.bind(("127.0.0.1", 0))
         self.ls.listen(256)
         self.port = self.ls.getsockname()[1]
-        self.lock = threading.Lock()
-        self.heads = 0
-        self.thinking = 0  # requests it thought about
-        self.given_up = 0  # connections closed by the proxy while thinking
-        self.answered = 0
-        self.t = threading.Thread(target=self.loop, daemon=True)
-        self.t.start()
+        threading.Thread(target=self.loop, daemon=True).start()
 
     def url(self):
         return "http://127.0.0.1:%d" % self.port
@@ -388,18 +381,8 @@ class ThinkingOrigin:
                         return
                     buf += d
                 head, buf = buf.split(b"\r\n\r\n", 1)
-                thinks = b"/think" in head
-                with self.lock:
-                    self.heads += 1
-                    self.thinking += thinks
-                r, _, _ = select.select([c], [], [], self.think if thinks else 0)
-                if r and not c.recv(1, socket.MSG_PEEK):
-                    with self.lock:
-                        self.given_up += 1
+                if not self.answer(c, head):
                     return
-                c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 7\r\n\r\nthought")
-                with self.lock:
-                    self.answered += 1
         except OSError:
             pass
         finally:
@@ -407,6 +390,35 @@ class ThinkingOrigin:
 
     def close(self):
         self.ls.close()
+
+
+class ThinkingOrigin(KeepAliveOrigin):
+    """An origin that thinks `think` seconds before it answers a path with
+    "/think" in it, and notes a request whose connection the proxy closed
+    meanwhile (a client that gave up, passed on)."""
+
+    def __init__(self, think):
+        self.think = think
+        self.heads = 0
+        self.thinking = 0  # requests it thought about
+        self.given_up = 0  # connections closed by the proxy while thinking
+        self.answered = 0
+        super().__init__()
+
+    def answer(self, c, head):
+        thinks = b"/think" in head
+        with self.lock:
+            self.heads += 1
+            self.thinking += thinks
+        r, _, _ = select.select([c], [], [], self.think if thinks else 0)
+        if r and not c.recv(1, socket.MSG_PEEK):
+            with self.lock:
+                self.given_up += 1
+            return False
+        c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 7\r\n\r\nthought")
+        with self.lock:
+            self.answered += 1
+        return True
 
 
 def upload_early_answered(port, size):
@@ -885,66 +897,33 @@ def t_slow_origin(tmp):
         o.close()
 
 
-class BigOrigin:
+class BigOrigin(KeepAliveOrigin):
     """An origin whose /big answers `size` bytes with Content-Length and
     /bigc the same chunked, as fast as its reader takes them; anything
-    else a short answer. Keep-alive, a thread per connection; `sent`
-    counts big answers written to their end."""
+    else a short answer. `sent` counts big answers written to their end."""
 
     def __init__(self, size):
         self.size = size
         self.body = os.urandom(size)
-        self.ls = socket.socket()
-        self.ls.bind(("127.0.0.1", 0))
-        self.ls.listen(256)
-        self.port = self.ls.getsockname()[1]
-        self.lock = threading.Lock()
         self.sent = 0
-        threading.Thread(target=self.loop, daemon=True).start()
+        super().__init__()
 
-    def url(self):
-        return "http://127.0.0.1:%d" % self.port
-
-    def loop(self):
-        while True:
-            try:
-                c, _ = self.ls.accept()
-            except OSError:
-                return
-            threading.Thread(target=self.serve, args=(c,), daemon=True).start()
-
-    def serve(self, c):
-        buf = b""
-        try:
-            while True:
-                while b"\r\n\r\n" not in buf:
-                    d = c.recv(65536)
-                    if not d:
-                        return
-                    buf += d
-                head, buf = buf.split(b"\r\n\r\n", 1)
-                target = head.split(b" ")[1]
-                if target.endswith(b"/bigc"):
-                    c.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
-                    for i in range(0, self.size, 65536):
-                        piece = self.body[i:i + 65536]
-                        c.sendall(b"%x\r\n" % len(piece) + piece + b"\r\n")
-                    c.sendall(b"0\r\n\r\n")
-                elif target.endswith(b"/big"):
-                    c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % self.size +
-                              self.body)
-                else:
-                    c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nsmall")
-                    continue
-                with self.lock:
-                    self.sent += 1
-        except OSError:
-            pass
-        finally:
-            c.close()
-
-    def close(self):
-        self.ls.close()
+    def answer(self, c, head):
+        target = head.split(b" ")[1]
+        if target.endswith(b"/bigc"):
+            c.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+            for i in range(0, self.size, 65536):
+                piece = self.body[i:i + 65536]
+                c.sendall(b"%x\r\n" % len(piece) + piece + b"\r\n")
+            c.sendall(b"0\r\n\r\n")
+        elif target.endswith(b"/big"):
+            c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % self.size + self.body)
+        else:
+            c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nsmall")
+            return True
+        with self.lock:
+            self.sent += 1
+        return True
 
 
 def slow_readers(port, n, path):
