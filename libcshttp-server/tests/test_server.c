@@ -632,6 +632,36 @@ static uint64_t s2_counter_reaches(int which, uint64_t want)
     return v;
 }
 
+/* s2 with one loop and three threads, running gated with its streaming
+ * predicate (and quick_path when `quick`), the gate open and its counts
+ * at 0: its port. */
+static unsigned start_gated(size_t max_waiting, int quick)
+{
+    cshs_options o2 = one_loop(3);
+    o2.max_waiting_handlers = max_waiting;
+    s2 = cshs_server_new(&o2, gated, NULL);
+    assert_non_null(s2);
+    cshs_server_set_streaming(s2, gate_streams, NULL);
+    if (quick) cshs_server_set_quick(s2, quick_path, NULL);
+    assert_int_equal(cshs_server_start(s2), 0);
+    assert_int_equal(pipe(gate), 0);
+    atomic_store(&gate_starts, 0);
+    atomic_store(&gate_noted, 0);
+    return cshs_server_port(s2, 0);
+}
+
+/* Sends gated request i (POST /gate/i, a 1-byte body) on a new
+ * connection: the connection. */
+static int send_gated(unsigned port, int i)
+{
+    int fd = dial(port);
+    assert_true(fd >= 0);
+    char req[96];
+    snprintf(req, sizeof req, "POST /gate/%d HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\nx", i);
+    assert_true(send(fd, req, strlen(req), MSG_NOSIGNAL) > 0);
+    return fd;
+}
+
 /* With max_threads busy, handlers wait for a thread in the order they
  * came, at most max_waiting_handlers of them; past that a request is
  * answered 503 without its handler (RFC 9110 §15.6.4), and counted. The
@@ -640,25 +670,10 @@ static uint64_t s2_counter_reaches(int which, uint64_t want)
 static void test_handlers_wait_for_a_thread(void **state)
 {
     (void)state;
-    cshs_options o2 = one_loop(3);
-    o2.max_waiting_handlers = 2;
-    s2 = cshs_server_new(&o2, gated, NULL);
-    assert_non_null(s2);
-    cshs_server_set_streaming(s2, gate_streams, NULL);
-    cshs_server_set_quick(s2, quick_path, NULL);
-    assert_int_equal(cshs_server_start(s2), 0);
-    unsigned p2 = cshs_server_port(s2, 0);
-    assert_int_equal(pipe(gate), 0);
-    atomic_store(&gate_starts, 0);
-    atomic_store(&gate_noted, 0);
+    unsigned p2 = start_gated(2, 1);
     int g[5];
     for (int i = 0; i < 5; i++) {
-        g[i] = dial(p2);
-        assert_true(g[i] >= 0);
-        char req[96];
-        snprintf(req, sizeof req, "POST /gate/%d HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\nx",
-                 i);
-        assert_true(send(g[i], req, strlen(req), MSG_NOSIGNAL) > 0);
+        g[i] = send_gated(p2, i);
         if (i < 2) assert_int_equal(s2_counter_reaches(0, (uint64_t)i + 1), (uint64_t)i + 1);
         if (i >= 2 && i < 4)
             assert_int_equal(s2_counter_reaches(1, (uint64_t)i - 1), (uint64_t)i - 1);
@@ -714,25 +729,9 @@ static void test_handlers_wait_for_a_thread(void **state)
 static void test_stop_with_handlers_waiting(void **state)
 {
     (void)state;
-    cshs_options o2 = one_loop(3);
-    o2.max_waiting_handlers = 4;
-    s2 = cshs_server_new(&o2, gated, NULL);
-    assert_non_null(s2);
-    cshs_server_set_streaming(s2, gate_streams, NULL);
-    assert_int_equal(cshs_server_start(s2), 0);
-    unsigned p2 = cshs_server_port(s2, 0);
-    assert_int_equal(pipe(gate), 0);
-    atomic_store(&gate_starts, 0);
-    atomic_store(&gate_noted, 0);
+    unsigned p2 = start_gated(4, 0);
     int g[4];
-    for (int i = 0; i < 4; i++) {
-        g[i] = dial(p2);
-        assert_true(g[i] >= 0);
-        char req[96];
-        snprintf(req, sizeof req, "POST /gate/%d HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\nx",
-                 i);
-        assert_true(send(g[i], req, strlen(req), MSG_NOSIGNAL) > 0);
-    }
+    for (int i = 0; i < 4; i++) g[i] = send_gated(p2, i);
     assert_int_equal(s2_counter_reaches(0, 2), 2);
     assert_int_equal(s2_counter_reaches(1, 2), 2);
     assert_true(cshs_server_stop(s2, 200) > 0);
