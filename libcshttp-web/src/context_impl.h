@@ -87,6 +87,7 @@ struct cshw_response {
     unsigned char gzip_off;   /* cshw_response_disable_gzip */
     unsigned char gzip_on;    /* the body is being gzip-encoded */
     unsigned char has_length; /* the application declared the body's length */
+    unsigned char switched;   /* 101 sent: the connection speaks another protocol */
     int error;                /* the first failed write: nothing more is sent */
 };
 
@@ -150,6 +151,10 @@ void cshw__response_begin(cshw_response *res);
 /* Completes the response: the headers if not sent, the rest of the body,
  * the last chunk. 0 or a negative cshw error. */
 int cshw__response_end(cshw_response *res);
+/* Sends the 101 head that switches the connection to `protocol` (RFC 9110
+ * §7.8, §15.2.2): the handler's fields, Connection: Upgrade and Upgrade;
+ * the response is complete and takes no more output. */
+int cshw__response_switch(cshw_response *res, const char *protocol);
 /* Sends the toolkit's error page for an error it found (a bad path, form,
  * body) when the handler gave no answer of its own. */
 void cshw__response_auto_error(cshw_response *res, int code);

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include <cshttp/body.h>
+#include <cshttp/grammar.h>
 
 #include "context_impl.h"
 #include "cshttp/web/error.h"
@@ -80,6 +81,7 @@ struct cshw_exchange {
     cshw_context *running;
     int in_app;   /* the handler or a continuation is running now */
     int deferred; /* it returned deferred: cshw_exchange_resume goes on */
+    int switched; /* the request switched protocols: buf[raw .. len) is the new one's */
 };
 
 static int64_t now_us(void)
@@ -183,7 +185,7 @@ void cshw_exchange_reset(cshw_exchange *x)
     x->phase = CSHW_PHASE_IDLE;
     x->streaming = x->short_read = 0;
     x->running = NULL;
-    x->in_app = x->deferred = 0;
+    x->in_app = x->deferred = x->switched = 0;
 }
 
 cshw_exchange_phase cshw_exchange_phase_of(const cshw_exchange *x)
@@ -788,6 +790,63 @@ int cshw_exchange_run(cshw_exchange *x, cshw_context *ctx, const cshw_transport 
     return run_end(x, t, ctx, r);
 }
 
+/* RFC 9110 §7.8: a protocol the client listed in Upgrade (with
+ * "upgrade" in Connection, which the parser checked: CSH_MSG_UPGRADE),
+ * compared as a token, case-insensitively; a name without a version also
+ * matches the client's name/version. */
+static int upgrade_asked(const char *head, const csh_message *m, const char *protocol)
+{
+    if (!(m->flags & CSH_MSG_UPGRADE)) return 0;
+    const char *value = head + m->upgrade.off;
+    size_t plen = strlen(protocol);
+    csh_list l;
+    csh_span e;
+    csh_list_init(&l, value, m->upgrade.len);
+    while (csh_list_next(&l, &e)) {
+        const char *p = value + e.off;
+        if (e.len >= plen && csh_mem_ieq(p, protocol, plen) &&
+            (e.len == plen || (p[plen] == '/' && !memchr(protocol, '/', plen))))
+            return 1;
+    }
+    return 0;
+}
+
+/* protocol-name ["/" protocol-version], each a token (RFC 9110 §7.8) */
+static int valid_protocol(const char *protocol)
+{
+    size_t n = strlen(protocol);
+    const char *slash = memchr(protocol, '/', n);
+    if (!slash) return n > 0 && csh_is_token(protocol, n);
+    size_t name = (size_t)(slash - protocol);
+    return name > 0 && csh_is_token(protocol, name) && n - name - 1 > 0 &&
+           csh_is_token(slash + 1, n - name - 1);
+}
+
+int cshw_exchange_switch(cshw_exchange *x, const char *protocol)
+{
+    if (!x || !protocol || !valid_protocol(protocol)) return -EINVAL;
+    if (!x->in_app || !x->running) return CSHW_E_NOT_ACTIVE;
+    cshw_context *ctx = x->running;
+    const csh_message *m = &x->p.msg;
+    if (m->version_minor < 1 || !upgrade_asked(x->buf, m, protocol))
+        return CSHW_E_UPGRADE_NOT_ASKED;
+    /* a body left on the connection would be read as the new protocol's
+     * first bytes (a stored one was read whole) */
+    if (x->streaming && m->body != CSH_BODY_NONE && !ctx->req.body_done)
+        return CSHW_E_UPGRADE_BODY;
+    return cshw__response_switch(&ctx->res, protocol);
+}
+
+size_t cshw_exchange_leftover(const cshw_exchange *x, const char **data)
+{
+    if (!x || !x->switched) {
+        if (data) *data = NULL;
+        return 0;
+    }
+    if (data) *data = x->buf + x->raw;
+    return x->len - x->raw;
+}
+
 int cshw_exchange_defer(cshw_exchange *x)
 {
     if (!x || !x->in_app || !x->running) return CSHW_E_NOT_ACTIVE;
@@ -833,6 +892,13 @@ static int run_end(cshw_exchange *x, const cshw_transport *t, cshw_context *ctx,
      * framing unknown */
     report(x, t, status, error, m, x->head_len + x->raw_in, keep);
     drop_body(x);
+    if (keep && ctx->res.switched) {
+        /* what follows the request is the new protocol's: the owner
+         * takes it (cshw_exchange_leftover) with the connection */
+        x->switched = 1;
+        x->phase = CSHW_PHASE_CLOSED;
+        return CSHW_EXCHANGE_SWITCHED;
+    }
     if (!keep) {
         x->phase = CSHW_PHASE_CLOSED;
         return r < 0 ? r : CSHW_EXCHANGE_CLOSE;

@@ -335,17 +335,15 @@ static int append_decimal(cshw_buf *b, uint64_t v)
     return cshw_buf_append(b, d + sizeof d - n, n);
 }
 
-/* The status line and fields into ctx->wire; content_length < 0: none. */
-static int build_head(cshw_response *res, int64_t content_length, int vary)
+/* The status line, Date, Server and the handler's fields into ctx->wire
+ * (cleared first): non-zero when out of memory. */
+static int head_start(cshw_response *res)
 {
     cshw_context *ctx = res->ctx;
     cshw_buf *b = &ctx->wire;
     cshw_buf_clear(b);
-    /* a request whose body failed is not answered 2xx or 3xx: the context's
-     * end answers the body's error instead (context.c) */
-    if (ctx->req.body_error && res->status < 400) return ctx->req.body_error;
     /* RFC 9110 §6.2: our version, whatever the client's; the status is
-     * 200..599 (cshw_response_set_status) */
+     * 200..599 (cshw_response_set_status), or 101 for a switch */
     int r = cshw_buf_append(b, "HTTP/1.1 ", 9);
     r |= append_decimal(b, (uint64_t)res->status);
     r |= cshw_buf_append(b, " ", 1);
@@ -369,6 +367,18 @@ static int build_head(cshw_response *res, int64_t content_length, int vary)
         r |= cshw_buf_append_str(b, res->fields[i].value);
         r |= cshw_buf_append(b, "\r\n", 2);
     }
+    return r;
+}
+
+/* The status line and fields into ctx->wire; content_length < 0: none. */
+static int build_head(cshw_response *res, int64_t content_length, int vary)
+{
+    cshw_context *ctx = res->ctx;
+    cshw_buf *b = &ctx->wire;
+    /* a request whose body failed is not answered 2xx or 3xx: the context's
+     * end answers the body's error instead (context.c) */
+    if (ctx->req.body_error && res->status < 400) return ctx->req.body_error;
+    int r = head_start(res);
     if (res->gzip_on) r |= cshw_buf_append_str(b, "Content-Encoding: gzip\r\n");
     if (vary) r |= cshw_buf_append_str(b, "Vary: Accept-Encoding\r\n");
     if (res->chunked) r |= cshw_buf_append_str(b, "Transfer-Encoding: chunked\r\n");
@@ -385,6 +395,29 @@ static int build_head(cshw_response *res, int64_t content_length, int vary)
     if (r) return -ENOMEM;
     res->head_bytes += b->len; /* written next, before any body byte */
     return 0;
+}
+
+/* RFC 9110 §15.2.2: the 101 names the protocol in Upgrade, and §7.8 has
+ * the sender of Upgrade list "upgrade" in Connection (the fields end the
+ * connection's HTTP/1.1: no framing, no body). An Upgrade field of the
+ * handler's is replaced by the one switched to. */
+int cshw__response_switch(cshw_response *res, const char *protocol)
+{
+    cshw_context *ctx = res->ctx;
+    int r = check_open(res);
+    if (r < 0) return r;
+    field_remove(res, "upgrade");
+    res->status = 101;
+    cshw_buf *b = &ctx->wire;
+    r = head_start(res);
+    r |= cshw_buf_append_str(b, "Connection: Upgrade\r\nUpgrade: ");
+    r |= cshw_buf_append_str(b, protocol);
+    r |= cshw_buf_append(b, "\r\n\r\n", 4);
+    if (r) return -ENOMEM;
+    res->head_bytes += b->len;
+    res->headers_sent = res->finished = res->switched = res->no_body = 1;
+    res->answered = 1;
+    return cshw__transport_write(ctx, b->data, b->len);
 }
 
 /* ---- the body on the wire ---- */
@@ -494,6 +527,7 @@ int cshw_response_write(cshw_response *res, const void *data, size_t len)
 {
     if (!res->ctx->active) return CSHW_E_NOT_ACTIVE;
     if (res->error) return res->error;
+    if (res->switched) return CSHW_E_SWITCHED;
     if (res->file_sent || res->finished) return CSHW_E_BODY_AFTER_FILE;
     if (len && !data) return -EINVAL;
     /* never past the declared length: those bytes would be the start of

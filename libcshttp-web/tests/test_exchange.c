@@ -836,6 +836,125 @@ static void test_decline(void **state)
 
 /* ---- a handler that answers later (cshw_exchange_defer, 0.3.1) ---- */
 
+/* ---- switching protocols (RFC 9110 §7.8, §15.2.2) ---- */
+
+static cshw_exchange *switching_x; /* the exchange running switcher() */
+static const char *switch_to;     /* the protocol switcher() asks for */
+static int switch_result, write_after_switch;
+
+static void switcher(cshw_context *ctx)
+{
+    cshw_response *res = cshw_context_response(ctx);
+    cshw_response_set_header(res, "X-Side", "kept");
+    cshw_response_set_header(res, "Upgrade", "replaced");
+    switch_result = cshw_exchange_switch(switching_x, switch_to);
+    if (switch_result == 0)
+        write_after_switch = cshw_response_write(res, "x", 1);
+    else
+        cshw_response_send_error(res, cshw_error_status(switch_result));
+}
+
+/* One request through a new exchange: what run returned, the output. */
+static int run_switch(const char *req, const char *protocol, cshw_memory **out_m,
+                      cshw_exchange **out_x)
+{
+    memset(&reports, 0, sizeof reports);
+    cshw_exchange_config cfg;
+    cshw_exchange_config_init(&cfg);
+    cfg.handler = switcher;
+    cfg.report = on_report;
+    cshw_memory *m = cshw_memory_new(req, strlen(req), 0);
+    cshw_exchange *x = cshw_exchange_new(&cfg);
+    const cshw_transport *t = cshw_memory_transport(m);
+    cshw_context *ctx = cshw_context_new(NULL);
+    switching_x = x;
+    switch_to = protocol;
+    switch_result = write_after_switch = 1;
+    assert_int_equal(cshw_exchange_input(x, t), CSHW_EXCHANGE_READY);
+    int r = cshw_exchange_run(x, ctx, t);
+    cshw_context_free(ctx);
+    *out_m = m;
+    *out_x = x;
+    return r;
+}
+
+static void test_switch(void **state)
+{
+    (void)state;
+    cshw_memory *m;
+    cshw_exchange *x;
+    /* asked for (a version of) the protocol: 101, and the bytes that
+     * followed the request are the new protocol's */
+    int r = run_switch("GET /chat HTTP/1.1\r\nHost: a\r\nConnection: keep-alive, Upgrade\r\n"
+                       "Upgrade: other, Echo/1\r\n\r\nhello, new protocol",
+                       "echo", &m, &x);
+    assert_int_equal(switch_result, 0);
+    assert_int_equal(r, CSHW_EXCHANGE_SWITCHED);
+    assert_int_equal(write_after_switch, CSHW_E_SWITCHED);
+    size_t n;
+    const char *out = cshw_memory_output(m, &n);
+    char head[1024];
+    assert_true(n < sizeof head);
+    memcpy(head, out, n);
+    head[n] = 0;
+    assert_memory_equal(head, "HTTP/1.1 101 Switching Protocols\r\n", 34);
+    assert_non_null(strstr(head, "\r\nX-Side: kept\r\n"));
+    assert_non_null(strstr(head, "\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n"));
+    /* a 101 has no body and no framing: the head is all */
+    assert_null(strstr(head, "replaced"));
+    assert_null(strstr(head, "Content-Length"));
+    assert_null(strstr(head, "Transfer-Encoding"));
+    assert_memory_equal(head + n - 4, "\r\n\r\n", 4);
+    const char *left;
+    size_t nl = cshw_exchange_leftover(x, &left);
+    assert_int_equal(nl, 19);
+    assert_memory_equal(left, "hello, new protocol", 19);
+    assert_int_equal(reports.n, 1);
+    assert_int_equal(reports.status[0], 101);
+    assert_int_equal(cshw_exchange_phase_of(x), CSHW_PHASE_CLOSED);
+    cshw_exchange_reset(x);
+    assert_int_equal(cshw_exchange_leftover(x, &left), 0);
+    cshw_exchange_free(x);
+    cshw_memory_free(m);
+
+    /* not asked for: 426, and the connection goes on as HTTP */
+    static const char *not_asked[] = {
+        "GET / HTTP/1.1\r\nHost: a\r\nUpgrade: echo\r\n\r\n",                      /* no Connection */
+        "GET / HTTP/1.1\r\nHost: a\r\nConnection: upgrade\r\nUpgrade: other\r\n\r\n", /* another */
+        "GET / HTTP/1.1\r\nHost: a\r\nConnection: upgrade\r\nUpgrade: echoes\r\n\r\n",
+        "GET / HTTP/1.0\r\nHost: a\r\nConnection: upgrade\r\nUpgrade: echo\r\n\r\n", /* 1.0 */
+        "GET / HTTP/1.1\r\nHost: a\r\n\r\n"};
+    for (size_t i = 0; i < sizeof not_asked / sizeof *not_asked; i++) {
+        r = run_switch(not_asked[i], "echo", &m, &x);
+        assert_int_equal(switch_result, CSHW_E_UPGRADE_NOT_ASKED);
+        assert_int_equal(reports.status[0], 426);
+        assert_int_equal(cshw_exchange_leftover(x, &left), 0);
+        assert_true(r == CSHW_EXCHANGE_NEXT || r == CSHW_EXCHANGE_CLOSE);
+        cshw_exchange_free(x);
+        cshw_memory_free(m);
+    }
+    /* a version asked for must be the client's */
+    r = run_switch("GET / HTTP/1.1\r\nHost: a\r\nConnection: upgrade\r\nUpgrade: echo/1\r\n\r\n",
+                   "echo/2", &m, &x);
+    assert_int_equal(switch_result, CSHW_E_UPGRADE_NOT_ASKED);
+    cshw_exchange_free(x);
+    cshw_memory_free(m);
+    /* a protocol that is not token["/"token] */
+    r = run_switch("GET / HTTP/1.1\r\nHost: a\r\nConnection: upgrade\r\nUpgrade: echo\r\n\r\n",
+                   "ec ho", &m, &x);
+    assert_int_equal(switch_result, -EINVAL);
+    cshw_exchange_free(x);
+    cshw_memory_free(m);
+    assert_int_equal(cshw_exchange_switch(NULL, "echo"), -EINVAL);
+    /* outside a handler */
+    cshw_exchange_config cfg;
+    cshw_exchange_config_init(&cfg);
+    cfg.handler = hello;
+    x = cshw_exchange_new(&cfg);
+    assert_int_equal(cshw_exchange_switch(x, "echo"), CSHW_E_NOT_ACTIVE);
+    cshw_exchange_free(x);
+}
+
 static cshw_exchange *deferring_x; /* the exchange running deferring() */
 static cshw_context *deferred_ctx;
 
@@ -937,6 +1056,7 @@ int main(void)
         cmocka_unit_test(test_expire_and_refuse),
         cmocka_unit_test(test_decline),
         cmocka_unit_test(test_defer_and_resume),
+        cmocka_unit_test(test_switch),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -98,6 +98,10 @@ extern "C" {
     XX(BODY_LENGTH, -10121, 500, "output past the Content-Length the response declared")           \
     XX(OVERLOADED, -10122, 503, "no thread was free for the handler and its queue was full")       \
     XX(TEMP_FULL, -10123, 503, "request bodies' temporary files are at the server's bound")        \
+    XX(UPGRADE_NOT_ASKED, -10124, 426,                                                             \
+       "the request did not ask to switch to this protocol (Upgrade, Connection: upgrade)")        \
+    XX(UPGRADE_BODY, -10125, 400, "the request's body is not read: it cannot switch protocols")    \
+    XX(SWITCHED, -10126, 500, "the connection switched protocols: no more HTTP output")            \
     /* static files and MapPath: -10200 .. -10299 */                                               \
     XX(NOT_FOUND, -10200, 404, "no such file")                                                     \
     XX(STATIC_FORBIDDEN, -10201, 403, "the file may not be read (permission denied)")              \

@@ -82,8 +82,11 @@ enum {
     CSHW_EXCHANGE_READY = 2,      /* a request is ready: cshw_exchange_run */
     CSHW_EXCHANGE_CLOSE = 3,      /* done: send what is queued, then close (lingering) */
     CSHW_EXCHANGE_NEXT = 4,       /* run: the connection goes on, call input again */
-    CSHW_EXCHANGE_DEFERRED = 5    /* run or resume: the handler answers later (0.3.1):
+    CSHW_EXCHANGE_DEFERRED = 5,   /* run or resume: the handler answers later (0.3.1):
                                    * cshw_exchange_resume, once its owner says so */
+    CSHW_EXCHANGE_SWITCHED = 6    /* run or resume: the request switched protocols
+                                   * (0.4.2, cshw_exchange_switch): the connection is
+                                   * the owner's, cshw_exchange_leftover its first bytes */
 };
 
 /* Where a connection stands between calls: for the owner's deadlines. */
@@ -238,6 +241,27 @@ CSHW_EXPORT int cshw_exchange_defer(cshw_exchange *x);
 CSHW_EXPORT int cshw_exchange_resume(cshw_exchange *x, const cshw_transport *t,
                                      void (*fn)(cshw_context *ctx, void *arg), void *arg);
 
+/* Switching protocols (0.4.2; RFC 9110 §7.8, §15.2.2), for an owner
+ * that can hand the connection over (the engine's cshs_upgrade, which a
+ * handler calls): on behalf of the handler running now, sends "101
+ * Switching Protocols" with the handler's fields, "Connection: Upgrade"
+ * and "Upgrade: protocol"; the response is then complete (more output
+ * fails with CSHW_E_SWITCHED). When the handler (or its last
+ * continuation) returns, cshw_exchange_run or _resume reports the 101
+ * and returns CSHW_EXCHANGE_SWITCHED: the exchange reads nothing more,
+ * and the connection's bytes are the owner's, beginning with what the
+ * exchange read past the request (cshw_exchange_leftover, valid until
+ * the exchange is reset or freed). Unless the handler set "Connection:
+ * close" or the owner is closing: then run returns CLOSE after the 101.
+ * 0; CSHW_E_UPGRADE_NOT_ASKED (426) when the request is not HTTP/1.1 or
+ * did not list `protocol` in Upgrade with "upgrade" in Connection
+ * (compared case-insensitively; "name" also matches the client's
+ * "name/version"); CSHW_E_UPGRADE_BODY when a body the handler streams
+ * is not read to its end; CSHW_E_HEADERS_SENT after output was sent;
+ * CSHW_E_NOT_ACTIVE outside a handler; -EINVAL for a NULL x or a protocol
+ * that is not token ["/" token]; or the transport's error. */
+CSHW_EXPORT int cshw_exchange_switch(cshw_exchange *x, const char *protocol);
+CSHW_EXPORT size_t cshw_exchange_leftover(const cshw_exchange *x, const char **data);
 /* A deadline passed while the exchange waited for input (request head,
  * body rate or read timeout): a request in progress is answered 408
  * (RFC 9110 §15.5.9) and reported; nothing is sent between requests.
