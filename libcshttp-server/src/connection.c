@@ -64,6 +64,14 @@
  * worker running it: what cshs_defer finds. */
 static _Thread_local cshs_conn *running_conn;
 static _Thread_local cshs_worker *running_worker;
+/* The connection whose handler runs as a job on this thread (what
+ * cshs_upgrade finds there; cshs_defer does not). */
+static _Thread_local cshs_conn *job_conn;
+
+cshs_conn *cshs__handler_conn(void)
+{
+    return running_conn ? running_conn : job_conn;
+}
 
 /* ---- the plain stream (server_impl.h, cshs_stream_ops) ---- */
 
@@ -335,9 +343,8 @@ static ssize_t t_read(void *io, void *buf, size_t cap)
     return n;
 }
 
-static int t_write(void *io, const void *data, size_t len)
+int cshs__out_write(cshs_conn *c, const void *data, size_t len)
 {
-    cshs_conn *c = io;
     const char *p = data;
     if (!c->out) {
         while (len > 0) {
@@ -354,7 +361,18 @@ static int t_write(void *io, const void *data, size_t len)
         }
         if (len == 0) return 0;
     }
-    int r = out_queue_bytes(c, p, len);
+    return out_queue_bytes(c, p, len);
+}
+
+int cshs__out_flush(cshs_conn *c)
+{
+    return out_flush(c);
+}
+
+static int t_write(void *io, const void *data, size_t len)
+{
+    cshs_conn *c = io;
+    int r = cshs__out_write(c, data, len);
     if (r < 0) return r;
     if (c->out_bytes > c->srv->o.write_high_water) return out_throttle(c);
     return 0;
@@ -658,6 +676,16 @@ static void unpark(cshs_conn *c)
     atomic_fetch_add_explicit(&k->active, 1, memory_order_relaxed);
 }
 
+void cshs__park(cshs_conn *c, int64_t deadline, int kind)
+{
+    park(c, deadline, kind);
+}
+
+void cshs__unpark(cshs_conn *c)
+{
+    unpark(c);
+}
+
 static void answer_unavailable(cshw_context *ctx, void *arg)
 {
     (void)arg;
@@ -676,6 +704,8 @@ void cshs__conn_close(cshs_worker *w, cshs_conn *c)
         atomic_fetch_sub_explicit(&l->k.active, 1, memory_order_relaxed);
     }
     c->parked = 0;
+    /* a tunnel still open: the server stops (a forced stop cuts it) */
+    if (c->tunnel) cshs__tunnel_drop(c, atomic_load(&s->forced) ? -ECONNABORTED : -ECANCELED);
     if (c->later) {
         /* a deferred request never resumed (the server's end, past a
          * forced stop): ended with a 503 rather than left active */
@@ -869,6 +899,20 @@ static void after_output(cshs_conn *c, int close_after)
     park_output(c);
 }
 
+void cshs__conn_end(cshs_worker *w, cshs_conn *c, int flush)
+{
+    c->linger = 0;
+    if (flush && c->out) {
+        int f = out_flush(c);
+        if (f == 0) {
+            after_output(c, 1);
+            return;
+        }
+    }
+    out_clear(c);
+    finish(w, c);
+}
+
 /* What follows an exchange: its handler ran (ran = 1, r from
  * cshw_exchange_run) or it ended without one (r from cshw_exchange_input:
  * an answer of its own, or the end of input). 1 to read on; 0 when the
@@ -876,6 +920,15 @@ static void after_output(cshs_conn *c, int close_after)
 static int after_exchange(cshs_worker *w, cshs_conn *c, int r, int ran)
 {
     cshs_server *s = c->srv;
+    if (r == CSHW_EXCHANGE_SWITCHED && c->tunnel) {
+        /* the connection's bytes are the tunnel's from here on */
+        cshs__tunnel_start(w, c);
+        return 0;
+    }
+    /* a tunnel whose request ended as HTTP after all (Connection: close,
+     * a stop) is told so, never opened */
+    if (c->tunnel) cshs__tunnel_drop(c, -ECANCELED);
+    if (r == CSHW_EXCHANGE_SWITCHED) r = CSHW_EXCHANGE_CLOSE; /* no tunnel to take it */
     if (ran) {
         c->served = 1;
         /* a close after an error answer, or with input the client still
@@ -1299,11 +1352,15 @@ void cshs__conn_job(cshs_worker *w, cshs_conn *c)
             c->resume = RESUME_AFTER_RUN;
             d->job = 0;
             d->t = t;
+            job_conn = c;
             r = cshw_exchange_resume(c->x, &d->t, d->fn, d->arg);
+            job_conn = NULL;
             later_put(w, d);
             c->later = NULL;
         } else {
+            job_conn = c;
             r = cshw_exchange_run(c->x, w->own->ctx, &t);
+            job_conn = NULL;
         }
         /* A handler that blocked (the thread waited in the kernel) keeps
          * the loop's handlers on other threads; one that only took long,
@@ -1386,6 +1443,7 @@ static void expired(cshs_worker *w, cshs_conn *c)
         finish(w, c);
         return;
     }
+    if (kind == EXP_TUNNEL && c->tunnel) cshs__tunnel_drop(c, -ETIMEDOUT);
     cshs__conn_close(w, c);
 }
 
@@ -1394,7 +1452,8 @@ void cshs__conn_sweep(cshs_worker *w, cshs_conn *c, int64_t now_ms)
     cshs_server *s = c->srv;
     /* a stop closes what waits between requests (or for a head); what
      * sends a response or lingers goes on until the stop's deadline */
-    int stop = atomic_load(&s->forced) || (atomic_load(&s->stopping) && c->phase == CP_READ);
+    int stop = atomic_load(&s->forced) ||
+               (atomic_load(&s->stopping) && (c->phase == CP_READ || c->phase == CP_TUNNEL));
     if (!stop) {
         if (!c->deadline_ms || now_ms < c->deadline_ms) return;
         int kind = c->expire_kind;
@@ -1415,7 +1474,7 @@ void cshs__conn_sweep(cshs_worker *w, cshs_conn *c, int64_t now_ms)
             atomic_fetch_add(&s->e_body, 1);
         else if (kind == EXP_SEND)
             atomic_fetch_add(&s->e_send, 1);
-        else if (kind == EXP_IDLE)
+        else if (kind == EXP_IDLE || kind == EXP_TUNNEL)
             atomic_fetch_add(&s->e_idle, 1);
     }
     unpark(c);
@@ -1458,6 +1517,10 @@ void cshs__conn_event(cshs_worker *w, cshs_conn *c)
 {
     cshs_server *s = c->srv;
     unpark(c);
+    if (c->phase == CP_TUNNEL) {
+        cshs__tunnel_event(w, c);
+        return;
+    }
     if (c->phase == CP_LINGER) {
         if (linger_read(c))
             cshs__conn_close(w, c);

@@ -24,7 +24,7 @@
 #include "options_impl.h"
 #include "cshttp_internal/sized.h"
 
-CSH__SIZED_NO_TAIL_PADDING(cshs_options, max_request_temp_bytes);
+CSH__SIZED_NO_TAIL_PADDING(cshs_options, tunnel_idle_timeout_ms);
 
 void cshs_options_init_sized(cshs_options *options, size_t size)
 {
@@ -65,6 +65,7 @@ void cshs_options_init_sized(cshs_options *options, size_t size)
     o->next_request_wait_us = 1000;
     o->max_waiting_handlers = 1024;
     o->max_request_temp_bytes = (uint64_t)4 << 30;
+    o->tunnel_idle_timeout_ms = 60000;
     /* the caller's struct is `size` bytes: older (smaller) or newer */
     memcpy(options, o, size < sizeof *o ? size : sizeof *o);
     if (size > sizeof *o) memset((char *)options + sizeof *o, 0, size - sizeof *o);
@@ -263,6 +264,8 @@ static const opt_def defs[] = {
      "after a job's handler waited, its thread waits this long for the next request (0: never)"},
     {"max_request_temp_bytes", T_U64, O(max_request_temp_bytes),
      "request bodies in temporary files, all together (503 past it; 0: no bound)"},
+    {"tunnel_idle_timeout_ms", T_U64, O(tunnel_idle_timeout_ms),
+     "a tunnel (switched protocols) closes after no byte either way this long (0: never)"},
     {"max_waiting_handlers", T_SIZE, O(max_waiting_handlers),
      "handlers waiting for a thread at max_threads; beyond it: 503"},
     {"park_after_ms", T_UINT, O(park_after_ms),

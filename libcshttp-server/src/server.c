@@ -1833,7 +1833,7 @@ void cshs_server_free(cshs_server *s)
     }
 }
 
-CSH__SIZED_NO_TAIL_PADDING(cshs_counters, request_temp_refused);
+CSH__SIZED_NO_TAIL_PADDING(cshs_counters, tunnels);
 CSH__SIZED_NO_TAIL_PADDING(cshs_request_log, body_bytes_out);
 
 int cshs_server_counters_sized(const cshs_server *s, cshs_counters *out, size_t size)
@@ -1868,6 +1868,8 @@ int cshs_server_counters_sized(const cshs_server *s, cshs_counters *out, size_t 
     o->handlers_declined = atomic_load(&m->c_declined);
     o->request_temp_bytes = atomic_load(&m->c_temp_bytes);
     o->request_temp_refused = atomic_load(&m->c_temp_refused);
+    o->upgrades = atomic_load(&m->c_upgrades);
+    o->tunnels = atomic_load(&m->c_tunnels);
     o->err_parse = atomic_load(&m->e_parse);
     o->err_rejected = atomic_load(&m->e_rejected);
     o->err_head_timeout = atomic_load(&m->e_head);

@@ -40,6 +40,7 @@ enum {
     EXP_BODY,   /* body rate or read timeout while the body is read */
     EXP_SEND,   /* the client does not take the response */
     EXP_LINGER, /* lingering close over */
+    EXP_TUNNEL, /* a tunnel idle (tunnel_idle_timeout_ms), or its output stuck */
     EXP_NOWAIT  /* the socket could not be waited for (epoll_ctl failed): closed */
 };
 enum { TLS_NONE = 0, TLS_HANDSHAKE = 1, TLS_OPEN = 2 };
@@ -55,7 +56,8 @@ enum {
 enum {
     CP_READ = 0, /* reading and answering requests */
     CP_WRITE,    /* the loop finishes sending a response, then reads on or ends */
-    CP_LINGER    /* answered and closing: reading and discarding (lingering close) */
+    CP_LINGER,   /* answered and closing: reading and discarding (lingering close) */
+    CP_TUNNEL    /* switched protocols: its bytes are a tunnel's (tunnel.c) */
 };
 
 /* Output the socket could not take at once, sent by the loop: bytes, or a
@@ -130,8 +132,10 @@ typedef struct cshs_conn {
      * it is taken off the posted list */
     struct cshs_conn *post_next;
     _Atomic int busy;       /* a handler's thread has it (2: and the loop saw an event meanwhile) */
-    int phase;              /* CP_* */
+    int last_status;        /* of the last answer reported */
     int64_t deadline_ms;    /* while parked: when the sweep acts (0: never) */
+    char phase;             /* CP_* */
+    char resume;            /* how the loop that takes it back goes on (connection.c, RESUME_*) */
     char parked;            /* waiting for the socket (counted idle) */
     char posted;            /* on the loop's posted list */
     char closed;            /* closed, in the graveyard */
@@ -148,8 +152,6 @@ typedef struct cshs_conn {
     short expire_kind; /* EXP_*: which deadline deadline_ms is (a short: 256 bytes in all) */
     short tls_state;   /* TLS_* */
     int after_run;     /* a handler's result, for the loop that takes it back */
-    int resume;        /* how that loop goes on (connection.c, RESUME_*) */
-    int last_status;   /* of the last answer reported */
     int64_t accept_ms;
     int64_t last_io_ms;               /* last read (body) or write progress (output) */
     /* the minimum body rate's current window: its start and the body
@@ -163,6 +165,7 @@ typedef struct cshs_conn {
     size_t out_bytes;                 /* bytes (not file ranges) queued */
     struct cshs_stream_buf *sb;       /* streaming routes: the bytes the handler's reads use */
     struct cshs_later *later;         /* a request that answers later (cshs_defer), else NULL */
+    struct cshs_tunnel *tunnel;       /* switched protocols (cshs_upgrade, tunnel.c), else NULL */
     uint64_t lingered;                /* bytes discarded while lingering */
     uint16_t remote_port;
     char remote[46];
@@ -308,6 +311,8 @@ struct cshs_server {
     /* request bodies' bytes in temporary files, and bodies refused for
      * max_request_temp_bytes (cshs__temp_bytes) */
     _Atomic uint64_t c_temp_bytes, c_temp_refused;
+    /* connections that switched protocols, and those tunnels open now */
+    _Atomic uint64_t c_upgrades, c_tunnels;
 };
 
 int64_t cshs__now_ms(void);
@@ -342,6 +347,32 @@ void cshs__report(void *arg, const cshw_exchange_outcome *o);
 int cshs__closing(void *arg);
 int cshs__streams(void *arg, const char *head, const csh_message *msg);
 int cshs__temp_bytes(void *arg, int64_t delta);
+/* Output without waiting: what the socket takes now is sent, the rest
+ * queued for the loop (no high-water mark). 0, or a negative error. */
+int cshs__out_write(cshs_conn *c, const void *data, size_t len);
+/* Sends what is queued without waiting: 1 all of it, 0 the socket is
+ * full (wait for c->tls_wait), or a negative error. */
+int cshs__out_flush(cshs_conn *c);
+/* Waiting for the socket (counted idle) until deadline (EXP_* kind), and
+ * back to being served. */
+void cshs__park(cshs_conn *c, int64_t deadline, int kind);
+void cshs__unpark(cshs_conn *c);
+/* The connection ends: what is queued is sent first (within
+ * send_timeout_ms) when `flush`, then it closes (the loop's owner). */
+void cshs__conn_end(cshs_worker *w, cshs_conn *c, int flush);
+
+/* tunnel.c: a connection that switched protocols (cshs_upgrade). start:
+ * the exchange returned SWITCHED, the tunnel opens (the loop's owner);
+ * event: its socket's event (or it was posted); drop: the connection
+ * ends, the application's closed callback is called with `why` (once)
+ * and the tunnel freed. */
+void cshs__tunnel_start(cshs_worker *w, cshs_conn *c);
+void cshs__tunnel_event(cshs_worker *w, cshs_conn *c);
+void cshs__tunnel_drop(cshs_conn *c, int why);
+/* The connection the handler running on this thread serves (inline, a
+ * continuation or a job), else NULL. */
+cshs_conn *cshs__handler_conn(void);
+
 /* Closes it (the loop's owner only); the struct waits in the graveyard. */
 void cshs__conn_close(cshs_worker *w, cshs_conn *c);
 /* Frees it: the graveyard after a batch, or everything at the end. */

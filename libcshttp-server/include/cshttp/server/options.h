@@ -187,6 +187,11 @@ typedef struct cshs_options {
      * 4 GiB; 0: no bound). A body that would pass it is answered 503
      * (CSHW_E_TEMP_FULL) and counted (cshs_counters.request_temp_refused). */
     uint64_t max_request_temp_bytes;
+
+    /* 0.4.2. A tunnel (a connection that switched protocols, tunnel.h) is
+     * closed when no byte went either way for this long (default 60000,
+     * nginx's proxy_read_timeout; 0: never). */
+    uint64_t tunnel_idle_timeout_ms;
 } cshs_options;
 
 /* The size of cshs_options in libcshttp-server 0.2, the first version with

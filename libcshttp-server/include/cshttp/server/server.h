@@ -34,6 +34,7 @@
 #include "export.h"
 #include "options.h"
 #include "reactor.h"
+#include "tunnel.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -122,6 +123,10 @@ typedef struct cshs_counters {
      * answered 503 because their body would pass max_request_temp_bytes */
     uint64_t request_temp_bytes;
     uint64_t request_temp_refused;
+    /* 0.4.2: connections that switched protocols (cshs_upgrade, tunnel.h),
+     * and those tunnels open now */
+    uint64_t upgrades;
+    uint64_t tunnels;
 } cshs_counters;
 
 /* A server with a copy of `options` (NULL: defaults) that runs `handler`

@@ -1,0 +1,306 @@
+/* A connection that switched protocols (tunnel.h): its bytes both ways on
+ * its loop's thread, as events.
+ *
+ *   handler: cshs_upgrade ─> 101 sent ─> the handler returns
+ *     ─> the exchange says SWITCHED (connection.c, after_exchange)
+ *     ─> cshs__tunnel_start: open(), then served as below
+ *
+ *   each event (or post): the queue is sent; drained() when it went under
+ *   half the mark after a write said 1; the client's bytes are read and
+ *   handed to data() until EAGAIN, a pause, or TUNNEL_TURNS reads (then
+ *   posted: others go first); parked with the idle deadline
+ *
+ *   the end: close(), both sides ended, the idle deadline, an error or a
+ *   stop: closed() once, the tunnel freed, the connection ends (what is
+ *   queued is sent first after close() and a clean end)
+ *
+ * The tunnel belongs to its connection (c->tunnel) and is touched only by
+ * the loop's owner once open. The application's calls set flags and queue
+ * output; what they start (a resume, a close) is done by the next serve,
+ * after the application's callback returns: the tunnel is never freed
+ * under it. */
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include <cshttp/server/tunnel.h>
+#include <cshttp/web/context.h>
+#include <cshttp/web/exchange.h>
+
+#include "server_impl.h"
+
+#define TUNNEL_BUF 16384u /* a read from the client */
+#define TUNNEL_TURNS 16   /* reads in a row before the loop's others go first */
+
+struct cshs_tunnel {
+    cshs_conn *c;
+    cshs_tunnel_ops ops;
+    void *arg;
+    /* what the exchange read past the request: the first bytes of data() */
+    char *left;
+    size_t left_pos, left_len;
+    int error;              /* a write failed: the tunnel ends with it */
+    unsigned char serving;  /* cshs__tunnel_event runs (calls made now need no post) */
+    unsigned char paused;   /* cshs_tunnel_pause */
+    unsigned char in_ended; /* the client's input ended (data(NULL, 0) given) */
+    unsigned char shut;     /* cshs_tunnel_shutdown: our side ends once the queue is sent */
+    unsigned char shut_done;
+    unsigned char closing; /* cshs_tunnel_close */
+    unsigned char full;    /* a write said 1: drained() is owed */
+    unsigned char ended;   /* closed() called: nothing more */
+    char buf[TUNNEL_BUF];
+};
+
+int cshs_upgrade(cshw_context *ctx, const char *protocol, const cshs_tunnel_ops *ops, void *arg)
+{
+    cshs_conn *c = cshs__handler_conn();
+    if (!c || !ctx || ctx != cshw_context_current() || !ops || !ops->data || !ops->closed)
+        return -EINVAL;
+    if (c->tunnel) return -EALREADY;
+    cshs_tunnel *t = calloc(1, sizeof *t);
+    if (!t) return -ENOMEM;
+    int r = cshw_exchange_switch(c->x, protocol);
+    if (r < 0) {
+        free(t);
+        return r;
+    }
+    t->c = c;
+    t->ops = *ops;
+    t->arg = arg;
+    c->tunnel = t;
+    return 0;
+}
+
+/* The application's calls from outside a serve (a watch's ready): the
+ * connection is served after the batch, which does what they started. */
+static void poke(cshs_tunnel *t)
+{
+    if (t->serving) return;
+    cshs__unpark(t->c);
+    cshs__conn_post(t->c);
+}
+
+int cshs_tunnel_write(cshs_tunnel *t, const void *data, size_t len)
+{
+    if (!t || (len && !data)) return -EINVAL;
+    if (t->ended || t->closing || t->shut) return -EPIPE;
+    if (t->error) return t->error;
+    cshs_conn *c = t->c;
+    if (len == 0) return 0;
+    /* idle counters hold what a parked connection queues: not parked
+     * while its queue changes */
+    if (!t->serving) cshs__unpark(c);
+    int r = cshs__out_write(c, data, len);
+    if (r < 0) {
+        t->error = r;
+        poke(t);
+        return r;
+    }
+    if (!t->serving) poke(t); /* parked again by the serve, waiting for output if any */
+    if (c->out_bytes > c->srv->o.write_high_water) {
+        t->full = 1;
+        return 1;
+    }
+    return 0;
+}
+
+void cshs_tunnel_pause(cshs_tunnel *t)
+{
+    if (t) t->paused = 1;
+}
+
+void cshs_tunnel_resume(cshs_tunnel *t)
+{
+    if (!t || !t->paused) return;
+    t->paused = 0;
+    /* edge-triggered: bytes that came while paused fire no new event */
+    poke(t);
+}
+
+void cshs_tunnel_shutdown(cshs_tunnel *t)
+{
+    if (!t || t->shut) return;
+    t->shut = 1;
+    poke(t);
+}
+
+void cshs_tunnel_close(cshs_tunnel *t)
+{
+    if (!t || t->closing) return;
+    t->closing = 1;
+    poke(t);
+}
+
+uint64_t cshs_tunnel_queued(const cshs_tunnel *t)
+{
+    return t ? t->c->out_bytes : 0;
+}
+
+cshs_reactor *cshs_tunnel_reactor(cshs_tunnel *t)
+{
+    return t ? (cshs_reactor *)t->c->loop : NULL;
+}
+
+void cshs__tunnel_drop(cshs_conn *c, int why)
+{
+    cshs_tunnel *t = c->tunnel;
+    if (!t) return;
+    c->tunnel = NULL;
+    if (c->phase == CP_TUNNEL) atomic_fetch_sub(&c->srv->c_tunnels, 1);
+    t->ended = 1;
+    t->ops.closed(t, why, t->arg);
+    free(t->left);
+    free(t);
+}
+
+/* The tunnel ends: closed(why), then the connection (what is queued sent
+ * first when the end is a clean one). */
+static void end(cshs_worker *w, cshs_conn *c, int why)
+{
+    cshs__tunnel_drop(c, why);
+    cshs__conn_end(w, c, why == 0);
+}
+
+/* Parked until the client sends, takes output, or the deadline: no byte
+ * either way for tunnel_idle_timeout_ms, or output not taken for
+ * send_timeout_ms. */
+static void park_tunnel(cshs_worker *w, cshs_conn *c)
+{
+    cshs_server *s = c->srv;
+    int64_t deadline = 0;
+    if (s->o.tunnel_idle_timeout_ms)
+        deadline = c->last_io_ms + (int64_t)s->o.tunnel_idle_timeout_ms;
+    if (c->out && s->o.send_timeout_ms) {
+        int64_t d = c->last_io_ms + (int64_t)s->o.send_timeout_ms;
+        if (!deadline || d < deadline) deadline = d;
+    }
+    if ((c->out || c->tls_wait == POLLOUT) && cshs__conn_want_out(c) < 0) {
+        end(w, c, -EIO);
+        return;
+    }
+    cshs__park(c, deadline, EXP_TUNNEL);
+}
+
+void cshs__tunnel_start(cshs_worker *w, cshs_conn *c)
+{
+    cshs_tunnel *t = c->tunnel;
+    const char *left;
+    size_t n = cshw_exchange_leftover(c->x, &left);
+    if (n && !(t->left = malloc(n))) {
+        end(w, c, -ENOMEM);
+        return;
+    }
+    if (n) memcpy(t->left, left, n);
+    t->left_len = n;
+    /* the exchange is done with: the tunnel reads the socket itself */
+    cshw_exchange_free(c->x);
+    c->x = NULL;
+    c->phase = CP_TUNNEL;
+    c->served = 1;
+    c->last_io_ms = cshs__now_ms();
+    atomic_fetch_add(&c->srv->c_upgrades, 1);
+    atomic_fetch_add(&c->srv->c_tunnels, 1);
+    if (t->ops.open) {
+        t->serving = 1;
+        t->ops.open(t, t->arg);
+        t->serving = 0;
+    }
+    cshs__tunnel_event(w, c);
+}
+
+/* Hands the client's bytes to data() until EAGAIN, a pause, the end or
+ * TUNNEL_TURNS reads: 1 when it stopped for its turns (posted), 0
+ * otherwise; a read's error in t->error. */
+static int read_in(cshs_tunnel *t)
+{
+    cshs_conn *c = t->c;
+    for (int turn = 0; !t->paused && !t->in_ended && !t->error && !t->closing; turn++) {
+        if (turn == TUNNEL_TURNS) {
+            cshs__conn_post(c);
+            return 1;
+        }
+        if (t->left_pos < t->left_len) {
+            size_t n = t->left_len - t->left_pos;
+            t->left_pos = t->left_len;
+            t->ops.data(t, t->left + t->left_pos - n, n, t->arg);
+            continue;
+        }
+        ssize_t n = c->io->read(c, t->buf, sizeof t->buf);
+        if (n > 0) {
+            atomic_fetch_add_explicit(&c->loop->k.bytes_in, (uint64_t)n, memory_order_relaxed);
+            c->last_io_ms = cshs__now_ms();
+            t->ops.data(t, t->buf, (size_t)n, t->arg);
+            continue;
+        }
+        if (n == 0) {
+            t->in_ended = 1;
+            c->eof = 1;
+            t->ops.data(t, NULL, 0, t->arg);
+            break;
+        }
+        if (n == -EAGAIN) break;
+        atomic_fetch_add(&c->srv->e_io, 1);
+        t->error = (int)n;
+    }
+    return 0;
+}
+
+/* Output went under half the mark after a write said it was above it. */
+static int drained_now(const cshs_tunnel *t)
+{
+    return t->full && t->c->out_bytes <= t->c->srv->o.write_high_water / 2;
+}
+
+void cshs__tunnel_event(cshs_worker *w, cshs_conn *c)
+{
+    cshs_tunnel *t = c->tunnel;
+    t->serving = 1;
+    int posted = 0;
+    /* a queue the socket took whole owes drained() at once: no event
+     * for writability would come for it */
+    for (int turn = 0; !t->error && !posted && !t->closing; turn++) {
+        int f = cshs__out_flush(c);
+        if (f < 0) {
+            t->error = f;
+            break;
+        }
+        if (drained_now(t)) {
+            t->full = 0;
+            if (t->ops.drained) t->ops.drained(t, t->arg);
+        }
+        posted = read_in(t);
+        if (t->error) break;
+        if (c->out && (f = cshs__out_flush(c)) < 0) {
+            t->error = f;
+            break;
+        }
+        if (posted || !drained_now(t)) break;
+        if (turn == TUNNEL_TURNS) {
+            cshs__conn_post(c);
+            posted = 1;
+        }
+    }
+    t->serving = 0;
+    if (t->error) {
+        end(w, c, t->error);
+        return;
+    }
+    if (t->closing) {
+        end(w, c, 0);
+        return;
+    }
+    if (t->shut && !t->shut_done && !c->out) {
+        /* our side ends; reading goes on (TLS: close_notify, the session
+         * kept for the client's last records) */
+        t->shut_done = 1;
+        if (c->ssl) SSL_shutdown(c->ssl);
+        shutdown(c->fd, SHUT_WR);
+    }
+    if (t->shut_done && t->in_ended) {
+        end(w, c, 0);
+        return;
+    }
+    if (!posted) park_tunnel(w, c);
+}

@@ -1,0 +1,458 @@
+/* Switching protocols (RFC 9110 §7.8, §15.2.2) through the engine's
+ * tunnels (tunnel.h), over real sockets: an echo protocol both ways with
+ * the bytes that followed the request, 426 for a request that did not ask,
+ * backpressure that pauses a client that does not read, the idle
+ * deadline, a close after the last write, a write from another thread
+ * through the loop's reactor, a tunnel opened by a job's handler, and a
+ * stop that ends open tunnels. */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <stdatomic.h>
+
+#include <cshttp/server.h>
+#include <cshttp/web/error.h>
+#include <cshttp/web/request.h>
+#include <cshttp/web/response.h>
+
+/* ---- the application: "echo" sends back what it gets ---- */
+
+static atomic_int closed_calls, opened_calls;
+static atomic_int last_why;
+static atomic_ullong max_queued;
+static int push_fd = -1; /* an eventfd the test writes to: "pushed" goes out */
+static cshs_watch push_watch;
+
+static void push_ready(cshs_watch *w, uint32_t ev)
+{
+    cshs_tunnel *t = w->arg;
+    if (!ev) return; /* the server's end */
+    uint64_t v;
+    if (read(w->fd, &v, sizeof v) == sizeof v) cshs_tunnel_write(t, "pushed\n", 7);
+    cshs_reactor_arm(cshs_tunnel_reactor(t), w);
+}
+
+static void on_open(cshs_tunnel *t, void *arg)
+{
+    atomic_fetch_add(&opened_calls, 1);
+    if (arg) { /* the push variant: a watch another thread wakes */
+        cshs_tunnel_write(t, "hello\n", 6);
+        memset(&push_watch, 0, sizeof push_watch);
+        push_watch.fd = push_fd;
+        push_watch.events = EPOLLIN;
+        push_watch.ready = push_ready;
+        push_watch.arg = t;
+        assert_int_equal(cshs_reactor_arm(cshs_tunnel_reactor(t), &push_watch), 0);
+    }
+}
+
+static void on_data(cshs_tunnel *t, const char *p, size_t n, void *arg)
+{
+    (void)arg;
+    if (n == 0) { /* the client's end: ours after what is queued */
+        cshs_tunnel_shutdown(t);
+        return;
+    }
+    if (n == 3 && memcmp(p, "bye", 3) == 0) {
+        cshs_tunnel_write(t, "ok", 2);
+        cshs_tunnel_close(t);
+        assert_int_equal(cshs_tunnel_write(t, "x", 1), -EPIPE);
+        return;
+    }
+    int r = cshs_tunnel_write(t, p, n);
+    uint64_t q = cshs_tunnel_queued(t);
+    unsigned long long m = atomic_load(&max_queued);
+    while (q > m && !atomic_compare_exchange_weak(&max_queued, &m, q)) {
+    }
+    if (r == 1) cshs_tunnel_pause(t);
+}
+
+static void on_drained(cshs_tunnel *t, void *arg)
+{
+    (void)arg;
+    cshs_tunnel_resume(t);
+}
+
+static void on_closed(cshs_tunnel *t, int why, void *arg)
+{
+    (void)t;
+    if (arg) {
+        cshs_reactor_disarm(&push_watch);
+        close(push_fd);
+        push_fd = -1;
+    }
+    atomic_store(&last_why, why);
+    atomic_fetch_add(&closed_calls, 1);
+}
+
+static const cshs_tunnel_ops echo = {on_open, on_data, on_drained, on_closed};
+
+static void handler(cshw_context *ctx)
+{
+    const char *path = cshw_request_path(cshw_context_request(ctx));
+    cshw_response *res = cshw_context_response(ctx);
+    cshw_response_set_header(res, "X-Tunnel", "echo");
+    int r = cshs_upgrade(ctx, "echo", &echo, strcmp(path, "/push") == 0 ? &push_watch : NULL);
+    if (r < 0) {
+        cshw_response_set_status(res, cshw_error_status(r));
+        cshw_response_printf(res, "%d", r);
+        return;
+    }
+    /* a second switch, and HTTP output after the 101, are refused */
+    assert_int_equal(cshs_upgrade(ctx, "echo", &echo, NULL), -EALREADY);
+    assert_int_equal(cshw_response_write(res, "x", 1), CSHW_E_SWITCHED);
+}
+
+/* /job runs as a job (a streaming route's thread), as a handler that may
+ * block does */
+static int job_streams(void *arg, const char *head, const csh_message *msg)
+{
+    (void)arg;
+    return msg->target.len == 4 && memcmp(head + msg->target.off, "/job", 4) == 0;
+}
+
+/* ---- the test's side ---- */
+
+static cshs_server *srv;
+
+static unsigned start(const cshs_options *extra)
+{
+    cshs_options o;
+    cshs_options_init(&o);
+    if (extra) o = *extra;
+    o.port = 0;
+    o.address = "127.0.0.1";
+    o.loops = 1;
+    o.min_threads = 2;
+    o.max_threads = 4;
+    srv = cshs_server_new(&o, handler, NULL);
+    assert_non_null(srv);
+    cshs_server_set_streaming(srv, job_streams, NULL);
+    assert_int_equal(cshs_server_start(srv), 0);
+    atomic_store(&closed_calls, 0);
+    atomic_store(&opened_calls, 0);
+    atomic_store(&max_queued, 0);
+    return cshs_server_port(srv, 0);
+}
+
+static int dial(unsigned port, int bufsize)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (bufsize) {
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bufsize, sizeof bufsize);
+        setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bufsize, sizeof bufsize);
+    }
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    struct timeval tv = {10, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+    return fd;
+}
+
+static void send_all(int fd, const void *p, size_t n)
+{
+    assert_int_equal(send(fd, p, n, MSG_NOSIGNAL), (ssize_t)n);
+}
+
+/* Reads exactly n bytes (fails on EOF or the 10 s timeout). */
+static void recv_exact(int fd, char *out, size_t n)
+{
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = recv(fd, out + got, n - got, 0);
+        assert_true(r > 0);
+        got += (size_t)r;
+    }
+}
+
+/* Reads a response head; returns its status, the head in out. */
+static int recv_head(int fd, char *out, size_t cap)
+{
+    size_t n = 0;
+    out[0] = 0;
+    while (!strstr(out, "\r\n\r\n")) {
+        assert_true(n + 1 < cap);
+        ssize_t r = recv(fd, out + n, 1, 0); /* byte by byte: the tunnel's follow */
+        assert_true(r == 1);
+        n++;
+        out[n] = 0;
+    }
+    return atoi(out + 9);
+}
+
+static void expect_eof(int fd)
+{
+    char b;
+    assert_int_equal(recv(fd, &b, 1, 0), 0);
+}
+
+static void wait_closed(int n)
+{
+    for (int i = 0; i < 10000 && atomic_load(&closed_calls) < n; i++) usleep(1000);
+    assert_int_equal(atomic_load(&closed_calls), n);
+}
+
+static const char upgrade_req[] = "GET /echo HTTP/1.1\r\nHost: a\r\n"
+                                  "Connection: Upgrade\r\nUpgrade: echo\r\n\r\n";
+
+static void test_echo_both_ways(void **state)
+{
+    (void)state;
+    unsigned port = start(NULL);
+    int fd = dial(port, 0);
+    /* the first bytes of the new protocol in the request's own packet */
+    char req[256];
+    snprintf(req, sizeof req, "%sfirst", upgrade_req);
+    send_all(fd, req, strlen(req));
+    char head[1024], got[64];
+    assert_int_equal(recv_head(fd, head, sizeof head), 101);
+    assert_non_null(strstr(head, "\r\nConnection: Upgrade\r\n"));
+    assert_non_null(strstr(head, "\r\nUpgrade: echo\r\n"));
+    assert_non_null(strstr(head, "\r\nX-Tunnel: echo\r\n"));
+    recv_exact(fd, got, 5);
+    assert_memory_equal(got, "first", 5);
+    send_all(fd, "second", 6);
+    recv_exact(fd, got, 6);
+    assert_memory_equal(got, "second", 6);
+    cshs_counters k;
+    cshs_server_counters(srv, &k);
+    assert_int_equal(k.upgrades, 1);
+    assert_int_equal(k.tunnels, 1);
+    assert_int_equal(atomic_load(&opened_calls), 1);
+    /* our end after the client's: both sides closed cleanly */
+    shutdown(fd, SHUT_WR);
+    expect_eof(fd);
+    wait_closed(1);
+    assert_int_equal(atomic_load(&last_why), 0);
+    cshs_server_counters(srv, &k);
+    assert_int_equal(k.tunnels, 0);
+    close(fd);
+
+    /* close after a last write: it is sent, then the connection ends */
+    fd = dial(port, 0);
+    send_all(fd, upgrade_req, strlen(upgrade_req));
+    assert_int_equal(recv_head(fd, head, sizeof head), 101);
+    send_all(fd, "bye", 3);
+    recv_exact(fd, got, 2);
+    assert_memory_equal(got, "ok", 2);
+    expect_eof(fd);
+    wait_closed(2);
+    assert_int_equal(atomic_load(&last_why), 0);
+    close(fd);
+    cshs_server_free(srv);
+}
+
+static void test_not_asked_is_426(void **state)
+{
+    (void)state;
+    unsigned port = start(NULL);
+    int fd = dial(port, 0);
+    static const char plain[] = "GET /echo HTTP/1.1\r\nHost: a\r\n\r\n";
+    static const char other[] = "GET /echo HTTP/1.1\r\nHost: a\r\n"
+                                "Connection: upgrade\r\nUpgrade: websocket\r\n\r\n";
+    char head[1024], body[64];
+    /* RFC 9110 §15.5.22; the connection goes on as HTTP/1.1 */
+    char want[16];
+    snprintf(want, sizeof want, "%d", CSHW_E_UPGRADE_NOT_ASKED);
+    send_all(fd, plain, strlen(plain));
+    assert_int_equal(recv_head(fd, head, sizeof head), 426);
+    assert_non_null(strstr(head, "Content-Length: 6\r\n"));
+    recv_exact(fd, body, 6);
+    assert_memory_equal(body, want, 6);
+    send_all(fd, other, strlen(other));
+    assert_int_equal(recv_head(fd, head, sizeof head), 426);
+    recv_exact(fd, body, 6);
+    assert_memory_equal(body, want, 6);
+    cshs_counters k;
+    cshs_server_counters(srv, &k);
+    assert_int_equal(k.upgrades, 0);
+    assert_int_equal(atomic_load(&opened_calls), 0);
+    assert_int_equal(atomic_load(&closed_calls), 0);
+    close(fd);
+    cshs_server_free(srv);
+}
+
+/* ---- backpressure: a client that sends and does not read ---- */
+
+#define FLOOD (48u << 20)
+
+typedef struct flood {
+    int fd;
+    atomic_ullong sent;
+} flood;
+
+static unsigned char pattern(uint64_t i)
+{
+    return (unsigned char)(i % 251);
+}
+
+static void *flood_writer(void *arg)
+{
+    flood *f = arg;
+    static unsigned char chunk[65536];
+    uint64_t off = 0;
+    while (off < FLOOD) {
+        size_t n = sizeof chunk;
+        if (n > FLOOD - off) n = FLOOD - off;
+        for (size_t i = 0; i < n; i++) chunk[i] = pattern(off + i);
+        ssize_t w = send(f->fd, chunk, n, MSG_NOSIGNAL);
+        if (w <= 0) break;
+        off += (uint64_t)w;
+        atomic_store(&f->sent, off);
+    }
+    return NULL;
+}
+
+static void test_backpressure(void **state)
+{
+    (void)state;
+    cshs_options o;
+    cshs_options_init(&o);
+    o.write_high_water = 256 * 1024;
+    unsigned port = start(&o);
+    flood f = {.fd = dial(port, 65536)};
+    send_all(f.fd, upgrade_req, strlen(upgrade_req));
+    char head[1024];
+    assert_int_equal(recv_head(f.fd, head, sizeof head), 101);
+    pthread_t th;
+    pthread_create(&th, NULL, flood_writer, &f);
+    /* nobody reads: the echo queue passes the mark, the tunnel pauses, and
+     * the writer stops once the sockets' buffers are full */
+    uint64_t last = 0;
+    for (int still = 0; still < 20;) {
+        usleep(20000);
+        uint64_t now = atomic_load(&f.sent);
+        still = now == last ? still + 1 : 0;
+        last = now;
+    }
+    assert_true(last < FLOOD);
+    /* the queue stayed within the mark and a read's worth */
+    assert_true(atomic_load(&max_queued) <= o.write_high_water + 16384);
+    /* reading now, every byte comes back in order */
+    static char in[65536];
+    uint64_t got = 0;
+    while (got < FLOOD) {
+        ssize_t r = recv(f.fd, in, sizeof in, 0);
+        assert_true(r > 0);
+        for (ssize_t i = 0; i < r; i++)
+            if ((unsigned char)in[i] != pattern(got + (uint64_t)i))
+                fail_msg("byte %llu", (unsigned long long)(got + (uint64_t)i));
+        got += (uint64_t)r;
+    }
+    pthread_join(th, NULL);
+    assert_true(atomic_load(&max_queued) <= o.write_high_water + 16384);
+    shutdown(f.fd, SHUT_WR);
+    expect_eof(f.fd);
+    wait_closed(1);
+    assert_int_equal(atomic_load(&last_why), 0);
+    close(f.fd);
+    cshs_server_free(srv);
+}
+
+static void test_idle_deadline(void **state)
+{
+    (void)state;
+    cshs_options o;
+    cshs_options_init(&o);
+    o.tunnel_idle_timeout_ms = 300;
+    o.sweep_interval_ms = 50;
+    unsigned port = start(&o);
+    int fd = dial(port, 0);
+    send_all(fd, upgrade_req, strlen(upgrade_req));
+    char head[1024], got[8];
+    assert_int_equal(recv_head(fd, head, sizeof head), 101);
+    send_all(fd, "ping", 4);
+    recv_exact(fd, got, 4);
+    /* then nothing either way: closed at the deadline */
+    expect_eof(fd);
+    wait_closed(1);
+    assert_int_equal(atomic_load(&last_why), -ETIMEDOUT);
+    close(fd);
+    cshs_server_free(srv);
+}
+
+/* A tunnel opened by a handler that ran as a job, and a write made from
+ * another thread through a watch on the tunnel's loop. */
+static void test_job_and_push(void **state)
+{
+    (void)state;
+    unsigned port = start(NULL);
+    int fd = dial(port, 0);
+    static const char job[] = "GET /job HTTP/1.1\r\nHost: a\r\n"
+                              "Connection: Upgrade\r\nUpgrade: Echo/1\r\n\r\n";
+    send_all(fd, job, strlen(job));
+    char head[1024], got[16];
+    assert_int_equal(recv_head(fd, head, sizeof head), 101);
+    send_all(fd, "from a job", 10);
+    recv_exact(fd, got, 10);
+    assert_memory_equal(got, "from a job", 10);
+    close(fd);
+    wait_closed(1);
+
+    push_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    fd = dial(port, 0);
+    static const char push[] = "GET /push HTTP/1.1\r\nHost: a\r\n"
+                               "Connection: Upgrade\r\nUpgrade: echo\r\n\r\n";
+    send_all(fd, push, strlen(push));
+    assert_int_equal(recv_head(fd, head, sizeof head), 101);
+    recv_exact(fd, got, 6);
+    assert_memory_equal(got, "hello\n", 6);
+    uint64_t one = 1;
+    assert_int_equal(write(push_fd, &one, sizeof one), (ssize_t)sizeof one);
+    recv_exact(fd, got, 7);
+    assert_memory_equal(got, "pushed\n", 7);
+    /* a client that resets: the tunnel ends with the socket's error or
+     * its end, once */
+    struct linger lg = {1, 0};
+    setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+    close(fd);
+    wait_closed(2);
+    assert_int_equal(push_fd, -1);
+    cshs_server_free(srv);
+}
+
+static void test_stop_ends_tunnels(void **state)
+{
+    (void)state;
+    unsigned port = start(NULL);
+    int fd = dial(port, 0);
+    send_all(fd, upgrade_req, strlen(upgrade_req));
+    char head[1024];
+    assert_int_equal(recv_head(fd, head, sizeof head), 101);
+    send_all(fd, "x", 1);
+    recv_exact(fd, head, 1);
+    /* a graceful stop does not wait for a tunnel: it ends it at once */
+    assert_int_equal(cshs_server_stop(srv, 5000), 0);
+    assert_int_equal(atomic_load(&closed_calls), 1);
+    assert_int_equal(atomic_load(&last_why), -ECANCELED);
+    expect_eof(fd);
+    close(fd);
+    cshs_server_free(srv);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_echo_both_ways), cmocka_unit_test(test_not_asked_is_426),
+        cmocka_unit_test(test_backpressure),   cmocka_unit_test(test_idle_deadline),
+        cmocka_unit_test(test_job_and_push),   cmocka_unit_test(test_stop_ends_tunnels),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
