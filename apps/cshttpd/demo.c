@@ -1,5 +1,6 @@
 /* The demo application: plaintext, JSON, an echo of the parsed request, a
- * blocking route, a form and upload page. Mounted only with --demo: echo
+ * blocking route, a form and upload page, and a tunnel that echoes bytes
+ * (a connection switched to the "echo" protocol). Mounted only with --demo: echo
  * reflects every request header (cookies included) and upload takes large
  * bodies, which no public site should offer by accident. */
 #include "demo.h"
@@ -17,6 +18,8 @@
 #include <cshttp/web/request.h>
 #include <cshttp/web/response.h>
 #include <cshttp/web/url.h>
+#include <cshttp/server/tunnel.h>
+#include <cshttp/web/error.h>
 
 static void plaintext(cshw_context *ctx)
 {
@@ -180,6 +183,45 @@ static void upload(cshw_context *ctx)
     cshw_response_puts(res, "</ul><p><a href=\"/demo/form\">again</a></p></body></html>\n");
 }
 
+/* /demo/tunnel: GET with "Connection: Upgrade" and "Upgrade: echo" is
+ * answered 101, then every byte the client sends comes back; the client
+ * pausing its reads pauses ours (past write_high_water), and its end
+ * (FIN) ends ours after what is queued. */
+static void tunnel_data(cshs_tunnel *t, const char *p, size_t n, void *arg)
+{
+    (void)arg;
+    if (n == 0)
+        cshs_tunnel_shutdown(t);
+    else if (cshs_tunnel_write(t, p, n) == 1)
+        cshs_tunnel_pause(t);
+}
+
+static void tunnel_drained(cshs_tunnel *t, void *arg)
+{
+    (void)arg;
+    cshs_tunnel_resume(t);
+}
+
+static void tunnel_closed(cshs_tunnel *t, int why, void *arg)
+{
+    (void)t;
+    (void)why;
+    (void)arg;
+}
+
+static const cshs_tunnel_ops echo_tunnel = {NULL, tunnel_data, tunnel_drained, tunnel_closed};
+
+static void tunnel(cshw_context *ctx)
+{
+    int r = cshs_upgrade(ctx, "echo", &echo_tunnel, NULL);
+    if (r < 0) {
+        /* 426 names what to ask for (RFC 9110 §15.5.22) */
+        cshw_response *res = cshw_context_response(ctx);
+        if (r == CSHW_E_UPGRADE_NOT_ASKED) cshw_response_set_header(res, "Upgrade", "echo");
+        cshw_response_send_error(res, cshw_error_status(r));
+    }
+}
+
 int demo_routes(cshw_router *r)
 {
     int e = 0;
@@ -190,6 +232,7 @@ int demo_routes(cshw_router *r)
     e = e < 0 ? e : cshw_router_add(r, "GET", "/demo/sleep", sleep_route);
     e = e < 0 ? e : cshw_router_add(r, "GET", "/demo/form", form);
     e = e < 0 ? e : cshw_router_add(r, "POST", "/demo/upload", upload);
+    e = e < 0 ? e : cshw_router_add(r, "GET", "/demo/tunnel", tunnel);
     return e;
 }
 

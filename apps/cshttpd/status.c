@@ -149,7 +149,9 @@ int acl_allows(const acl *a, const char *remote_addr)
     X(handlers_waiting)                                                                            \
     X(handlers_declined)                                                                           \
     X(request_temp_bytes)                                                                          \
-    X(request_temp_refused)
+    X(request_temp_refused)                                                                        \
+    X(upgrades)                                                                                    \
+    X(tunnels)
 
 #define POOL_FIELDS(X)                                                                             \
     X(open)                                                                                        \

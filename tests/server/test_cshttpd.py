@@ -933,6 +933,117 @@ def t_graceful_stop(_):
 
 # ---- HTTPS ----
 
+def rss_kib(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def tunnel_echo(sock, size, stall_first=False, pid=None):
+    """Through an open "echo" tunnel: sends `size` patterned bytes from a
+    thread and reads them back. stall_first: nothing is read until the
+    sender stalls (the server paused the tunnel). Returns the server's RSS
+    growth (KiB) at the stall, or None."""
+    data = bytes(i % 251 for i in range(1 << 16)) * (size >> 16)
+    sent = [0]
+
+    def send():
+        view = memoryview(data)
+        while sent[0] < len(data):
+            n = sock.send(view[sent[0]:sent[0] + 65536])
+            sent[0] += n
+    before = rss_kib(pid) if pid else 0
+    t = threading.Thread(target=send, daemon=True)
+    t.start()
+    growth = None
+    if stall_first:
+        last, still = -1, 0
+        while still < 10:
+            time.sleep(0.05)
+            still = still + 1 if sent[0] == last else 0
+            last = sent[0]
+        assert sent[0] < len(data), "the server took everything while nobody read"
+        growth = rss_kib(pid) - before if pid else None
+    got = bytearray()
+    while len(got) < len(data):
+        d = sock.recv(1 << 20)
+        assert d, "tunnel closed after %d of %d bytes" % (len(got), len(data))
+        got += d
+    t.join(30)
+    assert bytes(got) == data
+    return growth
+
+
+def open_tunnel(sock, extra=b""):
+    sock.sendall(b"GET /demo/tunnel HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\n"
+                 b"Upgrade: echo\r\n\r\n" + extra)
+    head = b""
+    while b"\r\n\r\n" not in head:
+        d = sock.recv(1)  # byte by byte: the tunnel's bytes follow the head
+        assert d, head
+        head += d
+    assert head.startswith(b"HTTP/1.1 101 Switching Protocols\r\n"), head
+    assert b"\r\nConnection: Upgrade\r\n" in head and b"\r\nUpgrade: echo\r\n" in head, head
+    return head
+
+
+@test("tunnel")
+def t_tunnel(tmp):
+    """A handler answers 101 (RFC 9110 §7.8, §15.2.2) and the connection is
+    a byte stream both ways on its loop: the demo's echo, over plain TCP
+    and TLS, with backpressure (a client that does not read pauses the
+    server's reading: its memory stays flat) and the client's end (FIN)
+    ending the server's. A request that did not ask is answered 426 with
+    Upgrade."""
+    cert, key = make_cert(tmp, "tun")
+    with Server("--loops", "1", "--tls-port", "0", "--tls-cert", cert, "--tls-key", key) as srv:
+        tport = tls_port(srv)
+        s = srv.connect(timeout=30)
+        s.sendall(b"GET /demo/tunnel HTTP/1.1\r\nHost: a\r\n\r\n")
+        r = Sock(s)
+        code, h, _, _ = read_response(r)
+        assert code == 426 and h.get("upgrade") == "echo", (code, h)
+        assert r._pending == b""
+        # the same connection goes on, and switches; the bytes sent with
+        # the request are the tunnel's first
+        open_tunnel(s, b"early")
+        got = b""
+        while len(got) < 5:
+            got += s.recv(5 - len(got))
+        assert got == b"early"
+        growth = tunnel_echo(s, 64 << 20, stall_first=True, pid=srv.proc.pid)
+        assert growth < 16 << 10, "server RSS grew %d KiB while the client did not read" % growth
+        s.shutdown(socket.SHUT_WR)
+        assert s.recv(1) == b""
+        s.close()
+        # TLS: the same, through the HTTPS listener
+        ctx = ssl.create_default_context(cafile=cert)
+        t = ctx.wrap_socket(socket.create_connection(("127.0.0.1", tport), timeout=30),
+                            server_hostname="127.0.0.1")
+        open_tunnel(t)
+        # one thread (an SSL socket is not shared between threads): a piece
+        # out, the same piece back
+        piece = bytes(i % 251 for i in range(1 << 16))
+        for _ in range(128):
+            t.sendall(piece)
+            got = b""
+            while len(got) < len(piece):
+                d = t.recv(len(piece) - len(got))
+                assert d, "tunnel closed after %d bytes of a piece" % len(got)
+                got += d
+            assert got == piece
+        t.close()
+        deadline = time.time() + 10
+        st = get_json(srv, "/status.json")
+        while st["tunnels"] != 0:
+            assert time.time() < deadline, st
+            time.sleep(0.05)
+            st = get_json(srv, "/status.json")
+        assert st["upgrades"] == 2, st
+
+
 def make_cert(tmp, cn):
     key, cert = os.path.join(tmp, cn + ".key"), os.path.join(tmp, cn + ".pem")
     subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key,
