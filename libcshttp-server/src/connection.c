@@ -369,12 +369,21 @@ int cshs__out_flush(cshs_conn *c)
     return out_flush(c);
 }
 
+/* A deferred request's handler or continuation on its loop's thread:
+ * it never waits for its client (it waits for the queue to drain, or its
+ * body's next bytes, with the loop: cshs_deferred_on_drain, _on_body). */
+static int on_loop_deferred(const cshs_conn *c)
+{
+    return running_conn == c && c->later;
+}
+
 static int t_write(void *io, const void *data, size_t len)
 {
     cshs_conn *c = io;
+    if (c->later && c->later->wait_error) return c->later->wait_error;
     int r = cshs__out_write(c, data, len);
     if (r < 0) return r;
-    if (c->out_bytes > c->srv->o.write_high_water) return out_throttle(c);
+    if (c->out_bytes > c->srv->o.write_high_water && !on_loop_deferred(c)) return out_throttle(c);
     return 0;
 }
 
@@ -460,10 +469,10 @@ static int64_t body_deadline(cshs_conn *c, int64_t now)
 
 /* A streaming route's body: read on demand, waiting within the body
  * deadlines (the minimum rate's windows, read_timeout_ms). */
-static int t_peek(void *io, const char **data, size_t *len)
+static int peek(cshs_conn *c, const char **data, size_t *len, int wait)
 {
-    cshs_conn *c = io;
     cshs_server *s = c->srv;
+    if (c->later && c->later->wait_error) return c->later->wait_error;
     if (stream_left(c)) {
         *data = c->sb->data + c->sb->pos;
         *len = c->sb->len - c->sb->pos;
@@ -488,6 +497,7 @@ static int t_peek(void *io, const char **data, size_t *len)
             atomic_fetch_add(&s->e_io, 1);
             return (int)n;
         }
+        if (!wait) return -EAGAIN;
         for (;;) {
             int64_t now = cshs__now_ms();
             int64_t until = now + 200;
@@ -512,6 +522,13 @@ static int t_peek(void *io, const char **data, size_t *len)
             if (r != -ETIMEDOUT) return r;
         }
     }
+}
+
+/* On its loop's thread, a handler's read never waits: -EAGAIN */
+static int t_peek(void *io, const char **data, size_t *len)
+{
+    cshs_conn *c = io;
+    return peek(c, data, len, running_conn != c);
 }
 
 static void t_consume(void *io, size_t n)
@@ -1011,6 +1028,104 @@ static void continuation_due(cshs_conn *c, int owner)
     continuation_run(c, owner);
 }
 
+static void nothing_more(cshw_context *ctx, void *arg);
+
+/* ---- a deferred request waiting for its own client (CP_WAIT) ----
+ *
+ * cshs_deferred_on_drain and _on_body, called instead of a resume, leave
+ * the request to the loop once its handler returns: the connection is
+ * no longer busy, its events are served here (the queue sent, the
+ * socket's input looked at), parked with a deadline (send_timeout_ms,
+ * read_timeout_ms), and the continuation is posted when what it waits
+ * for is there, or the wait failed (its error then fails the
+ * continuation's writes and reads). */
+
+static void wait_end(cshs_conn *c, int err)
+{
+    cshs_later *d = c->later;
+    unpark(c);
+    if (err && d->wait_for == WAIT_DRAIN) out_clear(c);
+    d->wait_for = WAIT_NONE;
+    if (err) d->wait_error = err;
+    c->phase = CP_READ;
+    atomic_store(&c->busy, 1);
+    atomic_store(&d->pending, 0);
+    c->resume = RESUME_DEFERRED;
+    cshs__conn_post(c);
+}
+
+/* 1 when the wait is over (the continuation posted). */
+static int wait_over(cshs_conn *c)
+{
+    cshs_later *d = c->later;
+    int err = 0, ready;
+    if (d->wait_for == WAIT_DRAIN) {
+        int f = out_flush(c);
+        err = f < 0 ? f : 0;
+        ready = err || t_queued(c) <= c->srv->o.write_high_water / 2;
+    } else {
+        /* the next bytes, read into the stream buffer the handler's
+         * reads take first; the end or an error is news too */
+        const char *p;
+        size_t n;
+        int r = peek(c, &p, &n, 0);
+        ready = r != -EAGAIN;
+        err = r < 0 && r != -EAGAIN ? r : 0;
+    }
+    if (!ready) return 0;
+    wait_end(c, err);
+    return 1;
+}
+
+static void wait_park(cshs_conn *c)
+{
+    cshs_server *s = c->srv;
+    int drain = c->later->wait_for == WAIT_DRAIN;
+    unsigned ms = drain ? s->o.send_timeout_ms : s->o.read_timeout_ms;
+    int64_t deadline = ms ? c->last_io_ms + (int64_t)ms : 0;
+    int kind = EXP_WAIT;
+    if ((drain || c->tls_wait == POLLOUT) && cshs__conn_want_out(c) < 0) {
+        deadline = cshs__now_ms();
+        kind = EXP_NOWAIT;
+    }
+    park(c, deadline, kind);
+}
+
+static void wait_begin(cshs_worker *w, cshs_conn *c)
+{
+    (void)w;
+    c->phase = CP_WAIT;
+    atomic_store(&c->waits, WAITS_NONE);
+    c->last_io_ms = cshs__now_ms();
+    if (wait_over(c)) return;
+    /* the loop's owner (this thread) serves its events from here on: an
+     * event that came meanwhile is still in the epoll set's queue */
+    atomic_store(&c->busy, 0);
+    wait_park(c);
+}
+
+static void wait_for(cshs_deferred *d, int what, void (*fn)(cshw_context *ctx, void *arg),
+                     void *arg)
+{
+    cshs_conn *c = (cshs_conn *)d;
+    if (!c) return;
+    cshs_later *l = c->later;
+    l->fn = fn ? fn : nothing_more;
+    l->arg = arg;
+    l->job = 0;
+    l->wait_for = (char)what;
+}
+
+void cshs_deferred_on_drain(cshs_deferred *d, void (*fn)(cshw_context *ctx, void *arg), void *arg)
+{
+    wait_for(d, WAIT_DRAIN, fn, arg);
+}
+
+void cshs_deferred_on_body(cshs_deferred *d, void (*fn)(cshw_context *ctx, void *arg), void *arg)
+{
+    wait_for(d, WAIT_BODY, fn, arg);
+}
+
 /* What follows a handler (or a continuation) run by a loop's thread:
  * r from cshw_exchange_run or _resume; `owner`: the thread still owns
  * the loop (not handed over meanwhile). 1 when the caller goes on with
@@ -1019,6 +1134,16 @@ static void continuation_due(cshs_conn *c, int owner)
 static int after_handler(cshs_worker *w, cshs_conn *c, int r, int owner)
 {
     if (!owner) w->lost = 1; /* the loop was handed over: this thread leaves it */
+    if (r == CSHW_EXCHANGE_DEFERRED && c->later->wait_for) {
+        /* it waits for its own client: the loop's to watch */
+        if (owner) {
+            wait_begin(w, c);
+        } else {
+            c->resume = RESUME_WAIT;
+            cshs__give_back(c);
+        }
+        return 0;
+    }
     if (r == CSHW_EXCHANGE_DEFERRED) {
         /* the handler returned; when its resume came first, the
          * continuation is due */
@@ -1099,12 +1224,14 @@ cshs_deferred *cshs_defer(cshw_context *ctx)
             return NULL;
         }
         c->later = w->own;
+        c->later->wait_error = 0;
         w->own = spare;
     } else if (cshw_exchange_defer(c->x) < 0) {
         return NULL;
     }
     c->later->fn = NULL;
     c->later->abort_fn = NULL;
+    c->later->wait_for = WAIT_NONE;
     atomic_store(&c->later->pending, 2);
     atomic_fetch_add_explicit(&c->srv->c_deferred, 1, memory_order_relaxed);
     return (cshs_deferred *)c;
@@ -1232,7 +1359,10 @@ static void drive(cshs_worker *w, cshs_conn *c)
              * handlers wait for a thread, runs elsewhere; when even the
              * queue is full, it is answered 503 without running */
             int how = OFFLOAD_NONE;
-            if (cshw_exchange_streams(c->x) || !runs_on_loop(c)) how = cshs__offload(s, c, 1);
+            int streams = cshw_exchange_streams(c->x);
+            /* one that reads its body as events on the loop never waits */
+            if (streams != CSHS_STREAM_ON_LOOP && (streams || !runs_on_loop(c)))
+                how = cshs__offload(s, c, 1);
             if (how == OFFLOAD_RUNS || how == OFFLOAD_WAITS) return;
             if (how == OFFLOAD_FULL) {
                 atomic_fetch_add(&s->c_declined, 1);
@@ -1415,6 +1545,11 @@ void cshs__conn_resume(cshs_worker *w, cshs_conn *c)
         cshs__conn_continue(w, c);
         return;
     }
+    if (how == RESUME_WAIT) {
+        c->resume = RESUME_AFTER_RUN;
+        wait_begin(w, c);
+        return;
+    }
     c->resume = RESUME_AFTER_RUN;
     /* the loop ignored its events while another thread had it: the next
      * input reads rather than trusting an earlier short read */
@@ -1476,6 +1611,14 @@ void cshs__conn_sweep(cshs_worker *w, cshs_conn *c, int64_t now_ms)
             atomic_fetch_add(&s->e_send, 1);
         else if (kind == EXP_IDLE || kind == EXP_TUNNEL)
             atomic_fetch_add(&s->e_idle, 1);
+        else if (kind == EXP_WAIT)
+            atomic_fetch_add(c->later->wait_for == WAIT_DRAIN ? &s->e_send : &s->e_body, 1);
+    }
+    /* a deferred request waiting for its client: its continuation is
+     * told (and ends it) */
+    if (c->phase == CP_WAIT) {
+        wait_end(c, stop ? -ECONNABORTED : -ETIMEDOUT);
+        return;
     }
     unpark(c);
     if (stop)
@@ -1519,6 +1662,10 @@ void cshs__conn_event(cshs_worker *w, cshs_conn *c)
     unpark(c);
     if (c->phase == CP_TUNNEL) {
         cshs__tunnel_event(w, c);
+        return;
+    }
+    if (c->phase == CP_WAIT) {
+        if (!wait_over(c)) wait_park(c);
         return;
     }
     if (c->phase == CP_LINGER) {

@@ -41,6 +41,7 @@ enum {
     EXP_SEND,   /* the client does not take the response */
     EXP_LINGER, /* lingering close over */
     EXP_TUNNEL, /* a tunnel idle (tunnel_idle_timeout_ms), or its output stuck */
+    EXP_WAIT,   /* a deferred request's client took no output, or sent no body (CP_WAIT) */
     EXP_NOWAIT  /* the socket could not be waited for (epoll_ctl failed): closed */
 };
 enum { TLS_NONE = 0, TLS_HANDSHAKE = 1, TLS_OPEN = 2 };
@@ -49,7 +50,8 @@ enum { TLS_NONE = 0, TLS_HANDSHAKE = 1, TLS_OPEN = 2 };
 enum {
     RESUME_AFTER_RUN = 0, /* after its handler: after_run is its result */
     RESUME_EVENT = 1,     /* as after an event: it reads on */
-    RESUME_DEFERRED = 2   /* its deferred handler's continuation is due */
+    RESUME_DEFERRED = 2,  /* its deferred handler's continuation is due */
+    RESUME_WAIT = 3       /* its deferred handler waits for its client (CP_WAIT) */
 };
 
 /* Where a connection's life stands (connection.c has the diagram). */
@@ -57,7 +59,9 @@ enum {
     CP_READ = 0, /* reading and answering requests */
     CP_WRITE,    /* the loop finishes sending a response, then reads on or ends */
     CP_LINGER,   /* answered and closing: reading and discarding (lingering close) */
-    CP_TUNNEL    /* switched protocols: its bytes are a tunnel's (tunnel.c) */
+    CP_TUNNEL,   /* switched protocols: its bytes are a tunnel's (tunnel.c) */
+    CP_WAIT      /* a deferred request waits for its own client: its queue to drain or
+                  * its body's next bytes (cshs_deferred_on_drain, _on_body) */
 };
 
 /* Output the socket could not take at once, sent by the loop: bytes, or a
@@ -95,7 +99,15 @@ typedef struct cshs_later {
      * client's connection ends while the request waits */
     void (*abort_fn)(void *arg);
     void *abort_arg;
+    /* cshs_deferred_on_drain / _on_body instead of a resume: what the
+     * continuation waits for (WAIT_*), and why the wait ended early (its
+     * deadline, a stop: the continuation's writes and reads then fail
+     * with it) */
+    char wait_for;
+    int wait_error;
 } cshs_later;
+
+enum { WAIT_NONE = 0, WAIT_DRAIN, WAIT_BODY };
 
 /* cshs_conn.waits: whether a deferred request waits, and who may act on
  * it. WAITS_NONE: none does (or its handler or continuation runs);

@@ -469,7 +469,8 @@ static int head_done(cshw_exchange *x, const cshw_transport *t)
     /* RFC 9110 §15.5.14: refused before any body byte is read */
     if (m->body == CSH_BODY_LENGTH && max && m->content_length > max)
         return answer(x, t, 413, CSHW_E_BODY_LIMIT, cshw_error_message(CSHW_E_BODY_LIMIT));
-    x->streaming = m->body != CSH_BODY_NONE && body_streams(x, m);
+    /* the predicate's value, which the owner may read (cshw_exchange_streams) */
+    x->streaming = m->body != CSH_BODY_NONE ? body_streams(x, m) : 0;
     if (m->body == CSH_BODY_NONE || x->streaming) {
         x->phase = CSHW_PHASE_READY;
         return CSHW_EXCHANGE_READY;

@@ -15,9 +15,12 @@
 #include "context_impl.h"
 #include "cshttp/web/error.h"
 
+/* A transport that does not wait (the engine's, for a handler on its
+ * loop) says -EAGAIN when no byte of the body is here yet: not an error
+ * of the body, the handler reads again later. */
 static int read_error(cshw_request *req, int code)
 {
-    req->body_error = code;
+    if (code != -EAGAIN) req->body_error = code;
     return code;
 }
 

@@ -147,7 +147,14 @@ CSHS_EXPORT void cshs_server_set_log(cshs_server *s, cshs_log_fn fn, void *user)
  * no handler needs none: the router says it by route
  * (cshw_router_add_streaming, cshw_router_body_of). Such a handler holds its worker while the
  * client sends: the one case where a slow client holds a worker, bounded
- * by max_threads; body deadlines still apply. Set before start. */
+ * by max_threads; body deadlines still apply. Set before start.
+ *
+ * fn may say CSHS_STREAM_ON_LOOP instead (0.4.2): the handler runs on
+ * its loop's thread and reads the body as it comes without ever waiting
+ * for it. A read with no byte there returns -EAGAIN (cshw_request_read):
+ * the handler defers (cshs_defer) and has its continuation run when more
+ * came (cshs_deferred_on_body), holding no thread meanwhile. */
+#define CSHS_STREAM_ON_LOOP 2
 CSHS_EXPORT void cshs_server_set_streaming(
     cshs_server *s, int (*fn)(void *arg, const char *head, const csh_message *msg), void *arg);
 
@@ -295,6 +302,37 @@ CSHS_EXPORT void cshs_deferred_run(cshs_deferred *d, void (*fn)(cshw_context *ct
  * again) before it returns; a new defer clears it. Without it, a request
  * waits for its peer whatever its client does. */
 CSHS_EXPORT void cshs_deferred_on_abort(cshs_deferred *d, void (*fn)(void *arg), void *arg);
+
+/* Waiting for its own client, on the loop (0.4.2): instead of
+ * cshs_deferred_resume, called by the handler (or continuation) that
+ * deferred, on the loop's thread, before it returns. Once it returned,
+ * the loop watches the client's connection, and fn(ctx, arg) runs (as a
+ * resumed continuation does, on the loop's thread) when:
+ *
+ * - cshs_deferred_on_drain: the response's queued output (bytes and file
+ *   ranges, cshw_response_queued) is at most half of write_high_water, at
+ *   once when it already is. A handler that answers later never waits
+ *   for its client inside a write: past the mark the write is queued all
+ *   the same, and the continuation writes until cshw_response_queued
+ *   passes the mark, then waits here. So a response of any length goes
+ *   to a slow reader with no thread held and at most the mark (and a
+ *   write) queued.
+ * - cshs_deferred_on_body: bytes of the request body came (for a request
+ *   streamed on its loop, CSHS_STREAM_ON_LOOP), or it ended or failed:
+ *   cshw_request_read in fn returns them, or 0, or the error. A request
+ *   that does not ask is not read: its client's bytes wait in the socket
+ *   and TCP slows the client down (pausing is not asking; asking again
+ *   resumes).
+ *
+ * A client that takes no output for send_timeout_ms (drain), or sends no
+ * byte for read_timeout_ms (body), leaves, or a forced stop, ends the
+ * wait early: fn runs all the same, and its writes and reads fail with
+ * the reason (-ETIMEDOUT, -ECONNABORTED, the socket's error). A graceful
+ * stop waits for the request as for any in flight. */
+CSHS_EXPORT void cshs_deferred_on_drain(cshs_deferred *d, void (*fn)(cshw_context *ctx, void *arg),
+                                        void *arg);
+CSHS_EXPORT void cshs_deferred_on_body(cshs_deferred *d, void (*fn)(cshw_context *ctx, void *arg),
+                                       void *arg);
 
 /* The port a TCP listener is bound to (index 0: address, 1: address6), or
  * 0 when there is none; useful with port 0. */

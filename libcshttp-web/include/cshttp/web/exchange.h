@@ -286,9 +286,10 @@ CSHW_EXPORT int64_t cshw_exchange_body_start_us(const cshw_exchange *x);
  * connection) calls this first: the next input reads. */
 CSHW_EXPORT void cshw_exchange_recheck(cshw_exchange *x);
 
-/* 1 when the ready request streams its body (config.streams said so): its
- * handler will wait for the network, so a driver runs it where waiting
- * stalls nobody else. */
+/* Non-zero when the ready request streams its body (config.streams said
+ * so; since 0.4.2 the value it returned, which an owner may give a
+ * meaning of its own): its handler will wait for the network, so a
+ * driver runs it where waiting stalls nobody else. */
 CSHW_EXPORT int cshw_exchange_streams(const cshw_exchange *x);
 
 /* The ready request, before it runs (0.4.1): its parsed head (*head, when

@@ -140,7 +140,10 @@ CSHW_EXPORT int64_t cshw_request_content_length(const cshw_request *req);
  * crossed options.max_request_body: no byte past it is returned, and the
  * request is answered 413), CSHW_E_BODY_CONSUMED (the form was read),
  * -errno from the transport (-ETIMEDOUT...). After an error the
- * connection is closed at the end of the request. The first read answers
+ * connection is closed at the end of the request. -EAGAIN (0.4.2) is not
+ * an error: a transport that does not wait has no byte of the body yet
+ * (the engine's, for a handler on its loop that reads its body as it
+ * comes: cshs_deferred_on_body); read again later. The first read answers
  * "Expect: 100-continue" (RFC 9110 §10.1.1) unless the response headers
  * were already sent, so a handler that rejects a request before reading its
  * body never receives it; a body never read is then not drained, the
