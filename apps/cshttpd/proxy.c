@@ -676,12 +676,119 @@ static int hold_connection(proxy_spool *sp, cshs_call *call)
     return 0;
 }
 
+/* The origin's body passed on to the client: on a thread that may wait
+ * (a request with a body, proxied by its handler's thread), or as events
+ * on the connection's loop (a deferred request): read without waiting,
+ * written without waiting for the client, and each side waited for on
+ * the loop when it has nothing (the origin) or takes nothing (the
+ * client), holding no thread. */
+#define RELAY_BUF 16384
+#define RELAY_TURNS 64           /* pieces in a row before the loop's others go first */
+#define RELAY_HIGH (256u * 1024) /* queued for the client: wait for its drain */
+
+typedef struct relay {
+    const proxy *p;
+    proxy_origin *o;
+    cshs_call *call;
+    cshw_request *req;
+    cshw_response *res;
+    const cshw_options *wo;
+    int whole;  /* the body fits the response buffer: it goes out in one piece */
+    int failed; /* the origin failed (for its health) */
+    /* a body passed on in pieces is buffered (proxy_buffer.h): read at
+     * the origin's pace, sent from a temporary file at the client's */
+    proxy_spool *sp;
+    spool_writer sw;
+    char buf[RELAY_BUF];
+} relay;
+
+/* What relay_run stopped for, when not at the end. */
+enum { RELAY_WAIT_ORIGIN = 1, RELAY_WAIT_CLIENT, RELAY_TURN, RELAY_NO_WATCH };
+
+/* One piece of the body onto ours: 0 to go on, 1 when the response ended
+ * (the client left). */
+static int relay_piece(relay *rl, ssize_t n)
+{
+    cshw_response *res = rl->res;
+    spool_writer *sw = &rl->sw;
+    /* a client that keeps up takes each piece as it comes (nothing queued
+     * for it): only one that falls behind gets the rest through the file */
+    if (rl->sp && !sw->full && cshw_response_queued(res) > 0) {
+        const char *tmp = rl->wo ? rl->wo->temp_dir : NULL;
+        int k = spool_write(rl->sp, sw, tmp, res, rl->buf, (size_t)n);
+        if (k == 1) return 0;
+        if (k == -EPIPE) return 1; /* the response failed: the client left */
+        if (k < 0)
+            error_log_printf(LOG_WARN,
+                             "proxy %s %s: buffering in %s: %s; the rest at the client's pace",
+                             cshw_request_method(rl->req), cshw_request_target(rl->req),
+                             tmp ? tmp : "/tmp", strerror(-k));
+        /* past its bounds: the rest at the client's pace, the origin
+         * connection out of its pool's count while max_held allow */
+        sw->detached = hold_connection(rl->sp, rl->call);
+    }
+    if (cshw_response_write(res, rl->buf, (size_t)n) < 0) return 1; /* the client left */
+    if (!rl->whole && cshw_response_flush(res) < 0) return 1;
+    return 0;
+}
+
+/* Passes the body on until its end (1) or, when it may not wait
+ * (`wait` 0), until one side has to be waited for (0, *why says which). */
+static int relay_run(relay *rl, int wait, int *why)
+{
+    for (int turn = 0;; turn++) {
+        if (!wait) {
+            if (turn == RELAY_TURNS) {
+                *why = RELAY_TURN;
+                return 0;
+            }
+            /* the client takes no more for now (and nothing goes to the
+             * file): the origin waits too */
+            if ((!rl->sp || rl->sw.full) && cshw_response_queued(rl->res) >= RELAY_HIGH) {
+                *why = RELAY_WAIT_CLIENT;
+                return 0;
+            }
+        }
+        ssize_t n = wait ? cshs_call_read(rl->call, rl->buf, sizeof rl->buf)
+                         : cshs_call_read_nowait(rl->call, rl->buf, sizeof rl->buf);
+        if (n == -EAGAIN && !wait) {
+            *why = RELAY_WAIT_ORIGIN;
+            return 0;
+        }
+        if (n == CSHS_CLIENT_E_CANCELED) {
+            /* the client left while the origin was waited for: what was
+             * sent of the answer is cut short */
+            cshw_response_send_error(rl->res, 502);
+            return 1;
+        }
+        if (n < 0) {
+            rl->failed = proxy_origin_failed((int)n);
+            fail(rl->o, rl->req, rl->res, (int)n, "reading the response:");
+            return 1;
+        }
+        if (n == 0 || relay_piece(rl, n)) return 1;
+    }
+}
+
+/* The end of the relay: the call freed, the origin's health told. */
+static void relay_end(relay *rl)
+{
+    cshs_call_free(rl->call);
+    if (rl->sp) {
+        spool_end(rl->sp, &rl->sw);
+        if (rl->sw.detached) atomic_fetch_sub(&rl->sp->held, 1);
+    }
+    proxy_origin_done(rl->p, rl->o, rl->failed, mono_ms());
+}
+
 /* The origin's answer onto ours, once cshs_call_end returned `e` for it
- * (0: the head is here; < 0: the error; the body is read as it comes);
- * frees the call (NULL: none was made) and ends the request to o.
- * `early`: the origin answered before the client's whole body was sent. */
-static void answer_ended(cshw_context *ctx, const proxy *p, proxy_origin *o, cshs_call *call,
-                         int early, int e)
+ * (0: the head is here; < 0: the error): its status and fields, and the
+ * relay of its body set up in rl (1). 0 when the answer is complete
+ * already (an error page, the client left): the call freed, the origin
+ * told. `early`: the origin answered before the client's whole body was
+ * sent. */
+static int answer_head(cshw_context *ctx, const proxy *p, proxy_origin *o, cshs_call *call,
+                       int early, int e, relay *rl)
 {
     cshw_request *req = cshw_context_request(ctx);
     cshw_response *res = cshw_context_response(ctx);
@@ -695,13 +802,13 @@ static void answer_ended(cshw_context *ctx, const proxy *p, proxy_origin *o, csh
         cshw_response_set_status(res, 499);
         cshw_response_close_connection(res);
         cshs_call_free(call);
-        return;
+        return 0;
     }
     if (e < 0) {
         proxy_origin_done(p, o, proxy_origin_failed(e), mono_ms());
         fail(o, req, res, e, call ? "sending the request:" : "connecting:");
         cshs_call_free(call);
-        return;
+        return 0;
     }
 
     cshw_response_set_status(res, cshs_call_status(call));
@@ -719,49 +826,28 @@ static void answer_ended(cshw_context *ctx, const proxy *p, proxy_origin *o, csh
      * origin gave no length) */
     uint64_t length;
     if (origin_length(call, &length)) cshw_response_set_content_length(res, length);
-    const cshw_options *wo = cshw_context_options(ctx);
-    int whole = goes_whole(m, wo);
-    /* a body passed on in pieces is buffered (proxy_buffer.h): read at
-     * the origin's pace, sent from a temporary file at the client's */
-    proxy_spool *sp = !whole && p->spool && p->spool->on ? p->spool : NULL;
-    spool_writer sw;
-    spool_writer_init(&sw);
-    int failed = 0;
-    char buf[16384];
-    for (;;) {
-        ssize_t n = cshs_call_read(call, buf, sizeof buf);
-        if (n < 0) {
-            failed = proxy_origin_failed((int)n);
-            fail(o, req, res, (int)n, "reading the response:");
-            break;
-        }
-        if (n == 0) break;
-        /* a client that keeps up takes each piece as it comes (nothing
-         * queued for it): only one that falls behind gets the rest
-         * through the file */
-        if (sp && !sw.full && cshw_response_queued(res) > 0) {
-            int k = spool_write(sp, &sw, wo ? wo->temp_dir : NULL, res, buf, (size_t)n);
-            if (k == 1) continue;
-            if (k == -EPIPE) break; /* the response failed: the client left */
-            if (k < 0)
-                error_log_printf(LOG_WARN,
-                                 "proxy %s %s: buffering in %s: %s; the rest at the "
-                                 "client's pace",
-                                 cshw_request_method(req), cshw_request_target(req),
-                                 wo && wo->temp_dir ? wo->temp_dir : "/tmp", strerror(-k));
-            /* past its bounds: the rest at the client's pace, the origin
-             * connection out of its pool's count while max_held allow */
-            sw.detached = hold_connection(sp, call);
-        }
-        if (cshw_response_write(res, buf, (size_t)n) < 0) break; /* the client left */
-        if (!whole && cshw_response_flush(res) < 0) break;
-    }
-    cshs_call_free(call);
-    if (sp) {
-        spool_end(sp, &sw);
-        if (sw.detached) atomic_fetch_sub(&sp->held, 1);
-    }
-    proxy_origin_done(p, o, failed, mono_ms());
+    rl->p = p;
+    rl->o = o;
+    rl->call = call;
+    rl->req = req;
+    rl->res = res;
+    rl->wo = cshw_context_options(ctx);
+    rl->whole = goes_whole(m, rl->wo);
+    rl->failed = 0;
+    rl->sp = !rl->whole && p->spool && p->spool->on ? p->spool : NULL;
+    spool_writer_init(&rl->sw);
+    return 1;
+}
+
+/* The whole answer on this thread, waiting for each side in turn. */
+static void answer_ended(cshw_context *ctx, const proxy *p, proxy_origin *o, cshs_call *call,
+                         int early, int e)
+{
+    relay rl;
+    int why;
+    if (!answer_head(ctx, p, o, call, early, e, &rl)) return;
+    relay_run(&rl, 1, &why);
+    relay_end(&rl);
 }
 
 /* The same, cshs_call_end called here (after a failed write it returns
@@ -782,6 +868,7 @@ typedef struct waiting {
     cshs_call *call;
     cshs_deferred *d;
     const cshw_options *wo; /* the toolkit's (the server's, for its life) */
+    relay *rl;              /* the answer's body on its way (in the request's arena) */
 } waiting;
 
 static void origin_ready(void *arg);
@@ -818,6 +905,64 @@ static int send_waiting(waiting *wt)
     return e < 0 ? e : 0;
 }
 
+static void relay_on_loop(cshw_context *ctx, void *arg);
+
+/* The origin sent more of the body, ended, failed, or its read deadline
+ * passed: on the loop's thread. */
+static void relay_ready(void *arg)
+{
+    waiting *wt = arg;
+    cshs_deferred_resume(wt->d, relay_on_loop, wt);
+}
+
+/* The loop could not watch the origin's socket: the rest waits on a
+ * thread of its own. */
+static void relay_rest(cshw_context *ctx, void *arg)
+{
+    (void)ctx;
+    waiting *wt = arg;
+    int why;
+    relay_run(wt->rl, 1, &why);
+    relay_end(wt->rl);
+}
+
+/* The answer's body as events on the loop: as much as both sides take
+ * now, then the continuation defers again until the origin sends more
+ * (cshs_call_wait_body; a client that leaves meanwhile gives the call
+ * up), the client takes more (cshs_deferred_on_drain), or, after
+ * RELAY_TURNS pieces, the loop's other connections had their turn. */
+static void relay_on_loop(cshw_context *ctx, void *arg)
+{
+    waiting *wt = arg;
+    relay *rl = wt->rl;
+    int why;
+    if (relay_run(rl, 0, &why)) {
+        relay_end(rl);
+        return;
+    }
+    cshs_deferred *d = cshs_defer(ctx);
+    if (!d) { /* out of memory for the wait: the rest here */
+        relay_run(rl, 1, &why);
+        relay_end(rl);
+        return;
+    }
+    wt->d = d;
+    if (why == RELAY_WAIT_CLIENT) {
+        cshs_deferred_on_drain(d, relay_on_loop, wt);
+        return;
+    }
+    if (why == RELAY_TURN) {
+        cshs_deferred_resume(d, relay_on_loop, wt);
+        return;
+    }
+    cshs_deferred_on_abort(d, client_left, wt);
+    int w = cshs_call_wait_body(rl->call, cshs_deferred_reactor(d), relay_ready, wt);
+    if (w == 1)
+        cshs_deferred_resume(d, relay_on_loop, wt);
+    else if (w < 0)
+        cshs_deferred_run(d, relay_rest, wt);
+}
+
 static void answer_later(cshw_context *ctx, void *arg)
 {
     waiting *wt = arg;
@@ -852,25 +997,25 @@ static void answer_later(cshw_context *ctx, void *arg)
             return;
         }
     }
-    answer_ended(ctx, wt->p, wt->o, wt->call, 0, e);
+    wt->rl = cshw_arena_alloc(cshw_context_arena(ctx), sizeof *wt->rl);
+    if (!wt->rl) {
+        e = -ENOMEM;
+        proxy_origin_done(wt->p, wt->o, 0, mono_ms());
+        fail(wt->o, cshw_context_request(ctx), cshw_context_response(ctx), e, "answering:");
+        cshs_call_free(wt->call);
+        return;
+    }
+    if (answer_head(ctx, wt->p, wt->o, wt->call, 0, e, wt->rl)) relay_on_loop(ctx, wt);
 }
 
 /* The origin's head is here, or the call failed: on the loop's thread, or
  * on the thread that failed it (the client's tick at the acquire deadline,
- * say). The continuation runs on the loop's thread when the body is all
- * here, else on a thread of its own (a job), not on the loop: a body to
- * stream (longer than the response buffer, chunked, or up to the origin's
- * close) waits for the origin and the client in turn, and one that fits
- * the response buffer but not the client's connection buffer is read
- * from the socket. */
+ * say). The continuation runs on the loop's thread, and so does the
+ * answer's body, as events (relay_on_loop). */
 static void origin_ready(void *arg)
 {
     waiting *wt = arg;
-    const csh_message *m = cshs_call_message(wt->call);
-    if (m && (!goes_whole(m, wt->wo) || !cshs_call_body_here(wt->call)))
-        cshs_deferred_run(wt->d, answer_later, wt);
-    else
-        cshs_deferred_resume(wt->d, answer_later, wt);
+    cshs_deferred_resume(wt->d, answer_later, wt);
 }
 
 /* A request without a body, its handler deferred (0 when it could not

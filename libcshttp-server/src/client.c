@@ -199,6 +199,9 @@ typedef struct conn {
     char *buf;              /* the head built here; the response read here */
     size_t cap, start, end; /* unread input: buf[start .. end) */
     struct cshs_call *waiting;
+    /* a read that could not wait (cshs_call_read_nowait): the way to wait,
+     * POLLIN, or POLLOUT when TLS has to write first */
+    short io_wait;
     /* opened on a reactor for one call (an async retry's own connect),
      * not for the pool's first waiter */
     struct cshs_call *opened_for;
@@ -367,6 +370,8 @@ struct cshs_call {
     /* cshs_call_cancel came while the call was between states (being
      * handed a connection, its watch being armed): the arm sees it */
     _Atomic int cancel_wanted;
+    /* cshs_call_wait_body's deadline passed: the next read fails */
+    int read_expired;
     csh_header fields[MAX_FIELDS]; /* last: not cleared (call_start) */
 };
 
@@ -1583,8 +1588,12 @@ static ssize_t tls_read_now(conn *cn, void *buf, size_t cap, short *wait)
     return -EIO;
 }
 
+/* conn_read's deadline for a read that never waits */
+#define CONN_NOWAIT (-1)
+
 /* Reads what is there, waiting until deadline_ms for something: > 0
- * bytes, 0 at the end of input, -ETIMEDOUT, -ECONNRESET, -EIO. */
+ * bytes, 0 at the end of input, -ETIMEDOUT, -ECONNRESET, -EIO; with
+ * CONN_NOWAIT, -EAGAIN instead of a wait (its way in cn->io_wait). */
 static ssize_t conn_read(conn *cn, void *buf, size_t cap, int64_t deadline_ms)
 {
     for (;;) {
@@ -1597,6 +1606,10 @@ static ssize_t conn_read(conn *cn, void *buf, size_t cap, int64_t deadline_ms)
         } else {
             ssize_t n = tls_read_now(cn, buf, cap, &ev);
             if (n != -EAGAIN) return n;
+        }
+        if (deadline_ms == CONN_NOWAIT) {
+            cn->io_wait = ev;
+            return -EAGAIN;
         }
         int w = wait_fd(cn->fd, ev, deadline_ms);
         if (w < 0) return w;
@@ -3070,7 +3083,8 @@ int cshs_call_header(const cshs_call *call, const char *name, const char **value
     return 0;
 }
 
-ssize_t cshs_call_read(cshs_call *call, void *buf, size_t cap)
+/* cshs_call_read, and with wait 0 cshs_call_read_nowait */
+static ssize_t call_read(cshs_call *call, void *buf, size_t cap, int wait)
 {
     if (!call) return -EINVAL;
     if (call->state == K_DONE) return 0;
@@ -3104,7 +3118,8 @@ ssize_t cshs_call_read(cshs_call *call, void *buf, size_t cap)
         if (used) continue; /* framing consumed, bytes left: decode on */
         /* more bytes: a Content-Length body with nothing buffered goes
          * straight into the caller's memory */
-        int64_t deadline = now_ms() + call->read_ms;
+        if (!wait && call->read_expired) return call_fail(call, CSHS_CLIENT_E_READ_TIMEOUT);
+        int64_t deadline = wait ? now_ms() + call->read_ms : CONN_NOWAIT;
         ssize_t n;
         if (call->body.kind == CSH_BODY_LENGTH && cn->start == cn->end) {
             uint64_t left = call->parser.msg.content_length - call->body.received;
@@ -3132,10 +3147,68 @@ ssize_t cshs_call_read(cshs_call *call, void *buf, size_t cap)
             int e = body_done(call, 0);
             return e < 0 ? e : 0;
         }
+        if (n == -EAGAIN && !wait) return -EAGAIN;
         if (n == -ETIMEDOUT) return call_fail(call, CSHS_CLIENT_E_READ_TIMEOUT);
         if (is_closed_errno((int)n)) return call_fail(call, CSHS_CLIENT_E_ORIGIN_CLOSED);
         return call_fail(call, (int)n);
     }
+}
+
+ssize_t cshs_call_read(cshs_call *call, void *buf, size_t cap)
+{
+    return call_read(call, buf, cap, 1);
+}
+
+ssize_t cshs_call_read_nowait(cshs_call *call, void *buf, size_t cap)
+{
+    return call_read(call, buf, cap, 0);
+}
+
+/* The body's next bytes came (or the origin's end, an error), or its
+ * read deadline passed (events 0: the next read fails): on the reactor's
+ * thread. */
+static void body_ready(cshs_watch *w, uint32_t events)
+{
+    conn *cn = w->arg;
+    cshs_call *call = cn->waiting;
+    atomic_store_explicit(&call->watched, NULL, memory_order_relaxed);
+    cn->waiting = NULL;
+    if (!events) call->read_expired = 1;
+    call->done(call->done_arg); /* last: it may free the call */
+}
+
+int cshs_call_wait_body(cshs_call *call, cshs_reactor *r, void (*done)(void *arg), void *arg)
+{
+    if (!call || !r || !done) return -EINVAL;
+    if (call->state != K_BODY_IN) return 1; /* the end, or a failure: read it */
+    conn *cn = call->cn;
+    /* bytes already read (or decrypted by OpenSSL) fire no event */
+    if (cn->end > cn->start || (cn->ssl && SSL_has_pending(cn->ssl))) return 1;
+    int e = cshs__kept_register(&cn->kw, r, cn->fd);
+    if (e < 0) return e;
+    call->rx = r;
+    call->done = done;
+    call->done_arg = arg;
+    call->read_expired = 0;
+    cn->waiting = call;
+    cn->kw.w.events = (cn->io_wait == POLLOUT ? EPOLLOUT : EPOLLIN) | EPOLLRDHUP;
+    cn->kw.w.deadline_ms = now_ms() + call->read_ms;
+    cn->kw.w.ready = body_ready;
+    cn->kw.w.arg = cn;
+    /* as cshs_call_end_async: the watch published, then a cancel looked for */
+    atomic_store(&call->watched, cn);
+    if (atomic_load(&call->cancel_wanted)) {
+        atomic_store(&call->watched, NULL);
+        cn->waiting = NULL;
+        call_fail(call, CSHS_CLIENT_E_CANCELED);
+        return 1;
+    }
+    e = cshs__kept_arm(&cn->kw);
+    if (e < 0) {
+        cn->waiting = NULL;
+        atomic_store_explicit(&call->watched, NULL, memory_order_relaxed);
+    }
+    return e;
 }
 
 int cshs_call_read_all(cshs_call *call, size_t limit, const char **body, size_t *len)

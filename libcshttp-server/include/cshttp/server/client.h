@@ -598,6 +598,25 @@ CSHS_EXPORT int cshs_call_header(const cshs_call *call, const char *name, const 
  * chunked) ends when the origin closes, and that connection is closed. */
 CSHS_EXPORT ssize_t cshs_call_read(cshs_call *call, void *buf, size_t cap);
 
+/* A read that never waits (0.4.2), for a handler relaying the body on
+ * its loop: as cshs_call_read, or -EAGAIN when no byte of the body is
+ * here; then cshs_call_wait_body says when to read again. */
+CSHS_EXPORT ssize_t cshs_call_read_nowait(cshs_call *call, void *buf, size_t cap);
+
+/* Waits on the reactor `r` for the body's next bytes (0.4.2): done(arg)
+ * runs once on r's thread when the origin sent more, ended or failed, or
+ * read_timeout_ms passed (the next cshs_call_read_nowait then fails with
+ * CSHS_CLIENT_E_READ_TIMEOUT), or the reactor's server stops. No thread
+ * waits meanwhile, and cshs_call_cancel (on r's thread) gives the call
+ * up as while its head is awaited: a deferred request whose client left
+ * (cshs_deferred_on_abort). 0: done will run, the call not touched until
+ * then; 1: read now (bytes are buffered, the body ended or failed), done
+ * is not called; -EINVAL; -errno when r could not watch the socket (read
+ * with cshs_call_read, which waits). After a cshs_call_read_nowait that
+ * returned -EAGAIN; the thread using the call. */
+CSHS_EXPORT int cshs_call_wait_body(cshs_call *call, cshs_reactor *r, void (*done)(void *arg),
+                                    void *arg);
+
 /* Reads the rest of the body into memory the call owns: 0 and *body,
  * *len (the bytes, followed by a NUL not counted in *len; valid until
  * cshs_call_free; a second call gives the same), or a negative error as
