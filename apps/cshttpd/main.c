@@ -719,7 +719,8 @@ static int body_streams(void *arg, const char *head, const csh_message *msg)
 {
     const cshttpd_app *app = arg;
     if (msg->body == CSH_BODY_NONE) return 0;
-    if (proxy_streaming(app->proxy, head, msg)) return 1;
+    int proxied = proxy_streaming(app->proxy, head, msg);
+    if (proxied >= 0) return proxied; /* an origin's: streamed, or read whole first */
     return cshw_router_body_of(app->router, head, msg) != CSHW_ROUTE_BODY_WHOLE;
 }
 

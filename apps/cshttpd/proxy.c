@@ -354,7 +354,11 @@ int proxy_streaming(void *arg, const char *head, const csh_message *msg)
     if (!fwd) return 0;
     int v = proxy_route_of(arg, csh_span_ptr(head, msg->target), len, fwd, &r);
     if (fwd != stack) free(fwd);
-    return v != 0;
+    if (v == 0) return -1;
+    /* Expect: 100-continue asks for the body once the origin has the
+     * head (streamed), not before it was even reached */
+    return v < 0 || msg->body != CSH_BODY_LENGTH || msg->content_length > PROXY_BODY_STORED ||
+           (msg->flags & CSH_MSG_EXPECT_CONTINUE);
 }
 
 void proxy_tick(void *arg)
@@ -1068,7 +1072,20 @@ void proxy_serve(proxy *p, const proxy_route *r, cshw_context *ctx, const char *
     rq.headers = fields;
     rq.num_headers = nfields;
     int64_t cl = cshw_request_content_length(req);
-    if (cl < 0) {
+    char *stored = NULL;
+    /* read whole by the engine (proxy_streaming's rule: a stored body's
+     * message no longer expects 100-continue): from memory, no wait */
+    int whole = cl > 0 && cl <= (int64_t)PROXY_BODY_STORED &&
+                !(cshw_request_message(req)->flags & CSH_MSG_EXPECT_CONTINUE);
+    if (whole && (stored = cshw_arena_alloc(cshw_context_arena(ctx), (size_t)cl))) {
+        size_t got = 0;
+        ssize_t n = 1;
+        while (got < (size_t)cl && (n = cshw_request_read(req, stored + got, (size_t)cl - got)) > 0)
+            got += (size_t)n;
+        if (n < 0) return; /* the toolkit answers the body's error */
+        rq.body = stored;
+        rq.body_len = got;
+    } else if (cl < 0) {
         rq.body_mode = CSHS_CLIENT_BODY_CHUNKED;
     } else if (cl > 0) {
         rq.body_mode = CSHS_CLIENT_BODY_LENGTH;

@@ -372,6 +372,11 @@ struct cshs_call {
     _Atomic int cancel_wanted;
     /* cshs_call_wait_body's deadline passed: the next read fails */
     int read_expired;
+    /* cshs_client_send_async: the head and body are sent as the socket
+     * takes them (conn_send says -EAGAIN rather than wait), what is left
+     * of them in out_iov, the rest sent from the reactor */
+    int send_nowait;
+    struct iovec out_iov[2];
     csh_header fields[MAX_FIELDS]; /* last: not cleared (call_start) */
 };
 
@@ -1703,6 +1708,10 @@ static int conn_send(cshs_call *call, struct iovec *iov, int n)
         }
         while (i < n && iov[i].iov_len == 0) i++;
         if (i == n) break;
+        if (full && call->send_nowait) {
+            cn->io_wait = ev;
+            return -EAGAIN;
+        }
         if (full) {
             int64_t deadline = now_ms() + call->send_ms;
             int w = call->watch ? wait_send_or_answer(call, ev, deadline)
@@ -1872,7 +1881,11 @@ static int send_head(cshs_call *call, const cshs_client_request *r)
     }
     e |= put(cn, &len, "\r\n", 2);
     if (e) return call_fail(call, -ENOMEM);
-    struct iovec iov[2] = {{cn->buf, len}, {NULL, 0}};
+    struct iovec *iov = call->out_iov; /* what a send that cannot wait leaves is there */
+    iov[0].iov_base = cn->buf;
+    iov[0].iov_len = len;
+    iov[1].iov_base = NULL;
+    iov[1].iov_len = 0;
     if (r->body_mode == CSHS_CLIENT_BODY_WHOLE && r->body_len) {
         if (len + r->body_len <= cn->cap) {
             memcpy(cn->buf + len, r->body, r->body_len);
@@ -1891,6 +1904,7 @@ static int send_head(cshs_call *call, const cshs_client_request *r)
     }
     e = conn_send(call, iov, 2);
     cn->start = cn->end = 0;
+    if (e == -EAGAIN) return e; /* send_nowait: the reactor sends the rest */
     if (e < 0) return send_failed(call, e);
     return 0;
 }
@@ -2868,6 +2882,74 @@ static void open_async(cshs_client *c, const open_job *j)
  * the head on its reactor: 0 waiting (done will run), 1 finished now
  * (the head is here, or the call failed, or the reactor could not watch:
  * cshs_call_end waits). */
+/* The request is out: its head awaited on the reactor. 0 waiting, 1
+ * finished (the head is here, or the call failed). */
+static int head_watch(cshs_call *call)
+{
+    call->state = K_HEAD_WAIT;
+    call->head_deadline_ms = now_ms() + call->head_ms;
+    return cshs_call_end_async(call, call->rx, call->done, call->done_arg) == 0 ? 0 : 1;
+}
+
+static int send_wait(cshs_call *call);
+
+/* The socket takes more of the request (or, given 0, send_timeout_ms
+ * passed, or the reactor stops): on the reactor's thread. */
+static void send_ready(cshs_watch *w, uint32_t events)
+{
+    conn *cn = w->arg;
+    cshs_call *call = cn->waiting;
+    atomic_store_explicit(&call->watched, NULL, memory_order_relaxed);
+    cn->waiting = NULL;
+    int e = events ? conn_send(call, call->out_iov, 2) : -ETIMEDOUT;
+    if (e == -EAGAIN && send_wait(call) == 0) return;
+    if (e != -EAGAIN) call->send_nowait = 0;
+    if (e == 0) {
+        if (head_watch(call) == 0) return;
+    } else if (e != -EAGAIN) {
+        send_failed(call, e);
+    }
+    if (retry_async(call)) return;
+    call->done(call->done_arg); /* last: it may free the call */
+}
+
+/* What the socket did not take waits for it on the reactor: 0 waiting,
+ * 1 finished (failed, or sent after all when the reactor could not
+ * watch the socket: the rest sent here, waiting). */
+static int send_wait(cshs_call *call)
+{
+    conn *cn = call->cn;
+    int e = cshs__kept_register(&cn->kw, call->rx, cn->fd);
+    if (e == 0) {
+        cn->waiting = call;
+        cn->kw.w.events = (cn->io_wait == POLLIN ? EPOLLIN : EPOLLOUT) | EPOLLRDHUP;
+        cn->kw.w.deadline_ms = now_ms() + call->send_ms;
+        cn->kw.w.ready = send_ready;
+        cn->kw.w.arg = cn;
+        /* as cshs_call_end_async: the watch published, then a cancel
+         * looked for */
+        atomic_store(&call->watched, cn);
+        if (atomic_load(&call->cancel_wanted)) {
+            atomic_store(&call->watched, NULL);
+            cn->waiting = NULL;
+            call->send_nowait = 0;
+            call_fail(call, CSHS_CLIENT_E_CANCELED);
+            return 1;
+        }
+        e = cshs__kept_arm(&cn->kw);
+        if (e == 0) return 0;
+        cn->waiting = NULL;
+        atomic_store_explicit(&call->watched, NULL, memory_order_relaxed);
+    }
+    call->send_nowait = 0;
+    e = conn_send(call, call->out_iov, 2);
+    if (e < 0) {
+        send_failed(call, e);
+        return 1;
+    }
+    return head_watch(call);
+}
+
 static int send_and_watch(cshs_call *call)
 {
     if (atomic_load(&call->cancel_wanted)) {
@@ -2881,10 +2963,14 @@ static int send_and_watch(cshs_call *call)
         return 1;
     }
     call->reused = call->cn->uses > 0;
-    if (send_head(call, &call->rq) < 0) return 1;
-    call->state = K_HEAD_WAIT;
-    call->head_deadline_ms = now_ms() + call->head_ms;
-    return cshs_call_end_async(call, call->rx, call->done, call->done_arg) == 0 ? 0 : 1;
+    /* no wait on the reactor's thread (or any): what the socket does not
+     * take now is sent as it takes it */
+    call->send_nowait = 1;
+    int e = send_head(call, &call->rq);
+    if (e == -EAGAIN) return send_wait(call);
+    call->send_nowait = 0;
+    if (e < 0) return 1;
+    return head_watch(call);
 }
 
 /* Under the lock: an async call joins its pool's queue. */

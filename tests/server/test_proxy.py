@@ -1184,6 +1184,187 @@ def t_client_gives_up(tmp):
         o.close()
 
 
+class AsyncThinkingOrigin:
+    """An origin on asyncio (one thread, any number of connections) that
+    thinks `think` seconds before each answer: a POST is answered with the
+    length of its body, a GET with a chunked answer in three pieces 50 ms
+    apart."""
+
+    def __init__(self, think):
+        import asyncio
+        self.think = think
+        self.heads = 0
+        self.loop = asyncio.new_event_loop()
+        ready = threading.Event()
+
+        def run():
+            asyncio.set_event_loop(self.loop)
+            self.srv = self.loop.run_until_complete(
+                asyncio.start_server(self.handle, "127.0.0.1", 0, backlog=4096))
+            self.port = self.srv.sockets[0].getsockname()[1]
+            ready.set()
+            self.loop.run_forever()
+        threading.Thread(target=run, daemon=True).start()
+        ready.wait(10)
+
+    def url(self):
+        return "http://127.0.0.1:%d" % self.port
+
+    async def handle(self, r, w):
+        import asyncio
+        try:
+            while True:
+                head = await r.readuntil(b"\r\n\r\n")
+                self.heads += 1
+                n = 0
+                for line in head.split(b"\r\n"):
+                    if line.lower().startswith(b"content-length:"):
+                        n = int(line.split(b":")[1])
+                body = await r.readexactly(n) if n else b""
+                await asyncio.sleep(self.think)
+                if head.startswith(b"POST"):
+                    out = b"got %d" % len(body)
+                    w.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(out), out))
+                else:
+                    w.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+                    for i in range(3):
+                        w.write(b"5\r\npart%d\r\n" % i)
+                        await w.drain()
+                        await asyncio.sleep(0.05)
+                    w.write(b"0\r\n\r\n")
+                await w.drain()
+        except (asyncio.IncompleteReadError, asyncio.CancelledError, ConnectionError, OSError):
+            pass
+        finally:
+            w.close()
+
+    def close(self):
+        import asyncio
+
+        async def shutdown():
+            self.srv.close()
+            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+        asyncio.run_coroutine_threadsafe(shutdown(), self.loop).result(20)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+
+
+def threads_of(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("Threads:"):
+                return int(line.split()[1])
+    return 0
+
+
+def slow_exchanges(port, posts, gets, probes_after, probe_path):
+    """`posts` POSTs with 1,000-byte bodies and `gets` GETs at once, each
+    on its connection, and, `probes_after` seconds later, 20 static probes
+    one after another. Returns (answers: [(status, body)], probe times)."""
+    import asyncio
+
+    async def read_answer(r):
+        head = await r.readuntil(b"\r\n\r\n")
+        st = int(head.split(b" ")[1])
+        h = head.lower()
+        if b"transfer-encoding: chunked" in h:
+            body = b""
+            while True:
+                size = int((await r.readuntil(b"\r\n")).split(b";")[0].strip(), 16)
+                if size == 0:
+                    await r.readuntil(b"\r\n")  # the (empty) trailer section's end
+                    return st, body
+                body += (await r.readexactly(size + 2))[:-2]
+        n = int(h.split(b"content-length:")[1].split(b"\r\n")[0])
+        return st, await r.readexactly(n)
+
+    async def one(i, post):
+        r, w = await asyncio.open_connection("127.0.0.1", port)
+        try:
+            if post:
+                w.write(b"POST /o/p%d HTTP/1.1\r\nHost: a\r\nContent-Length: 1000\r\n\r\n" % i +
+                        b"x" * 1000)
+            else:
+                w.write(b"GET /o/g%d HTTP/1.1\r\nHost: a\r\n\r\n" % i)
+            await w.drain()
+            return await asyncio.wait_for(read_answer(r), 60)
+        finally:
+            w.close()
+
+    async def probes():
+        await asyncio.sleep(probes_after)
+        times = []
+        for _ in range(20):
+            t0 = time.monotonic()
+            r, w = await asyncio.open_connection("127.0.0.1", port)
+            w.write(b"GET %s HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n" % probe_path)
+            await w.drain()
+            st, _ = await read_answer(r)
+            times.append(time.monotonic() - t0)
+            assert st == 200, st
+            w.close()
+        return times
+
+    async def main():
+        tasks = [one(i, True) for i in range(posts)] + [one(i, False) for i in range(gets)]
+        results = await asyncio.gather(probes(), *tasks)
+        return results[1:], results[0]
+    return asyncio.run(main())
+
+
+@test("thousand")
+def t_thousand_slow_exchanges(tmp):
+    """1,000 exchanges at once with an origin that thinks 3 s, through
+    cshttpd with a pool large enough that it is not the limit: 800 POSTs
+    with 1,000-byte bodies and 200 GETs with chunked answers. Every one is
+    answered 200 with its body; static files are answered meanwhile, each
+    of 20 probes long before the origin's think time is over (the loops
+    are never held by a proxied exchange); and the process never holds
+    more threads than min_threads + loops + 4: no thread per exchange,
+    whatever its body."""
+    import resource
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < 8192:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(8192, hard), hard))
+    o = AsyncThinkingOrigin(3)
+    root = os.path.join(tmp, "root")
+    os.makedirs(root)
+    with open(os.path.join(root, "small.txt"), "w") as f:
+        f.write("static\n")
+    try:
+        with T.Server("--proxy", "/o/=" + o.url(), "--error-log", os.path.join(tmp, "err"),
+                      "--proxy-pool-size", "1024", "--proxy-acquire-timeout-ms", "20000",
+                      "--loops", "2", "--threads", "3", root=root, max_fds=8192) as px:
+            most = [0]
+            stop = threading.Event()
+
+            def sample():
+                while not stop.is_set():
+                    most[0] = max(most[0], threads_of(px.proc.pid))
+                    time.sleep(0.05)
+            t = threading.Thread(target=sample, daemon=True)
+            t.start()
+            answers, probes = slow_exchanges(px.port, 800, 200, 1.0, b"/small.txt")
+            stop.set()
+            t.join()
+            posts, gets = answers[:800], answers[800:]
+            assert all(a == (200, b"got 1000") for a in posts), \
+                [a for a in posts if a != (200, b"got 1000")][:5]
+            assert all(a == (200, b"part0part1part2") for a in gets), \
+                [a for a in gets if a != (200, b"part0part1part2")][:5]
+            assert o.heads == 1000, o.heads
+            print("    static probes during the load: slowest %.3f s, median %.3f s; "
+                  "threads at most %d" % (max(probes), sorted(probes)[10], most[0]))
+            # answered while the origin still thought about all of them
+            assert max(probes) < 2.0, probes
+            # min_threads (3) + loops (2) + 4
+            assert most[0] <= 9, most[0]
+    finally:
+        o.close()
+
+
 @test("failures")
 def t_origin_restarted(tmp):
     """A second cshttpd stopped and started again on the same port while 4
