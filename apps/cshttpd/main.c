@@ -63,7 +63,8 @@ typedef struct settings {
     char proxy_ca_file[4096];
     int proxy_insecure;
     int proxy_underscores;
-    int proxy_buffering; /* -1: not given (on) */
+    int proxy_buffering;         /* -1: not given (on) */
+    int proxy_request_buffering; /* -1: not given (on) */
     char proxy_max_temp_file_size[32];
     char proxy_temp_max[32];
     char proxy_max_held[32];
@@ -141,6 +142,11 @@ static void usage(FILE *out)
         "  --proxy-buffering yes|no  read a streamed answer as fast as the origin sends it\n"
         "                           into a temporary file, sent on at the client's pace, so\n"
         "                           a slow client holds no origin connection (default: yes)\n"
+        "  --proxy-request-buffering yes|no  read a request's body whole (memory, then a\n"
+        "                           temporary file past --body-buffer) before it goes to\n"
+        "                           its origin, so that it waits holding no thread; no: it\n"
+        "                           is passed on as it comes, Expect: 100-continue answered\n"
+        "                           once the origin has the head (default: yes)\n"
         "  --proxy-max-temp-file-size SIZE  one answer's file at most; past it the rest goes\n"
         "                           at the client's pace (default: 1g; k, m, g suffixes)\n"
         "  --proxy-temp-max SIZE    all answers' files at once at most (default: 4g)\n"
@@ -259,6 +265,11 @@ static int set_app(settings *s, const char *name, const char *value)
     if (name_is(name, "proxy_buffering")) {
         if (parse_bool(value, &s->proxy_buffering) < 0)
             problem(s, "proxy_buffering: '%s' is not yes or no", value);
+        return 1;
+    }
+    if (name_is(name, "proxy_request_buffering")) {
+        if (parse_bool(value, &s->proxy_request_buffering) < 0)
+            problem(s, "proxy_request_buffering: '%s' is not yes or no", value);
         return 1;
     }
     if (name_is(name, "proxy_insecure") || name_is(name, "proxy_underscores")) {
@@ -595,6 +606,7 @@ static void check_proxy(settings *s, proxy *px, cshs_client_options *co)
     co->tls_insecure = s->proxy_insecure;
     px->underscores = s->proxy_underscores;
     check_spool(s, px);
+    px->request_buffering = s->proxy_request_buffering != 0;
     co->tick_thread = 0; /* the engine's tick runs it */
     const char *why;
     if (cshs_client_options_check(co, &why) < 0) problem(s, "proxy: %s", why);
@@ -940,7 +952,8 @@ int main(int argc, char **argv)
     static settings conf = {.root = "www",
                             .access_log_format = "combined",
                             .mime_types = "/etc/mime.types",
-                            .proxy_buffering = -1};
+                            .proxy_buffering = -1,
+                            .proxy_request_buffering = -1};
     modes m = {0};
     char err[512];
 

@@ -355,10 +355,7 @@ int proxy_streaming(void *arg, const char *head, const csh_message *msg)
     int v = proxy_route_of(arg, csh_span_ptr(head, msg->target), len, fwd, &r);
     if (fwd != stack) free(fwd);
     if (v == 0) return -1;
-    /* Expect: 100-continue asks for the body once the origin has the
-     * head (streamed), not before it was even reached */
-    return v < 0 || msg->body != CSH_BODY_LENGTH || msg->content_length > PROXY_BODY_STORED ||
-           (msg->flags & CSH_MSG_EXPECT_CONTINUE);
+    return v < 0 || !((const proxy *)arg)->request_buffering;
 }
 
 void proxy_tick(void *arg)
@@ -1072,19 +1069,20 @@ void proxy_serve(proxy *p, const proxy_route *r, cshw_context *ctx, const char *
     rq.headers = fields;
     rq.num_headers = nfields;
     int64_t cl = cshw_request_content_length(req);
-    char *stored = NULL;
-    /* read whole by the engine (proxy_streaming's rule: a stored body's
-     * message no longer expects 100-continue): from memory, no wait */
-    int whole = cl > 0 && cl <= (int64_t)PROXY_BODY_STORED &&
-                !(cshw_request_message(req)->flags & CSH_MSG_EXPECT_CONTINUE);
-    if (whole && (stored = cshw_arena_alloc(cshw_context_arena(ctx), (size_t)cl))) {
-        size_t got = 0;
-        ssize_t n = 1;
-        while (got < (size_t)cl && (n = cshw_request_read(req, stored + got, (size_t)cl - got)) > 0)
-            got += (size_t)n;
-        if (n < 0) return; /* the toolkit answers the body's error */
+    const char *stored;
+    int stored_fd;
+    uint64_t stored_len;
+    if (cl != 0 && cshw_request_body_whole(req, &stored, &stored_fd, &stored_len) == 1) {
+        /* read whole by the engine (request_buffering): sent from where
+         * it is, with its length (a chunked one decoded), nothing to wait
+         * for but the origin */
+        if (stored_fd >= 0) {
+            rq.body_mode = CSHS_CLIENT_BODY_FILE;
+            rq.body_fd = stored_fd;
+            rq.body_offset = 0;
+        }
         rq.body = stored;
-        rq.body_len = got;
+        rq.body_len = (size_t)stored_len;
     } else if (cl < 0) {
         rq.body_mode = CSHS_CLIENT_BODY_CHUNKED;
     } else if (cl > 0) {
@@ -1096,7 +1094,8 @@ void proxy_serve(proxy *p, const proxy_route *r, cshw_context *ctx, const char *
     /* Nothing more to send: the origin's answer is waited for on the
      * connection's loop when the engine lets this handler defer (it runs
      * on its loop's thread); else here. */
-    if (rq.body_mode == CSHS_CLIENT_BODY_WHOLE && proxy_deferred(p, r, o, ctx, &rq)) return;
+    int whole = rq.body_mode == CSHS_CLIENT_BODY_WHOLE || rq.body_mode == CSHS_CLIENT_BODY_FILE;
+    if (whole && proxy_deferred(p, r, o, ctx, &rq)) return;
     cshs_call *call = NULL;
     int e = cshs_client_begin(p->client, &rq, &call);
     if (e < 0 && r->norigins > 1 && proxy_never_sent(e)) {
@@ -1116,7 +1115,7 @@ void proxy_serve(proxy *p, const proxy_route *r, cshw_context *ctx, const char *
         answer_ended(ctx, p, o, NULL, 0, e);
         return;
     }
-    if (rq.body_mode == CSHS_CLIENT_BODY_WHOLE) {
+    if (whole) {
         answer(ctx, p, o, call, 0);
         return;
     }

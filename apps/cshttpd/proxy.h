@@ -80,6 +80,9 @@ typedef struct proxy {
     unsigned max_fails;       /* failures that leave an origin out (1; 0: never) */
     unsigned fail_timeout_ms; /* counted within, and left out for, this long (10000) */
     struct proxy_spool *spool; /* the answers' buffering (proxy_buffer.h), NULL: none */
+    /* requests' bodies read whole before they go to their origin (nginx's
+     * proxy_request_buffering; default 1) */
+    int request_buffering;
 } proxy;
 
 /* Checks "PREFIX=URL[,URL...]" and splits it: prefix (starts with '/',
@@ -124,20 +127,15 @@ int proxy_never_sent(int code);
 int proxy_route_of(const proxy *p, const char *target, size_t len, char *fwd,
                    const proxy_route **route);
 
-/* Bodies of at most this many bytes (a Content-Length) are read whole by
- * the engine, on the loop, before the request goes to its origin, as
- * nginx's proxy_request_buffering does: the request then waits for its
- * origin holding no thread, its body sent from memory. */
-#define PROXY_BODY_STORED (64u * 1024)
-
 /* The proxy's part of the streaming predicate (arg: the proxy), for a
- * request with a body: 1 when it goes to an origin with a body larger
- * than PROXY_BODY_STORED or chunked, so that its body is read as it
- * arrives and sent on in pieces (and Expect: 100-continue is answered
- * only once the origin has the request's head), or when its target is
- * refused (400: its body is never read), or with Expect: 100-continue;
- * 0 when it goes to an origin with a body read whole first; -1 when it
- * does not go to an origin. */
+ * request with a body: 0 when it goes to an origin and its body is read
+ * whole first by the engine, on the loop (request_buffering, as nginx's
+ * proxy_request_buffering: the request then waits for its origin holding
+ * no thread, its body sent from memory or its temporary file); 1 when its
+ * body is read as it arrives and sent on in pieces (request_buffering
+ * off; Expect: 100-continue is then answered only once the origin has
+ * the head), or its target is refused (400: its body is never read); -1
+ * when it does not go to an origin. */
 int proxy_streaming(void *arg, const char *head, const csh_message *msg);
 
 /* A Location or Refresh URL of the origin `origin` ("scheme://host:port",

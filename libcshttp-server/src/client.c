@@ -29,6 +29,7 @@
 #include <strings.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -97,7 +98,7 @@ int cshs_client_error_status(int code)
 /* ---- options ---- */
 
 CSH__SIZED_NO_TAIL_PADDING(cshs_client_options, tls_ca_file);
-CSH__SIZED_NO_TAIL_PADDING(cshs_client_request, content_length);
+CSH__SIZED_NO_TAIL_PADDING(cshs_client_request, body_offset);
 CSH__SIZED_NO_TAIL_PADDING(cshs_client_pool_stats, detached);
 
 static const cshs_client_options options_defaults = {
@@ -160,6 +161,7 @@ static const cshs_client_request request_defaults = {
     .method = "GET",
     .target = "/",
     .body_mode = CSHS_CLIENT_BODY_WHOLE,
+    .body_fd = -1,
 };
 
 void cshs_client_request_init_sized(cshs_client_request *r, size_t size)
@@ -377,6 +379,13 @@ struct cshs_call {
      * of them in out_iov, the rest sent from the reactor */
     int send_nowait;
     struct iovec out_iov[2];
+    /* CSHS_CLIENT_BODY_FILE: what is left of the file to send after the
+     * head, and over TLS the piece of it being written (fchunk, read at
+     * file_off before; freed by call_destroy) */
+    int file_fd;
+    uint64_t file_off, file_left;
+    char *fchunk;
+    size_t fchunk_pos, fchunk_len;
     csh_header fields[MAX_FIELDS]; /* last: not cleared (call_start) */
 };
 
@@ -1722,6 +1731,87 @@ static int conn_send(cshs_call *call, struct iovec *iov, int n)
     return 0;
 }
 
+#define FILE_CHUNK 16384u /* a file body over TLS is read and written this much at a time */
+
+/* What is left of a CSHS_CLIENT_BODY_FILE body, sent as conn_send sends:
+ * 0 all of it, -EAGAIN (send_nowait: the way to wait in cn->io_wait), or
+ * an error. */
+static int file_send(cshs_call *call)
+{
+    conn *cn = call->cn;
+    while (call->file_left) {
+        short ev = POLLOUT;
+        size_t took = 0;
+        sigpipe_guard g;
+        if (!cn->ssl) {
+            off_t off = (off_t)call->file_off;
+            size_t want = call->file_left > (1u << 30) ? (1u << 30) : (size_t)call->file_left;
+            sigpipe_block(&g);
+            ssize_t n = sendfile(cn->fd, call->file_fd, &off, want);
+            int se = errno;
+            sigpipe_restore(&g);
+            if (n == 0) return -EIO; /* the file is shorter than said */
+            if (n < 0 && se == EINTR) continue;
+            if (n < 0 && se != EAGAIN && se != EWOULDBLOCK) return -se;
+            if (n > 0) {
+                took = (size_t)n;
+                call->file_off += took;
+            }
+        } else {
+            if (call->fchunk_pos == call->fchunk_len) {
+                if (!call->fchunk && !(call->fchunk = malloc(FILE_CHUNK))) return -ENOMEM;
+                size_t want = call->file_left < FILE_CHUNK ? (size_t)call->file_left : FILE_CHUNK;
+                ssize_t n = pread(call->file_fd, call->fchunk, want, (off_t)call->file_off);
+                if (n < 0 && errno == EINTR) continue;
+                if (n <= 0) return n < 0 ? -errno : -EIO;
+                call->file_off += (uint64_t)n;
+                call->fchunk_pos = 0;
+                call->fchunk_len = (size_t)n;
+            }
+            sigpipe_block(&g);
+            ERR_clear_error();
+            errno = 0;
+            int r = SSL_write_ex(cn->ssl, call->fchunk + call->fchunk_pos,
+                                 call->fchunk_len - call->fchunk_pos, &took);
+            int e = r == 1 ? SSL_ERROR_NONE : SSL_get_error(cn->ssl, r);
+            int se = errno;
+            ERR_clear_error();
+            sigpipe_restore(&g);
+            if (r != 1) {
+                took = 0;
+                if (e == SSL_ERROR_WANT_READ)
+                    ev = POLLIN;
+                else if (e == SSL_ERROR_SYSCALL)
+                    return se ? -se : -EPIPE;
+                else if (e != SSL_ERROR_WANT_WRITE)
+                    return -EIO;
+            }
+            call->fchunk_pos += took;
+        }
+        if (took) {
+            call->bytes_sent += took;
+            call->file_left -= took;
+            continue;
+        }
+        if (call->send_nowait) {
+            cn->io_wait = ev;
+            return -EAGAIN;
+        }
+        int w = wait_fd(cn->fd, ev, now_ms() + call->send_ms);
+        if (w != 0) return w;
+    }
+    return 0;
+}
+
+/* The request's head and body, what is left of them (out_iov, then a
+ * file body). */
+static int send_rest(cshs_call *call)
+{
+    int e = conn_send(call, call->out_iov, 2);
+    if (e == 0 && call->file_left) e = file_send(call);
+    return e;
+}
+
 static int is_closed_errno(int e)
 {
     return e == -EPIPE || e == -ECONNRESET || e == 0;
@@ -1791,7 +1881,10 @@ static int request_check(const cshs_client_request *r)
         if (!value_ok(h->value, h->value_len)) return -EINVAL;
     }
     if (r->body_mode != CSHS_CLIENT_BODY_WHOLE && r->body_mode != CSHS_CLIENT_BODY_LENGTH &&
-        r->body_mode != CSHS_CLIENT_BODY_CHUNKED)
+        r->body_mode != CSHS_CLIENT_BODY_CHUNKED && r->body_mode != CSHS_CLIENT_BODY_FILE)
+        return -EINVAL;
+    if (r->body_mode == CSHS_CLIENT_BODY_FILE && r->size > offsetof(cshs_client_request, body_fd) &&
+        r->body_fd < 0)
         return -EINVAL;
     if (r->body_mode == CSHS_CLIENT_BODY_WHOLE && r->body_len && !r->body) return -EINVAL;
     return 0;
@@ -1869,6 +1962,9 @@ static int send_head(cshs_call *call, const cshs_client_request *r)
         cl = r->body_len;
         send_cl = cl > 0 || call->method == CSH_METHOD_POST || call->method == CSH_METHOD_PUT ||
                   call->method == CSH_METHOD_PATCH;
+    } else if (r->body_mode == CSHS_CLIENT_BODY_FILE) {
+        cl = r->body_len;
+        send_cl = 1;
     } else if (r->body_mode == CSHS_CLIENT_BODY_LENGTH) {
         cl = r->content_length;
         send_cl = 1;
@@ -1895,16 +1991,25 @@ static int send_head(cshs_call *call, const cshs_client_request *r)
             iov[1].iov_len = r->body_len;
         }
     }
-    if (call->keep_head && call->reused && !iov[1].iov_len) {
+    call->file_left = 0;
+    if (r->body_mode == CSHS_CLIENT_BODY_FILE) {
+        call->file_fd = r->body_fd;
+        call->file_off = r->body_offset;
+        call->file_left = r->body_len;
+        call->fchunk_pos = call->fchunk_len = 0;
+    }
+    if (call->keep_head && call->reused && !iov[1].iov_len && !call->file_left) {
         call->again = malloc(iov[0].iov_len);
         if (call->again) {
             memcpy(call->again, cn->buf, iov[0].iov_len);
             call->again_len = iov[0].iov_len;
         }
     }
-    e = conn_send(call, iov, 2);
+    e = send_rest(call);
     cn->start = cn->end = 0;
-    if (e == -EAGAIN) return e; /* send_nowait: the reactor sends the rest */
+    /* send_nowait: the reactor sends the rest, or its caller looks at the
+     * error first (an answer may have come before it) */
+    if (e < 0 && call->send_nowait) return e;
     if (e < 0) return send_failed(call, e);
     return 0;
 }
@@ -1992,7 +2097,9 @@ static int call_start(cshs_client *c, const cshs_client_request *r, int fresh, i
     call->reused = cn->uses > 0;
     e = send_head(call, r);
     if (e < 0) return e;
-    call->state = r->body_mode == CSHS_CLIENT_BODY_WHOLE ? K_HEAD_WAIT : K_BODY_OUT;
+    call->state = r->body_mode == CSHS_CLIENT_BODY_WHOLE || r->body_mode == CSHS_CLIENT_BODY_FILE
+                      ? K_HEAD_WAIT
+                      : K_BODY_OUT;
     call->head_deadline_ms = now_ms() + call->head_ms;
     return 0;
 }
@@ -2189,6 +2296,7 @@ static void call_destroy(cshs_call *call)
     free(call->head);
     free(call->all);
     free(call->again);
+    free(call->fchunk);
     cshs_client *c = call->c;
     pthread_mutex_lock(&c->mu);
     call->p->users--;
@@ -2259,7 +2367,9 @@ int cshs_client_send(cshs_client *c, const cshs_client_request *r, cshs_call **o
 {
     if (!out) return -EINVAL;
     *out = NULL;
-    if (!c || !r || r->body_mode != CSHS_CLIENT_BODY_WHOLE) return -EINVAL;
+    if (!c || !r ||
+        (r->body_mode != CSHS_CLIENT_BODY_WHOLE && r->body_mode != CSHS_CLIENT_BODY_FILE))
+        return -EINVAL;
     return start_retrying(c, r, 0, 1, out);
 }
 
@@ -2893,23 +3003,47 @@ static int head_watch(cshs_call *call)
 
 static int send_wait(cshs_call *call);
 
-/* The socket takes more of the request (or, given 0, send_timeout_ms
- * passed, or the reactor stops): on the reactor's thread. */
+/* While the request is sent from the reactor: the origin's answer may
+ * come before its end (a 413, then its close). 1 when its head is here
+ * (the call goes on with it, its connection not reused), 0 when none
+ * is, or an error that failed the call. */
+static int send_met_answer(cshs_call *call)
+{
+    if (call->peer_eof) return 0;
+    int a = early_answer(call);
+    if (a == 1) a = answered_early(call);
+    if (a < 0 && call->state != K_FAILED) call_fail(call, a);
+    return a;
+}
+
+/* The socket takes more of the request, or the origin sent something (or,
+ * given 0, send_timeout_ms passed, or the reactor stops): on the
+ * reactor's thread. */
 static void send_ready(cshs_watch *w, uint32_t events)
 {
     conn *cn = w->arg;
     cshs_call *call = cn->waiting;
     atomic_store_explicit(&call->watched, NULL, memory_order_relaxed);
     cn->waiting = NULL;
-    int e = events ? conn_send(call, call->out_iov, 2) : -ETIMEDOUT;
-    if (e == -EAGAIN && send_wait(call) == 0) return;
-    if (e != -EAGAIN) call->send_nowait = 0;
-    if (e == 0) {
-        if (head_watch(call) == 0) return;
-    } else if (e != -EAGAIN) {
-        send_failed(call, e);
+    int e = -ETIMEDOUT, a = 0;
+    if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) a = send_met_answer(call);
+    if (events && a == 0) {
+        e = send_rest(call);
+        /* an origin that closed after its answer: the answer stands */
+        if (e < 0 && e != -EAGAIN && is_closed_errno(e)) a = send_met_answer(call);
     }
-    if (retry_async(call)) return;
+    if (a != 0) {
+        call->send_nowait = 0; /* answered early, or failed on it */
+    } else {
+        if (e == -EAGAIN && send_wait(call) == 0) return;
+        if (e != -EAGAIN) call->send_nowait = 0;
+        if (e == 0) {
+            if (head_watch(call) == 0) return;
+        } else if (e != -EAGAIN) {
+            send_failed(call, e);
+        }
+        if (retry_async(call)) return;
+    }
     call->done(call->done_arg); /* last: it may free the call */
 }
 
@@ -2922,7 +3056,8 @@ static int send_wait(cshs_call *call)
     int e = cshs__kept_register(&cn->kw, call->rx, cn->fd);
     if (e == 0) {
         cn->waiting = call;
-        cn->kw.w.events = (cn->io_wait == POLLIN ? EPOLLIN : EPOLLOUT) | EPOLLRDHUP;
+        /* input too: an answer before the request's end */
+        cn->kw.w.events = EPOLLOUT | EPOLLIN | EPOLLRDHUP;
         cn->kw.w.deadline_ms = now_ms() + call->send_ms;
         cn->kw.w.ready = send_ready;
         cn->kw.w.arg = cn;
@@ -2942,7 +3077,7 @@ static int send_wait(cshs_call *call)
         atomic_store_explicit(&call->watched, NULL, memory_order_relaxed);
     }
     call->send_nowait = 0;
-    e = conn_send(call, call->out_iov, 2);
+    e = send_rest(call);
     if (e < 0) {
         send_failed(call, e);
         return 1;
@@ -2969,6 +3104,12 @@ static int send_and_watch(cshs_call *call)
     int e = send_head(call, &call->rq);
     if (e == -EAGAIN) return send_wait(call);
     call->send_nowait = 0;
+    if (e < 0 && call->state != K_FAILED) {
+        /* an origin that answered and closed before the request's end:
+         * the answer stands */
+        if (is_closed_errno(e) && send_met_answer(call) != 0) return 1;
+        send_failed(call, e);
+    }
     if (e < 0) return 1;
     return head_watch(call);
 }
@@ -3076,7 +3217,8 @@ int cshs_client_send_async(cshs_client *c, const cshs_client_request *r, cshs_re
     if (!c || !r || !rx || !done) return -EINVAL;
     cshs_client_request rq = request_defaults; /* the caller's, read by its size */
     if (csh__sized_copy(&rq, sizeof rq, r, CSHS_CLIENT_REQUEST_SIZE_0_3) < 0) return -EINVAL;
-    if (rq.body_mode != CSHS_CLIENT_BODY_WHOLE) return -EINVAL;
+    if (rq.body_mode != CSHS_CLIENT_BODY_WHOLE && rq.body_mode != CSHS_CLIENT_BODY_FILE)
+        return -EINVAL;
     cshs_call *call;
     int e = call_new(c, &rq, 1, &call);
     if (e < 0) return e;

@@ -848,6 +848,19 @@ size_t cshw_exchange_leftover(const cshw_exchange *x, const char **data)
     return x->len - x->raw;
 }
 
+int cshw_request_body_whole(cshw_request *req, const char **data, int *fd, uint64_t *len)
+{
+    if (!req || !data || !fd || !len) return -EINVAL;
+    cshw_context *ctx = req->ctx;
+    if (!ctx->active) return CSHW_E_NOT_ACTIVE;
+    const cshw_exchange *x = ctx->exchange;
+    if (!x || !ctx->body_stored) return 0;
+    *len = x->body_len;
+    *fd = x->body_fd;
+    *data = x->body_fd < 0 ? x->buf + x->head_len : NULL;
+    return 1;
+}
+
 int cshw_exchange_defer(cshw_exchange *x)
 {
     if (!x || !x->in_app || !x->running) return CSHW_E_NOT_ACTIVE;

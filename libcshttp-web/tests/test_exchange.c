@@ -58,6 +58,27 @@ static char body_seen[1 << 20];
 static size_t body_seen_len;
 static int handler_calls;
 
+/* cshw_request_body_whole, as a POST's handler saw it: 1 stored in
+ * memory, 2 in a file, -1 not the bytes sent; its length */
+static int whole_where;
+static uint64_t whole_len;
+
+static void check_whole(cshw_request *req)
+{
+    const char *data;
+    int fd;
+    uint64_t len;
+    whole_where = -1;
+    if (cshw_request_body_whole(req, &data, &fd, &len) != 1) return;
+    whole_len = len;
+    for (uint64_t i = 0; i < len; i++) {
+        char c;
+        if (fd >= 0 ? pread(fd, &c, 1, (off_t)i) != 1 : (c = data[i], 0)) return;
+        if (c != (char)('a' + i % 26)) return;
+    }
+    whole_where = fd >= 0 ? 2 : 1;
+}
+
 /* Echoes the body's length and a checksum, after reading all of it. */
 static void read_all(cshw_context *ctx)
 {
@@ -66,6 +87,7 @@ static void read_all(cshw_context *ctx)
     /* the body of the last POST: the GET after it must not hide it */
     int post = strcmp(cshw_request_method(req), "POST") == 0;
     if (post) body_seen_len = 0;
+    if (post) check_whole(req);
     size_t got = 0;
     ssize_t n;
     char buf[1000];
@@ -273,6 +295,9 @@ static void test_body_memory_and_file(void **state)
                 tw_run run;
                 serve(&run, in, n, pieces[pi], &o, read_all, NULL);
                 check_body(sizes[si]);
+                /* the stored body, whole, where the exchange put it */
+                assert_int_equal(whole_where, sizes[si] > 4096 ? 2 : 1);
+                assert_int_equal(whole_len, sizes[si]);
                 assert_int_equal(run.served, 2);
                 assert_int_equal(run.n, 2);
                 char want[32];

@@ -489,25 +489,39 @@ def t_cshttpd_origin(tmp):
 @test("cshttpd")
 def t_upload_1mib(tmp):
     """1 MiB up, with Content-Length and chunked, byte for byte (the
-    scripted origin echoes the raw body), through a pool of 1."""
+    scripted origin echoes the raw body), through a pool of 1. Read whole
+    first (the default, nginx's proxy_request_buffering: from the
+    temporary file past --body-buffer, with its length, a chunked body
+    decoded), and passed on as it comes (--proxy-request-buffering no:
+    chunked stays chunked)."""
     o = Origin()
     try:
-        with proxy(tmp, "/up=" + o.url(), extra=("--proxy-pool-size", "1")) as px:
-            data = os.urandom(1 << 20)
-            st, _, body = get(px.port, "/up/echo", method="POST", body=data)
-            assert st == 200 and body == data, (st, len(body))
+        for buffering in ("yes", "no"):
+            with proxy(tmp, "/up=" + o.url(), extra=("--proxy-pool-size", "1",
+                                                     "--proxy-request-buffering", buffering)) as px:
+                data = os.urandom(1 << 20)
+                st, _, body = get(px.port, "/up/echo", method="POST", body=data)
+                assert st == 200 and body == data, (st, len(body))
 
-            def chunks():
-                for i in range(0, len(data), 100000):
-                    yield data[i:i + 100000]
-            c = http.client.HTTPConnection("127.0.0.1", px.port, timeout=20)
-            c.request("PUT", "/up/echo", body=chunks(), encode_chunked=True)
-            r = c.getresponse()
-            body = r.read()
-            c.close()
-            assert r.status == 200 and body == data, (r.status, len(body))
-            assert o.requests[-1]["h"].get("transfer-encoding") == "chunked", o.requests[-1]
-            assert o.connections == 1, o.connections
+                def chunks():
+                    for i in range(0, len(data), 100000):
+                        yield data[i:i + 100000]
+                c = http.client.HTTPConnection("127.0.0.1", px.port, timeout=20)
+                c.request("PUT", "/up/echo", body=chunks(), encode_chunked=True)
+                r = c.getresponse()
+                body = r.read()
+                c.close()
+                assert r.status == 200 and body == data, (r.status, len(body))
+                h = o.requests[-1]["h"]
+                if buffering == "no":
+                    assert h.get("transfer-encoding") == "chunked", o.requests[-1]
+                else:
+                    assert h.get("content-length") == str(1 << 20) and \
+                        "transfer-encoding" not in h, o.requests[-1]
+                st = status(px)
+                # read whole: no thread held for either (deferred, never a job)
+                assert buffering == "no" or (st["offloaded"] == 0 and st["deferred"] >= 2), st
+            assert o.connections == (1 if buffering == "yes" else 2), o.connections
     finally:
         o.close()
 
@@ -519,7 +533,7 @@ def t_streamed_upload(tmp):
     byte for byte."""
     o = Origin()
     try:
-        with proxy(tmp, "/up=" + o.url()) as px:
+        with proxy(tmp, "/up=" + o.url(), extra=("--proxy-request-buffering", "no")) as px:
             data = os.urandom(200000)
             s = socket.create_connection(("127.0.0.1", px.port), timeout=20)
             s.sendall(b"POST /up/echo HTTP/1.1\r\nHost: a\r\nContent-Length: %d\r\n\r\n"
@@ -611,7 +625,8 @@ def t_expect_continue(tmp):
     o = Origin()
     try:
         dead = free_port()
-        with proxy(tmp, "/up=" + o.url(), "/dead=http://127.0.0.1:%d" % dead) as px:
+        with proxy(tmp, "/up=" + o.url(), "/dead=http://127.0.0.1:%d" % dead,
+                   extra=("--proxy-request-buffering", "no")) as px:
             s = socket.create_connection(("127.0.0.1", px.port), timeout=20)
             s.sendall(b"POST /up/echo HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n"
                       b"Expect: 100-continue\r\n\r\n")
@@ -1419,14 +1434,23 @@ def t_origin_answers_early(tmp):
     origin's connection is not reused: the next request opens a new one.
     The same with the origin on HTTPS."""
     cert_key = T.make_cert(tmp, "early")
-    for mode, tls in (("close", None), ("stall", None), ("close", cert_key), ("stall", cert_key)):
+    for mode, tls, buffering in (("close", None, "no"), ("stall", None, "no"),
+                                 ("close", cert_key, "no"), ("stall", cert_key, "no"),
+                                 ("close", None, "yes"), ("stall", None, "yes"),
+                                 ("close", cert_key, "yes"), ("stall", cert_key, "yes")):
         o = EarlyOrigin(mode, tls)
         try:
-            with proxy(tmp, "/early=" + o.url(), extra=("--proxy-insecure",)) as px:
+            with proxy(tmp, "/early=" + o.url(), extra=("--proxy-insecure",
+                                                        "--proxy-request-buffering",
+                                                        buffering)) as px:
                 for _ in range(2):
                     st, h, body = upload_early_answered(px.port, 12 << 20)
-                    assert st == 413 and body == EarlyOrigin.BODY, (mode, tls, st, h, body[:200])
-                    assert h.get("connection") == "close", (mode, tls, h, body[:300])
+                    assert st == 413 and body == EarlyOrigin.BODY, \
+                        (mode, tls, buffering, st, h, body[:200])
+                    # passed on as it came, the client's body was cut short
+                    # (read whole first, it was all read)
+                    assert buffering == "yes" or h.get("connection") == "close", \
+                        (mode, tls, h, body[:300])
                 # one head per connection: the origin never reads a second
                 assert o.heads == 2, (mode, tls, o.heads)
                 # no connection reused: each request the pool saw opened its

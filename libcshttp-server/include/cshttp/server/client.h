@@ -341,6 +341,13 @@ typedef enum cshs_client_body_mode {
     /* pieces written with cshs_call_write, each sent as one chunk
      * (cshs_client_begin only); Transfer-Encoding: chunked. */
     CSHS_CLIENT_BODY_CHUNKED = 2,
+    /* body_len bytes of the file body_fd from body_offset (0.4.2), whole,
+     * after the head (sendfile; over TLS read and written a piece at a
+     * time); Content-Length: body_len. As WHOLE otherwise (cshs_client_send,
+     * cshs_client_begin, cshs_client_send_async): a proxy passing on a
+     * request body stored in a temporary file. The file is read with
+     * offsets (its position is not used) until the call's head is here. */
+    CSHS_CLIENT_BODY_FILE = 3,
 } cshs_client_body_mode;
 
 /* One header field to send: name and value by pointer and length (not
@@ -384,6 +391,10 @@ typedef struct cshs_client_request {
     const void *body; /* CSHS_CLIENT_BODY_WHOLE: the body (may be NULL with 0) */
     size_t body_len;
     uint64_t content_length; /* CSHS_CLIENT_BODY_LENGTH */
+    /* 0.4.2, CSHS_CLIENT_BODY_FILE: the file (body_len bytes of it from
+     * body_offset; default -1: none) */
+    int body_fd;
+    uint64_t body_offset;
 } cshs_client_request;
 
 /* The size of cshs_client_request in libcshttp-server 0.3, the first

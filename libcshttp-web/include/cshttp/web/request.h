@@ -129,6 +129,18 @@ CSHW_EXPORT int cshw_request_cookie_error(cshw_request *req);
 
 /* ---- the body as a stream ---- */
 
+/* The body as the exchange stored it before the handler ran (0.4.2),
+ * for a handler that passes it on whole (a proxy sends it from there):
+ * 1 and *len its decoded length, with the bytes at *data (*fd -1) or in
+ * the temporary file *fd from offset 0 (*data NULL; read it with pread or
+ * sendfile, never with read or lseek: the stream reads share it). Valid
+ * until the request ends; the handler's reads of the body do not change
+ * it. 0 when the body was not stored (a handler that streams it, a
+ * context not run by an exchange); CSHW_E_NOT_ACTIVE outside a request,
+ * -EINVAL for a NULL argument. */
+CSHW_EXPORT int cshw_request_body_whole(cshw_request *req, const char **data, int *fd,
+                                        uint64_t *len);
+
 /* The declared body length (0 when there is no body), or -1 when it is
  * chunked (unknown). */
 CSHW_EXPORT int64_t cshw_request_content_length(const cshw_request *req);
