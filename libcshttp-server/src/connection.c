@@ -524,11 +524,16 @@ static int peek(cshs_conn *c, const char **data, size_t *len, int wait)
     }
 }
 
-/* On its loop's thread, a handler's read never waits: -EAGAIN */
+/* On its loop's thread, the read of a handler that reads its body as
+ * events (CSHS_STREAM_ON_LOOP) or has deferred never waits: -EAGAIN. Any
+ * other waits, even there (a streaming route run on the loop because no
+ * thread can ever take it: max_threads equal to loops). */
 static int t_peek(void *io, const char **data, size_t *len)
 {
     cshs_conn *c = io;
-    return peek(c, data, len, running_conn != c);
+    int nowait =
+        running_conn == c && (c->later || cshw_exchange_streams(c->x) == CSHS_STREAM_ON_LOOP);
+    return peek(c, data, len, !nowait);
 }
 
 static void t_consume(void *io, size_t n)

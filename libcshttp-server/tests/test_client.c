@@ -78,11 +78,18 @@ enum {
     M_EARLY_HOLD,    /* reads a request head, answers 413 at once, then reads nothing more */
     M_ECHO_FLAGGED,  /* M_ECHO; while idle, sends a stray answer when the test sets stray_now,
                         closes when it sets fin_now (each taken by one connection) */
+    M_TWO_PARTS,     /* a Content-Length body: the head and TWO_FIRST in one send, TWO_REST
+                        once the test releases it (origin_release) */
+    M_TWO_CHUNKS,    /* the same chunked: one chunk of both parts, cut after TWO_FIRST */
 };
 
 #define STRAY_ANSWER "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nstray"
 
 #define EARLY_BODY "too large: no more than a head, please"
+
+/* M_TWO_PARTS and M_TWO_CHUNKS: a body of 25 (0x19) bytes in two sends */
+#define TWO_FIRST "first half, "
+#define TWO_REST "then the rest"
 
 #define MAX_CONNS 512
 
@@ -103,6 +110,7 @@ typedef struct origin {
     int hold;          /* answers wait until this many requests arrived (burst test) */
     int idle_close_ms; /* closes a connection idle this long (its keep-alive timeout) */
     int stress;        /* every 7th answer says Connection: close */
+    int released;      /* M_TWO_*: rests the test allowed and no connection sent yet (mu) */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int64_t first_accept_ms;
@@ -268,6 +276,37 @@ static void wait_hold(origin *o)
     pthread_mutex_unlock(&o->mu);
 }
 
+/* M_TWO_*: waits until the test lets one rest go (1), or the origin
+ * stops (0). The wait is for the test's signal; the 20 ms bound only lets
+ * a stopping origin see `stop`. */
+static int wait_release(origin *o)
+{
+    pthread_mutex_lock(&o->mu);
+    while (o->released == 0 && !atomic_load(&o->stop)) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 20000000;
+        if (ts.tv_nsec >= 1000000000) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000;
+        }
+        pthread_cond_timedwait(&o->cv, &o->mu, &ts);
+    }
+    int go = o->released > 0;
+    if (go) o->released--;
+    pthread_mutex_unlock(&o->mu);
+    return go;
+}
+
+/* Lets one M_TWO_* connection send the rest of its body. */
+static void origin_release(origin *o)
+{
+    pthread_mutex_lock(&o->mu);
+    o->released++;
+    pthread_cond_broadcast(&o->cv);
+    pthread_mutex_unlock(&o->mu);
+}
+
 static void *conn_main(void *arg)
 {
     peer *p = arg;
@@ -387,6 +426,18 @@ static void *conn_main(void *arg)
         }
         if (mode == M_STALL_BODY) {
             send_str(p, "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nhalf.");
+            continue;
+        }
+        if (mode == M_TWO_PARTS || mode == M_TWO_CHUNKS) {
+            /* the head and the first part in one send (one TLS record):
+             * the client that has the head has the first part too */
+            if (send_str(p, mode == M_TWO_PARTS
+                                ? "HTTP/1.1 200 OK\r\nContent-Length: 25\r\n\r\n" TWO_FIRST
+                                : "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+                                  "19\r\n" TWO_FIRST) < 0)
+                break;
+            if (!wait_release(o)) break; /* stopping: the client has gone */
+            if (send_str(p, mode == M_TWO_PARTS ? TWO_REST : TWO_REST "\r\n0\r\n\r\n") < 0) break;
             continue;
         }
         int close_after = mode == M_CONN_CLOSE || (o->stress && atomic_load(&o->requests) % 7 == 0);
@@ -1834,6 +1885,253 @@ static void test_answer_before_the_body_ended(void **state)
     unlink(cert_path);
 }
 
+/* ---- a request body from a file (CSHS_CLIENT_BODY_FILE) ---- */
+
+#define FILE_BODY (3u << 20)
+#define FILE_PREFIX 1001u /* odd: the body starts on no page or block boundary */
+#define FILE_POS 5        /* the file's own position, which no send moves */
+
+/* An unlinked temporary file: FILE_PREFIX bytes, `data` (FILE_BODY
+ * bytes), then bytes that must never be sent. Its position is left at
+ * FILE_POS, neither 0 nor the body's offset. */
+static int body_file(const char *data)
+{
+    char path[] = "/tmp/cshs-client-body-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    unlink(path);
+    char pad[4096];
+    memset(pad, 'p', sizeof pad);
+    assert_int_equal(write(fd, pad, FILE_PREFIX), FILE_PREFIX);
+    for (size_t off = 0; off < FILE_BODY;) {
+        ssize_t w = write(fd, data + off, FILE_BODY - off);
+        assert_true(w > 0);
+        off += (size_t)w;
+    }
+    memset(pad, 's', sizeof pad);
+    assert_int_equal(write(fd, pad, sizeof pad), sizeof pad);
+    assert_int_equal(lseek(fd, FILE_POS, SEEK_SET), FILE_POS);
+    return fd;
+}
+
+/* A POST of the file's body (FILE_BODY bytes from FILE_PREFIX). */
+static void file_request(cshs_client_request *rq, const char *url, int fd)
+{
+    cshs_client_request_init(rq);
+    rq->origin = url;
+    rq->method = "POST";
+    rq->target = "/upload";
+    rq->body_mode = CSHS_CLIENT_BODY_FILE;
+    rq->body_fd = fd;
+    rq->body_offset = FILE_PREFIX;
+    rq->body_len = FILE_BODY;
+}
+
+/* The file's body POSTed to an echoing origin (by cshs_client_send, or
+ * cshs_client_begin and cshs_call_end) comes back whole; then a GET on the
+ * same connection is answered: the origin found it right after the body's
+ * last byte (RFC 9112 §6.3: Content-Length frames the body), so nothing
+ * past body_len was sent. */
+static void file_echoed(cshs_client *c, const char *url, int fd, const char *data, int begin)
+{
+    cshs_client_request rq;
+    file_request(&rq, url, fd);
+    cshs_call *call = NULL;
+    if (begin) {
+        assert_int_equal(cshs_client_begin(c, &rq, &call), 0);
+        assert_int_equal(cshs_call_end(call), 0);
+    } else {
+        assert_int_equal(cshs_client_send(c, &rq, &call), 0);
+    }
+    assert_int_equal(cshs_call_status(call), 200);
+    int conn = conn_of(call);
+    const char *body;
+    size_t len;
+    assert_int_equal(cshs_call_read_all(call, FILE_BODY, &body, &len), 0);
+    assert_int_equal(len, FILE_BODY);
+    assert_memory_equal(body, data, FILE_BODY);
+    cshs_call_free(call);
+    /* read with offsets: the file's position is where the caller left it */
+    assert_int_equal(lseek(fd, 0, SEEK_CUR), FILE_POS);
+    int again = -1;
+    assert_int_equal(get(c, url, "/", &again, NULL), 200);
+    assert_int_equal(again, conn);
+}
+
+/* client.h, CSHS_CLIENT_BODY_FILE: 3 MiB of a file from an offset, with
+ * Content-Length: body_len and no other framing; sent by sendfile over
+ * TCP and in 16 KiB pieces over TLS, each way of sending a whole body.
+ * A file request without a file is refused before anything is sent; one
+ * whose file ends before body_len fails rather than wait for bytes that
+ * will never come. */
+static void test_body_from_a_file(void **state)
+{
+    (void)state;
+    char *data = pattern(FILE_BODY, 11);
+    int fd = body_file(data);
+    origin *og = origin_new();
+    og->modes[0] = M_ECHO_HEAD;
+    char url[64];
+    origin_url(og, url, sizeof url);
+
+    /* the head as the origin got it */
+    cshs_client *c = client_with(1, 0);
+    cshs_client_request rq;
+    file_request(&rq, url, fd);
+    cshs_call *call = NULL;
+    assert_int_equal(cshs_client_send(c, &rq, &call), 0);
+    assert_int_equal(cshs_call_status(call), 200);
+    const char *body;
+    size_t len;
+    assert_int_equal(cshs_call_read_all(call, 4096, &body, &len), 0);
+    char want[160];
+    snprintf(want, sizeof want,
+             "POST /upload HTTP/1.1\r\nHost: 127.0.0.1:%u\r\nContent-Length: %u\r\n\r\n", og->port,
+             FILE_BODY);
+    assert_string_equal(body, want);
+    cshs_call_free(call);
+    cshs_client_free(c);
+
+    /* the bytes (connection 1 on: M_ECHO) */
+    c = client_with(1, 0);
+    file_echoed(c, url, fd, data, 0);
+    file_echoed(c, url, fd, data, 1);
+    cshs_client_pool_stats s = stats_of(c);
+    assert_int_equal(s.opens, 1);
+    assert_int_equal(s.requests, 4);
+
+    /* no file (body_fd's default is none) */
+    cshs_client_request_init(&rq);
+    assert_int_equal(rq.body_fd, -1);
+    int seen = atomic_load(&og->requests);
+    file_request(&rq, url, -1);
+    call = (cshs_call *)1;
+    assert_int_equal(cshs_client_send(c, &rq, &call), -EINVAL);
+    assert_null(call);
+    call = (cshs_call *)1;
+    assert_int_equal(cshs_client_begin(c, &rq, &call), -EINVAL);
+    assert_null(call);
+    assert_int_equal(stats_of(c).requests, 4); /* no connection taken */
+    assert_int_equal(atomic_load(&og->requests), seen);
+
+    /* a file shorter than body_len: the call fails and its connection,
+     * whose request was cut short, is closed */
+    file_request(&rq, url, fd);
+    rq.body_offset = FILE_PREFIX + FILE_BODY; /* 4096 bytes left in the file */
+    rq.body_len = 8192;
+    call = (cshs_call *)1;
+    assert_true(cshs_client_send(c, &rq, &call) < 0);
+    assert_null(call);
+    assert_int_equal(stats_of(c).open, 0);
+    assert_int_equal(lseek(fd, 0, SEEK_CUR), FILE_POS);
+    cshs_client_free(c);
+    origin_free(og);
+
+    /* over TLS: the file read with pread, a piece at a time */
+    SSL_CTX *ctx = tls_origin_ctx();
+    og = origin_new_on(0, ctx);
+    origin_start(og);
+    origin_url(og, url, sizeof url);
+    cshs_client_options o;
+    cshs_client_options_init(&o);
+    o.tick_thread = 0;
+    o.tls_insecure = 1;
+    c = cshs_client_new(&o);
+    file_echoed(c, url, fd, data, 0);
+    file_echoed(c, url, fd, data, 1);
+    assert_int_equal(stats_of(c).opens, 1);
+    cshs_client_free(c);
+    origin_free(og);
+    SSL_CTX_free(ctx);
+    unlink(cert_path);
+    close(fd);
+    free(data);
+}
+
+/* ---- reading the body without waiting (cshs_call_read_nowait) ---- */
+
+/* Reads what is here of the body without waiting, 5 bytes at a time (a
+ * piece need not be a chunk or a read of the socket), into buf: the bytes
+ * read; *last, the read that stopped (-EAGAIN, 0 at the end, an error). */
+static size_t read_here(cshs_call *call, char *buf, size_t cap, ssize_t *last)
+{
+    size_t have = 0;
+    for (;;) {
+        if (have + 5 > cap) {
+            *last = -ENOBUFS;
+            return have;
+        }
+        ssize_t n = cshs_call_read_nowait(call, buf + have, 5);
+        if (n <= 0) {
+            *last = n;
+            return have;
+        }
+        have += (size_t)n;
+    }
+}
+
+/* client.h, cshs_call_read_nowait. The origin sends the head and the
+ * first part of the body, and the rest only when the test lets it: what
+ * came is read without waiting, then -EAGAIN (again and again, failing
+ * nothing: the call keeps its connection), and once the rest came a read
+ * goes on to the end, after which the connection is back in the pool and
+ * serves the next request. A Content-Length body (read straight into the
+ * caller's memory once the buffer is empty) and a chunked one cut inside
+ * a chunk, over TCP and TLS. */
+static void test_read_without_waiting(void **state)
+{
+    (void)state;
+    static const int modes[] = {M_TWO_PARTS, M_TWO_CHUNKS};
+    SSL_CTX *ctx = tls_origin_ctx();
+    for (int tls = 0; tls < 2; tls++)
+        for (int m = 0; m < 2; m++) {
+            origin *og = origin_new_on(0, tls ? ctx : NULL);
+            for (int i = 0; i < 16; i++) og->modes[i] = modes[m];
+            origin_start(og);
+            char url[64];
+            origin_url(og, url, sizeof url);
+            cshs_client_options o;
+            cshs_client_options_init(&o);
+            o.tick_thread = 0;
+            o.tls_insecure = tls;
+            cshs_client *c = cshs_client_new(&o);
+            cshs_client_request rq;
+            cshs_client_request_init(&rq);
+            rq.origin = url;
+            for (int round = 0; round < 2; round++) {
+                cshs_call *call;
+                assert_int_equal(cshs_client_send(c, &rq, &call), 0);
+                assert_int_equal(cshs_call_status(call), 200);
+                char buf[64];
+                ssize_t last = 0;
+                size_t have = read_here(call, buf, sizeof buf, &last);
+                assert_int_equal(last, -EAGAIN);
+                assert_int_equal(have, strlen(TWO_FIRST));
+                assert_memory_equal(buf, TWO_FIRST, have);
+                assert_int_equal(cshs_call_read_nowait(call, buf + have, 5), -EAGAIN);
+                assert_int_equal(cshs_call_body_here(call), 0);
+                cshs_client_pool_stats s = stats_of(c);
+                assert_int_equal(s.open, 1);
+                assert_int_equal(s.idle, 0); /* still the call's */
+                origin_release(og);
+                ssize_t n;
+                while ((n = cshs_call_read(call, buf + have, sizeof buf - have)) > 0)
+                    have += (size_t)n;
+                assert_int_equal(n, 0);
+                assert_int_equal(have, strlen(TWO_FIRST TWO_REST));
+                assert_memory_equal(buf, TWO_FIRST TWO_REST, have);
+                assert_int_equal(cshs_call_read_nowait(call, buf, 5), 0); /* the end, again */
+                assert_int_equal(stats_of(c).idle, 1);
+                cshs_call_free(call);
+            }
+            assert_int_equal(stats_of(c).opens, 1);
+            cshs_client_free(c);
+            origin_free(og);
+        }
+    SSL_CTX_free(ctx);
+    unlink(cert_path);
+}
+
 static void test_1xx_skipped(void **state)
 {
     (void)state;
@@ -2658,6 +2956,312 @@ static void test_burst_opens_on_the_loop(void **state)
     origin_free(og);
 }
 
+/* ---- a file body sent from the loop (CSHS_CLIENT_BODY_FILE, async) ---- */
+
+static struct {
+    char origin[64];
+    int fd;
+    const char *data; /* the body's bytes, FILE_BODY of them */
+} file_body;
+
+/* The echo of the file's body, checked here: the bytes, or the error.
+ * It runs as a job (cshs_deferred_run): reading 3 MiB may wait, which a
+ * continuation on the loop would do holding the loop. */
+static void file_answer(cshw_context *ctx, void *arg)
+{
+    async_wait *aw = arg;
+    cshw_response *res = cshw_context_response(ctx);
+    int r = cshs_call_end(aw->call);
+    const char *body = NULL;
+    size_t len = 0;
+    if (r == 0) r = cshs_call_read_all(aw->call, FILE_BODY, &body, &len);
+    if (r < 0) {
+        cshw_response_set_status(res, cshs_client_error_status(r));
+        cshw_response_puts(res, cshs_client_error_name(r));
+    } else if (len != FILE_BODY || memcmp(body, file_body.data, len) != 0) {
+        cshw_response_puts(res, "not the file's bytes");
+    } else {
+        cshw_response_printf(res, "echoed %zu bytes", len);
+    }
+    cshs_call_free(aw->call);
+}
+
+static void file_ready(void *arg)
+{
+    async_wait *aw = arg;
+    cshs_deferred_run(aw->d, file_answer, aw);
+}
+
+static void file_handler(cshw_context *ctx)
+{
+    cshw_response *res = cshw_context_response(ctx);
+    async_wait *aw = cshw_arena_alloc(cshw_context_arena(ctx), sizeof *aw);
+    aw->d = cshs_defer(ctx);
+    if (!aw->d) {
+        cshw_response_puts(res, "not deferred");
+        return;
+    }
+    cshs_client_request rq;
+    file_request(&rq, file_body.origin, file_body.fd);
+    int r = cshs_client_send_async(handler_client, &rq, cshs_deferred_reactor(aw->d), file_ready,
+                                   aw, &aw->call);
+    if (r < 0) {
+        cshw_response_set_status(res, cshs_client_error_status(r));
+        cshw_response_puts(res, cshs_client_error_name(r));
+        cshs_deferred_resume(aw->d, NULL, NULL);
+        return;
+    }
+    if (r == 1) cshs_deferred_run(aw->d, file_answer, aw);
+}
+
+/* client.h, CSHS_CLIENT_BODY_FILE with cshs_client_send_async: 3 MiB is
+ * more than the socket takes at once, so the rest of the file goes out
+ * from the loop as the socket drains (sendfile, or TLS pieces), no
+ * thread waiting for it; the origin echoes every byte. */
+static void test_body_from_a_file_on_the_loop(void **state)
+{
+    (void)state;
+    char *data = pattern(FILE_BODY, 13);
+    file_body.fd = body_file(data);
+    file_body.data = data;
+    SSL_CTX *ctx = tls_origin_ctx();
+    for (int tls = 0; tls < 2; tls++) {
+        origin *og = origin_new_on(0, tls ? ctx : NULL);
+        origin_start(og);
+        origin_url(og, file_body.origin, sizeof file_body.origin);
+        cshs_client_options o;
+        cshs_client_options_init(&o);
+        o.tick_thread = 0;
+        o.tls_insecure = tls;
+        handler_client = cshs_client_new(&o);
+        cshs_server *srv = handler_server(file_handler, 1);
+        unsigned port = cshs_server_port(srv, 0);
+        char body[256];
+        for (int round = 0; round < 2; round++) {
+            assert_int_equal(ask_server(port, "/f", body, sizeof body), 200);
+            assert_string_equal(body, "echoed 3145728 bytes");
+        }
+        assert_int_equal(stats_of(handler_client).opens, 1);
+        assert_int_equal(lseek(file_body.fd, 0, SEEK_CUR), FILE_POS);
+        cshs_server_free(srv);
+        cshs_client_free(handler_client);
+        origin_free(og);
+    }
+    SSL_CTX_free(ctx);
+    unlink(cert_path);
+    close(file_body.fd);
+    free(data);
+}
+
+/* ---- the body awaited on the loop (cshs_call_wait_body) ---- */
+
+static char body_origin[64];
+static atomic_int body_waits;    /* cshs_call_wait_body's 0s: a wait on the loop */
+static atomic_int body_cancels;  /* cshs_call_cancel's 0s while the body was awaited */
+static atomic_int body_canceled; /* continuations whose read ended CANCELED */
+
+typedef struct body_wait {
+    cshs_call *call;
+    cshs_deferred *d;
+    cshs_reactor *rx; /* the loop's: it outlives each defer */
+    int buffered;     /* cshs_call_wait_body right after the head */
+    int err;          /* a cshs_call_wait_body that failed */
+    char got[64];
+    size_t have;
+} body_wait;
+
+static void body_relay(cshw_context *ctx, void *arg);
+
+static void body_ready(void *arg)
+{
+    body_wait *bw = arg;
+    cshs_deferred_resume(bw->d, body_relay, bw);
+}
+
+/* The client left (cshs_deferred_on_abort), on the loop's thread. */
+static void body_client_left(void *arg)
+{
+    body_wait *bw = arg;
+    if (cshs_call_cancel(bw->call) == 0) atomic_fetch_add(&body_cancels, 1);
+}
+
+/* The end of the body (n 0) or its error: the answer, with what
+ * cshs_call_wait_body said along the way; the call freed. */
+static void body_answer(cshw_context *ctx, body_wait *bw, int n)
+{
+    cshw_response *res = cshw_context_response(ctx);
+    if (n < 0) {
+        if (n == CSHS_CLIENT_E_CANCELED) atomic_fetch_add(&body_canceled, 1);
+        cshw_response_set_status(res, cshs_client_error_status(n));
+        cshw_response_puts(res, cshs_client_error_name(n));
+    } else {
+        /* the body ended: nothing to wait for (1); NULL arguments: -EINVAL */
+        int ended = cshs_call_wait_body(bw->call, bw->rx, body_ready, bw);
+        int nulls = (cshs_call_wait_body(NULL, bw->rx, body_ready, bw) == -EINVAL) +
+                    (cshs_call_wait_body(bw->call, NULL, body_ready, bw) == -EINVAL) +
+                    (cshs_call_wait_body(bw->call, bw->rx, NULL, bw) == -EINVAL);
+        cshw_response_printf(res, "%.*s|buffered %d|ended %d|nulls %d", (int)bw->have, bw->got,
+                             bw->buffered, ended, nulls);
+    }
+    cshs_call_free(bw->call);
+}
+
+/* What is here of the body, read without waiting; then the continuation
+ * defers again until the origin sends more (a proxy's relay, its own
+ * client's side left out). */
+static void body_relay(cshw_context *ctx, void *arg)
+{
+    body_wait *bw = arg;
+    if (bw->err) {
+        body_answer(ctx, bw, bw->err);
+        return;
+    }
+    ssize_t n;
+    bw->have += read_here(bw->call, bw->got + bw->have, sizeof bw->got - bw->have, &n);
+    if (n != -EAGAIN) {
+        body_answer(ctx, bw, (int)n);
+        return;
+    }
+    cshs_deferred *d = cshs_defer(ctx);
+    if (!d) {
+        body_answer(ctx, bw, -ENOMEM);
+        return;
+    }
+    bw->d = d;
+    cshs_deferred_on_abort(d, body_client_left, bw);
+    int w = cshs_call_wait_body(bw->call, bw->rx, body_ready, bw);
+    if (w == 0) {
+        atomic_fetch_add(&body_waits, 1); /* done runs on this thread, once this returns */
+        return;
+    }
+    if (w < 0) bw->err = w;
+    cshs_deferred_resume(d, body_relay, bw);
+}
+
+/* The head is here, and the body's first part with it: no wait (1). */
+static void body_head(cshw_context *ctx, void *arg)
+{
+    body_wait *bw = arg;
+    int e = cshs_call_end(bw->call);
+    if (e < 0) {
+        body_answer(ctx, bw, e);
+        return;
+    }
+    bw->buffered = cshs_call_wait_body(bw->call, bw->rx, body_ready, bw);
+    if (bw->buffered == 0) { /* a wait after all: done resumes the relay */
+        bw->d = cshs_defer(ctx);
+        return;
+    }
+    body_relay(ctx, bw);
+}
+
+static void body_head_ready(void *arg)
+{
+    body_wait *bw = arg;
+    cshs_deferred_resume(bw->d, body_head, bw);
+}
+
+/* The origin's answer on the loop, from its head to its body's end; /bt
+ * gives the body 200 ms between bytes. */
+static void body_handler(cshw_context *ctx)
+{
+    cshw_response *res = cshw_context_response(ctx);
+    body_wait *bw = cshw_arena_alloc(cshw_context_arena(ctx), sizeof *bw);
+    memset(bw, 0, sizeof *bw);
+    bw->d = cshs_defer(ctx);
+    if (!bw->d) {
+        cshw_response_puts(res, "not deferred");
+        return;
+    }
+    bw->rx = cshs_deferred_reactor(bw->d);
+    cshs_client_request rq;
+    cshs_client_request_init(&rq);
+    rq.origin = body_origin;
+    rq.target = cshw_request_path(cshw_context_request(ctx));
+    if (strcmp(rq.target, "/bt") == 0) rq.read_timeout_ms = 200;
+    int r = cshs_client_send_async(handler_client, &rq, bw->rx, body_head_ready, bw, &bw->call);
+    if (r < 0) {
+        cshw_response_set_status(res, cshs_client_error_status(r));
+        cshw_response_puts(res, cshs_client_error_name(r));
+        cshs_deferred_resume(bw->d, NULL, NULL);
+        return;
+    }
+    if (r == 1) cshs_deferred_resume(bw->d, body_head, bw);
+}
+
+/* Waits (bounded) until *v passes `base`: a continuation that counts. */
+static void wait_above(atomic_int *v, int base)
+{
+    for (int i = 0; i < 2000 && atomic_load(v) <= base; i++) sleep_ms(2);
+    assert_true(atomic_load(v) > base);
+}
+
+/* client.h, cshs_call_wait_body. A deferred request reads its origin's
+ * chunked body with cshs_call_read_nowait, and between the two parts
+ * waits on its loop with no thread held: the test lets the origin send
+ * the rest only once the continuation said it waits (0), and the answer
+ * carries the whole body. Along the way wait_body says 1 when bytes are
+ * buffered and when the body ended, -EINVAL for a NULL argument. The rest
+ * never coming: done runs at read_timeout_ms and the read fails (504).
+ * The client leaving during the wait: cshs_call_cancel gives the call up
+ * and closes its connection. Over TCP and TLS. */
+static void test_body_awaited_on_the_loop(void **state)
+{
+    (void)state;
+    SSL_CTX *ctx = tls_origin_ctx();
+    for (int tls = 0; tls < 2; tls++) {
+        origin *og = origin_new_on(0, tls ? ctx : NULL);
+        for (int i = 0; i < 16; i++) og->modes[i] = M_TWO_CHUNKS;
+        origin_start(og);
+        origin_url(og, body_origin, sizeof body_origin);
+        cshs_client_options o;
+        cshs_client_options_init(&o);
+        o.tick_thread = 0;
+        o.tls_insecure = tls;
+        handler_client = cshs_client_new(&o);
+        atomic_store(&body_waits, 0);
+        atomic_store(&body_cancels, 0);
+        atomic_store(&body_canceled, 0);
+        cshs_server *srv = handler_server(body_handler, 1);
+        unsigned port = cshs_server_port(srv, 0);
+        for (int round = 0; round < 2; round++) { /* the second on the pooled connection */
+            int base = atomic_load(&body_waits);
+            path_asker a = {.port = port, .path = "/b"};
+            pthread_t t;
+            pthread_create(&t, NULL, path_asker_main, &a);
+            wait_above(&body_waits, base);
+            cshs_client_pool_stats s = stats_of(handler_client);
+            assert_int_equal(s.open, 1);
+            assert_int_equal(s.idle, 0); /* the waiting call's */
+            origin_release(og);
+            pthread_join(t, NULL);
+            assert_int_equal(a.status, 200);
+            assert_string_equal(a.body, TWO_FIRST TWO_REST "|buffered 1|ended 1|nulls 3");
+            assert_int_equal(stats_of(handler_client).idle, 1);
+        }
+        assert_int_equal(stats_of(handler_client).opens, 1);
+
+        char body[256];
+        int64_t t0 = mono_ms();
+        assert_int_equal(ask_server(port, "/bt", body, sizeof body), 504);
+        assert_string_equal(body, "CSHS_CLIENT_E_READ_TIMEOUT");
+        assert_true(mono_ms() - t0 >= 200);
+        assert_int_equal(stats_of(handler_client).open, 0);
+
+        int base = atomic_load(&body_waits);
+        int fd = ask_and_stay(port, "/b");
+        wait_above(&body_waits, base);
+        close(fd);
+        wait_atomic(&body_cancels, 1);
+        wait_atomic(&body_canceled, 1);
+        assert_int_equal(stats_of(handler_client).open, 0);
+        end_on_the_loop(srv);
+        origin_free(og);
+    }
+    SSL_CTX_free(ctx);
+    unlink(cert_path);
+}
+
 /* ---- HTTPS ---- */
 
 /* A self-signed certificate for 127.0.0.1 only, written to cert_path. */
@@ -3125,6 +3729,8 @@ int main(void)
         cmocka_unit_test(test_one_mib_both_ways),
         cmocka_unit_test(test_1xx_skipped),
         cmocka_unit_test(test_answer_before_the_body_ended),
+        cmocka_unit_test(test_body_from_a_file),
+        cmocka_unit_test(test_read_without_waiting),
         cmocka_unit_test(test_answered_twice),
         cmocka_unit_test(test_answer_awaited_on_the_loop),
         cmocka_unit_test(test_waiting_for_a_connection_on_the_loop),
@@ -3132,6 +3738,8 @@ int main(void)
         cmocka_unit_test(test_burst_opens_on_the_loop),
         cmocka_unit_test(test_idle_connection_seen_on_the_loop),
         cmocka_unit_test(test_retry_on_the_loop),
+        cmocka_unit_test(test_body_from_a_file_on_the_loop),
+        cmocka_unit_test(test_body_awaited_on_the_loop),
         cmocka_unit_test(test_malformed_and_timeouts),
         cmocka_unit_test(test_threads),
         cmocka_unit_test(test_from_handlers),
