@@ -686,6 +686,10 @@ static int hold_connection(proxy_spool *sp, cshs_call *call)
 #define RELAY_BUF 16384
 #define RELAY_TURNS 64           /* pieces in a row before the loop's others go first */
 #define RELAY_HIGH (256u * 1024) /* queued for the client: wait for its drain */
+/* queued for the client in memory before the rest goes to the temporary
+ * file, as nginx's proxy_buffers (8 of 8 KiB) hold an answer first: a
+ * client only a little behind costs no file */
+#define RELAY_SPOOL_AT (64u * 1024)
 
 typedef struct relay {
     const proxy *p;
@@ -712,9 +716,9 @@ static int relay_piece(relay *rl, ssize_t n)
 {
     cshw_response *res = rl->res;
     spool_writer *sw = &rl->sw;
-    /* a client that keeps up takes each piece as it comes (nothing queued
+    /* a client that keeps up takes each piece as it comes (little queued
      * for it): only one that falls behind gets the rest through the file */
-    if (rl->sp && !sw->full && cshw_response_queued(res) > 0) {
+    if (rl->sp && !sw->full && cshw_response_queued(res) >= RELAY_SPOOL_AT) {
         const char *tmp = rl->wo ? rl->wo->temp_dir : NULL;
         int k = spool_write(rl->sp, sw, tmp, res, rl->buf, (size_t)n);
         if (k == 1) return 0;
