@@ -158,8 +158,8 @@ def start_cshttpd(binary, root, origin_port):
                           "--proxy", "/o/=http://127.0.0.1:%d" % origin_port,
                           "--proxy-pool-size", "1024", "--proxy-acquire-timeout-ms", "20000",
                           "--max-connections", "20000"],
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    wait_port(port)
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    wait_port(port, p)
     return p, port, p.pid
 
 
@@ -192,8 +192,8 @@ def start_nginx(tmp, root, origin_port):
                              root=root, origin=origin_port))
     p = subprocess.Popen(["/usr/sbin/nginx", "-p", d, "-c", os.path.join(d, "nginx.conf"),
                           "-g", "daemon off;"], stdout=subprocess.DEVNULL,
-                         stderr=subprocess.DEVNULL)
-    wait_port(port)
+                         stderr=subprocess.PIPE)
+    wait_port(port, p)
     worker = None
     for _ in range(100):
         kids = subprocess.run(["pgrep", "-P", str(p.pid)], capture_output=True,
