@@ -991,7 +991,11 @@ def t_slow_readers_hold_no_origin(tmp):
     (proxy_buffering on, its defaults) side by side."""
     o = BigOrigin(4 << 20)
     try:
-        with proxy(tmp, "/o=" + o.url(), extra=("--proxy-temp-max", "64m")) as px:
+        # (a slow build, a loaded machine: the requests that wait for a
+        # pooled connection meanwhile wait long enough; the test is about
+        # the pool being given back, not how fast)
+        with proxy(tmp, "/o=" + o.url(), extra=("--proxy-temp-max", "64m",
+                                                "--proxy-acquire-timeout-ms", "30000")) as px:
             socks = slow_readers(px.port, 50, "/o/big") + slow_readers(px.port, 50, "/o/bigc")
             most = [0]
 
