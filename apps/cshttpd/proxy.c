@@ -946,8 +946,10 @@ static void relay_on_loop(cshw_context *ctx, void *arg)
         return;
     }
     cshs_deferred *d = cshs_defer(ctx);
-    if (!d) { /* out of memory for the wait: the rest here */
-        relay_run(rl, 1, &why);
+    if (!d) {
+        /* out of memory for the wait: the answer is cut short rather
+         * than waited for on the loop's thread */
+        cshw_response_send_error(rl->res, 502);
         relay_end(rl);
         return;
     }

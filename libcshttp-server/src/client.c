@@ -2576,6 +2576,40 @@ static void async_settle(cshs_call *call, int r)
 
 static int retry_async(cshs_call *call);
 
+/* Arms the call's connection's watch on the reactor r for `events`,
+ * until deadline_ms, `ready` to run on r's thread. The watch is published,
+ * then a cancel looked for (both sequentially consistent, as
+ * cshs_call_cancel's flag and look in the other order): a cancel that
+ * missed the watch is seen here, one that saw it waits for the arm and
+ * disarms it. 0 armed (from then ready may run, the call not to be
+ * touched); 1 cancelled meanwhile (the call failed with
+ * CSHS_CLIENT_E_CANCELED); -errno, not armed. */
+static int watch_arm(cshs_call *call, cshs_reactor *r, uint32_t events, int64_t deadline_ms,
+                     void (*ready)(cshs_watch *w, uint32_t events))
+{
+    conn *cn = call->cn;
+    int e = cshs__kept_register(&cn->kw, r, cn->fd);
+    if (e < 0) return e;
+    cn->waiting = call;
+    cn->kw.w.events = events;
+    cn->kw.w.deadline_ms = deadline_ms;
+    cn->kw.w.ready = ready;
+    cn->kw.w.arg = cn;
+    atomic_store(&call->watched, cn);
+    if (atomic_load(&call->cancel_wanted)) {
+        atomic_store(&call->watched, NULL);
+        cn->waiting = NULL;
+        call_fail(call, CSHS_CLIENT_E_CANCELED);
+        return 1;
+    }
+    e = cshs__kept_arm(&cn->kw);
+    if (e < 0) {
+        cn->waiting = NULL;
+        atomic_store_explicit(&call->watched, NULL, memory_order_relaxed);
+    }
+    return e;
+}
+
 /* The head is here: whether the rest of the body is still to come from
  * the socket, read by a thread (cshs_call_read), not from the buffer. */
 static int body_from_socket(const cshs_call *call)
@@ -2623,33 +2657,9 @@ int cshs_call_end_async(cshs_call *call, cshs_reactor *r, void (*done)(void *arg
             return 1;
         }
     }
-    int e = cshs__kept_register(&cn->kw, r, cn->fd);
-    if (e < 0) return e;
     call->done = done;
     call->done_arg = arg;
-    cn->waiting = call;
-    cn->kw.w.events = EPOLLIN | EPOLLRDHUP;
-    cn->kw.w.deadline_ms = call->head_deadline_ms;
-    cn->kw.w.ready = async_ready;
-    cn->kw.w.arg = cn;
-    /* the watch is published, then a cancel looked for (both sequentially
-     * consistent, as cshs_call_cancel's flag and look in the other order):
-     * a cancel that missed the watch is seen here, one that saw it waits
-     * for the arm below and disarms it */
-    atomic_store(&call->watched, cn);
-    if (atomic_load(&call->cancel_wanted)) {
-        atomic_store(&call->watched, NULL);
-        cn->waiting = NULL;
-        call_fail(call, CSHS_CLIENT_E_CANCELED);
-        return 1;
-    }
-    /* last: from here the reactor's thread may run async_ready */
-    e = cshs__kept_arm(&cn->kw);
-    if (e < 0) {
-        cn->waiting = NULL;
-        atomic_store_explicit(&call->watched, NULL, memory_order_relaxed);
-    }
-    return e;
+    return watch_arm(call, r, EPOLLIN | EPOLLRDHUP, call->head_deadline_ms, async_ready);
 }
 
 int cshs_call_cancel(cshs_call *call)
@@ -3047,42 +3057,18 @@ static void send_ready(cshs_watch *w, uint32_t events)
     call->done(call->done_arg); /* last: it may free the call */
 }
 
-/* What the socket did not take waits for it on the reactor: 0 waiting,
- * 1 finished (failed, or sent after all when the reactor could not
- * watch the socket: the rest sent here, waiting). */
+/* What the socket did not take waits for it on the reactor (input too:
+ * an answer before the request's end): 0 waiting, 1 finished (cancelled,
+ * or the reactor could not watch the socket: the call fails with that
+ * error rather than wait for the socket on the reactor's thread). */
 static int send_wait(cshs_call *call)
 {
-    conn *cn = call->cn;
-    int e = cshs__kept_register(&cn->kw, call->rx, cn->fd);
-    if (e == 0) {
-        cn->waiting = call;
-        /* input too: an answer before the request's end */
-        cn->kw.w.events = EPOLLOUT | EPOLLIN | EPOLLRDHUP;
-        cn->kw.w.deadline_ms = now_ms() + call->send_ms;
-        cn->kw.w.ready = send_ready;
-        cn->kw.w.arg = cn;
-        /* as cshs_call_end_async: the watch published, then a cancel
-         * looked for */
-        atomic_store(&call->watched, cn);
-        if (atomic_load(&call->cancel_wanted)) {
-            atomic_store(&call->watched, NULL);
-            cn->waiting = NULL;
-            call->send_nowait = 0;
-            call_fail(call, CSHS_CLIENT_E_CANCELED);
-            return 1;
-        }
-        e = cshs__kept_arm(&cn->kw);
-        if (e == 0) return 0;
-        cn->waiting = NULL;
-        atomic_store_explicit(&call->watched, NULL, memory_order_relaxed);
-    }
+    int e = watch_arm(call, call->rx, EPOLLOUT | EPOLLIN | EPOLLRDHUP, now_ms() + call->send_ms,
+                      send_ready);
+    if (e == 0) return 0;
     call->send_nowait = 0;
-    e = send_rest(call);
-    if (e < 0) {
-        send_failed(call, e);
-        return 1;
-    }
-    return head_watch(call);
+    if (e < 0) send_failed(call, e);
+    return 1;
 }
 
 static int send_and_watch(cshs_call *call)
@@ -3412,31 +3398,12 @@ int cshs_call_wait_body(cshs_call *call, cshs_reactor *r, void (*done)(void *arg
     conn *cn = call->cn;
     /* bytes already read (or decrypted by OpenSSL) fire no event */
     if (cn->end > cn->start || (cn->ssl && SSL_has_pending(cn->ssl))) return 1;
-    int e = cshs__kept_register(&cn->kw, r, cn->fd);
-    if (e < 0) return e;
     call->rx = r;
     call->done = done;
     call->done_arg = arg;
     call->read_expired = 0;
-    cn->waiting = call;
-    cn->kw.w.events = (cn->io_wait == POLLOUT ? EPOLLOUT : EPOLLIN) | EPOLLRDHUP;
-    cn->kw.w.deadline_ms = now_ms() + call->read_ms;
-    cn->kw.w.ready = body_ready;
-    cn->kw.w.arg = cn;
-    /* as cshs_call_end_async: the watch published, then a cancel looked for */
-    atomic_store(&call->watched, cn);
-    if (atomic_load(&call->cancel_wanted)) {
-        atomic_store(&call->watched, NULL);
-        cn->waiting = NULL;
-        call_fail(call, CSHS_CLIENT_E_CANCELED);
-        return 1;
-    }
-    e = cshs__kept_arm(&cn->kw);
-    if (e < 0) {
-        cn->waiting = NULL;
-        atomic_store_explicit(&call->watched, NULL, memory_order_relaxed);
-    }
-    return e;
+    return watch_arm(call, r, (cn->io_wait == POLLOUT ? EPOLLOUT : EPOLLIN) | EPOLLRDHUP,
+                     now_ms() + call->read_ms, body_ready);
 }
 
 int cshs_call_read_all(cshs_call *call, size_t limit, const char **body, size_t *len)
