@@ -1025,11 +1025,45 @@ static void wake_opener(cshs_client *c, pool *p)
     }
 }
 
-/* A usable connection goes to the first waiter, or to the idle list. */
+/* How much longer than a waiter of a connection's own reactor the
+ * pool's first waiter may have waited and still be passed over for it
+ * (next_waiter), and how far down the queue such a waiter is looked
+ * for. */
+#define OWN_REACTOR_SLACK_US 2000
+#define OWN_REACTOR_LOOK 32
+
+/* The waiter a connection given back goes to: the first async waiter on
+ * the reactor the connection is registered with, if one is among the
+ * first OWN_REACTOR_LOOK and came at most OWN_REACTOR_SLACK_US after the
+ * pool's first waiter; else the first waiter. On its own reactor the
+ * connection stays where it is watched and the waiter's request is sent
+ * by the thread that runs that loop; handed to another loop it costs two
+ * epoll_ctl and a wakeup of that loop (in a proxy of two loops with a
+ * full pool, every second request). The slack is on the waiters' ages,
+ * not on a count of turns: while both loops' first waiters are about as
+ * old, connections stay on their loops; once one loop's have waited
+ * longer by the slack (a loop with fewer connections than its share), a
+ * connection crosses over, as strict first in, first out would have
+ * sent it. */
+static waiter *next_waiter(pool *p, const conn *cn)
+{
+    waiter *first = p->wq;
+    const cshs_reactor *rx = cn->kw.w.reg;
+    if (!rx || (first->call && first->call->rx == rx)) return first;
+    int looked = 1;
+    for (waiter *w = first->next; w && looked < OWN_REACTOR_LOOK; w = w->next, looked++) {
+        if (w->since_us - first->since_us > OWN_REACTOR_SLACK_US) break; /* the queue is in order */
+        if (w->call && w->call->rx == rx) return w;
+    }
+    return first;
+}
+
+/* A usable connection goes to a waiter (next_waiter), or to the idle
+ * list. */
 static void give(cshs_client *c, pool *p, conn *cn)
 {
     if (p->wq) {
-        waiter *w = p->wq;
+        waiter *w = next_waiter(p, cn);
         wq_remove(p, w);
         cn->state = C_BUSY;
         w->got = cn;

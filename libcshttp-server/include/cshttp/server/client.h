@@ -52,7 +52,11 @@
  * (idle, or in use: one given back would serve it) and no other connect is
  * in flight (its outcome is waited for). Requests wait first in, first
  * out, each until its acquire_timeout_ms; a connection given back goes
- * straight to the first waiter. A connection is closed instead of reused when it broke, when the
+ * straight to the first waiter, with one exception: a connection given
+ * back on an engine loop goes to the first waiter of that loop
+ * (cshs_client_send_async), if one is among the first 32 and came at
+ * most 2 ms after the first waiter: that saves moving the connection to
+ * the other loop and waking it. A connection is closed instead of reused when it broke, when the
  * origin said `Connection: close`, when the response ended with the
  * connection (no Content-Length, not chunked), when a response was not read
  * to its end, or once it is older than max_lifetime_ms; its replacement
