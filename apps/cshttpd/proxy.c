@@ -355,7 +355,9 @@ int proxy_streaming(void *arg, const char *head, const csh_message *msg)
     int v = proxy_route_of(arg, csh_span_ptr(head, msg->target), len, fwd, &r);
     if (fwd != stack) free(fwd);
     if (v == 0) return -1;
-    return v < 0 || !((const proxy *)arg)->request_buffering;
+    if (v < 0) return 1;
+    /* a body streamed to the origin is relayed on the loop (proxy_upload) */
+    return ((const proxy *)arg)->request_buffering ? 0 : CSHS_STREAM_ON_LOOP;
 }
 
 void proxy_tick(void *arg)
@@ -874,6 +876,7 @@ typedef struct waiting {
     cshs_deferred *d;
     const cshw_options *wo; /* the toolkit's (the server's, for its life) */
     relay *rl;              /* the answer's body on its way (in the request's arena) */
+    int early;              /* the origin answered before the client's whole body was sent */
 } waiting;
 
 static void origin_ready(void *arg);
@@ -1012,7 +1015,7 @@ static void answer_later(cshw_context *ctx, void *arg)
         cshs_call_free(wt->call);
         return;
     }
-    if (answer_head(ctx, wt->p, wt->o, wt->call, 0, e, wt->rl)) relay_on_loop(ctx, wt);
+    if (answer_head(ctx, wt->p, wt->o, wt->call, wt->early, e, wt->rl)) relay_on_loop(ctx, wt);
 }
 
 /* The origin's head is here, or the call failed: on the loop's thread, or
@@ -1040,6 +1043,7 @@ static int proxy_deferred(proxy *p, const proxy_route *r, proxy_origin *o, cshw_
     wt->r = r;
     wt->o = o;
     wt->retried = 0;
+    wt->early = 0;
     wt->rq = *rq; /* its strings and fields live in the request (arena, head) */
     wt->d = d;
     wt->wo = cshw_context_options(ctx);
@@ -1052,6 +1056,142 @@ static int proxy_deferred(proxy *p, const proxy_route *r, proxy_origin *o, cshw_
         proxy_origin_done(p, o, 0, mono_ms());
         fail(o, cshw_context_request(ctx), cshw_context_response(ctx), e, "connecting:");
         cshs_deferred_resume(d, NULL, NULL); /* the error page is all */
+    }
+    return 1;
+}
+
+/* A request whose body goes to the origin as it comes, on the loop
+ * (--proxy-request-buffering no): the body's pieces are read as the
+ * client sends them (cshs_deferred_on_body) and written as the origin
+ * takes them (cshs_call_write_async), one piece at a time, so that each
+ * side's pace holds the other back and no thread waits for either. Then
+ * the answer goes as any other (answer_later). In the request's arena. */
+typedef struct upload {
+    waiting wt;
+    size_t len; /* bytes of buf not taken by the origin yet (buf is the call's meanwhile) */
+    char buf[RELAY_BUF];
+} upload;
+
+static void upload_pump(cshw_context *ctx, void *arg);
+
+/* The request's head went, or a piece of its body, or the call failed:
+ * on the loop's thread, or on the thread that handed the call a
+ * connection. */
+static void upload_sent(void *arg)
+{
+    upload *up = arg;
+    cshs_deferred_resume(up->wt.d, upload_pump, up);
+}
+
+/* The origin answered before the body's end (2: a 413, a 401), or the
+ * call failed (< 0): that answer, or the error, goes to the client. */
+static void upload_answer(cshs_deferred *d, upload *up, int w)
+{
+    up->wt.early = w == 2;
+    cshs_deferred_resume(d, answer_later, &up->wt);
+}
+
+/* The body read and sent: the origin's answer is awaited on the loop. */
+static void upload_end(cshs_deferred *d, upload *up)
+{
+    waiting *wt = &up->wt;
+    int e = cshs_call_end_async(wt->call, cshs_deferred_reactor(d), origin_ready, wt);
+    if (e == 0) return; /* origin_ready resumes the request */
+    cshs_deferred_resume(d, answer_later, wt);
+}
+
+static void upload_pump(cshw_context *ctx, void *arg)
+{
+    upload *up = arg;
+    waiting *wt = &up->wt;
+    cshw_request *req = cshw_context_request(ctx);
+    cshs_deferred *d = cshs_defer(ctx);
+    if (!d) {
+        /* out of memory for the wait: the request is given up rather
+         * than waited for on the loop's thread */
+        proxy_origin_done(wt->p, wt->o, 0, mono_ms());
+        cshs_call_free(wt->call);
+        cshw_response_send_error(cshw_context_response(ctx), 502);
+        cshw_response_close_connection(cshw_context_response(ctx));
+        return;
+    }
+    wt->d = d;
+    cshs_deferred_on_abort(d, client_left, wt);
+    for (int turn = 0;; turn++) {
+        if (up->len == 0) {
+            /* a call that failed or was answered asks for no more of the
+             * body (a refused origin: no 100 Continue, nothing read) */
+            int w = cshs_call_write_async(wt->call, NULL, 0, upload_sent, up);
+            if (w != 0) {
+                upload_answer(d, up, w);
+                return;
+            }
+            if (turn == RELAY_TURNS) { /* the loop's other connections first */
+                cshs_deferred_resume(d, upload_pump, up);
+                return;
+            }
+            ssize_t n = cshw_request_read(req, up->buf, sizeof up->buf);
+            if (n == -EAGAIN) {
+                cshs_deferred_on_body(d, upload_pump, up);
+                return;
+            }
+            if (n == 0) {
+                upload_end(d, up);
+                return;
+            }
+            if (n < 0) {
+                /* the client's body failed: the toolkit answers it (400,
+                 * 408, 413, or nothing to a client that left) and closes;
+                 * the origin's connection is dropped with the unfinished
+                 * request */
+                proxy_origin_done(wt->p, wt->o, 0, mono_ms());
+                cshs_call_free(wt->call);
+                cshs_deferred_resume(d, NULL, NULL);
+                return;
+            }
+            up->len = (size_t)n;
+        }
+        int w = cshs_call_write_async(wt->call, up->buf, up->len, upload_sent, up);
+        if (w == 1) return; /* upload_sent resumes the request */
+        up->len = 0;
+        if (w != 0) {
+            upload_answer(d, up, w);
+            return;
+        }
+    }
+}
+
+/* Starts an upload (0 when the handler could not defer: the caller
+ * proxies it itself). The body is read once the request's head reached
+ * the origin, so that a client that sent Expect: 100-continue is told to
+ * go on only then. A streamed body is never sent twice: such a request
+ * is not retried on another origin. */
+static int proxy_upload(proxy *p, const proxy_route *r, proxy_origin *o, cshw_context *ctx,
+                        const cshs_client_request *rq)
+{
+    upload *up = cshw_arena_alloc(cshw_context_arena(ctx), sizeof *up);
+    cshs_deferred *d = up ? cshs_defer(ctx) : NULL;
+    if (!d) return 0;
+    waiting *wt = &up->wt;
+    memset(wt, 0, sizeof *wt);
+    wt->p = p;
+    wt->r = r;
+    wt->o = o;
+    wt->retried = 1;
+    wt->rq = *rq;
+    wt->rq.origin = o->url;
+    wt->d = d;
+    wt->wo = cshw_context_options(ctx);
+    up->len = 0;
+    cshs_deferred_on_abort(d, client_left, wt);
+    int e = cshs_client_send_async(p->client, &wt->rq, cshs_deferred_reactor(d), upload_sent, up,
+                                   &wt->call);
+    if (e < 0) {
+        proxy_origin_done(p, o, 0, mono_ms());
+        fail(o, cshw_context_request(ctx), cshw_context_response(ctx), e, "connecting:");
+        cshs_deferred_resume(d, NULL, NULL);
+    } else if (e == 1) {
+        upload_sent(up);
     }
     return 1;
 }
@@ -1102,6 +1242,7 @@ void proxy_serve(proxy *p, const proxy_route *r, cshw_context *ctx, const char *
      * on its loop's thread); else here. */
     int whole = rq.body_mode == CSHS_CLIENT_BODY_WHOLE || rq.body_mode == CSHS_CLIENT_BODY_FILE;
     if (whole && proxy_deferred(p, r, o, ctx, &rq)) return;
+    if (!whole && proxy_upload(p, r, o, ctx, &rq)) return;
     cshs_call *call = NULL;
     int e = cshs_client_begin(p->client, &rq, &call);
     if (e < 0 && r->norigins > 1 && proxy_never_sent(e)) {

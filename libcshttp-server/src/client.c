@@ -379,6 +379,15 @@ struct cshs_call {
      * of them in out_iov, the rest sent from the reactor */
     int send_nowait;
     struct iovec out_iov[2];
+    /* cshs_client_send_async with a streamed body (CSHS_CLIENT_BODY_LENGTH
+     * or _CHUNKED), written with cshs_call_write_async: `done` runs once
+     * the head is sent and after each write the socket did not take at
+     * once, until cshs_call_end_async ends the body (body_ended; then it
+     * runs for the head). `frame`: a chunk's size line, after the CRLF
+     * that closes the chunk before it (chunk_open), or the last chunk. */
+    int streamed, body_ended, chunk_open;
+    int head_out; /* a streamed body's head was sent: never sent again (retry_async) */
+    char frame[32];
     /* CSHS_CLIENT_BODY_FILE: what is left of the file to send after the
      * head, and over TLS the piece of it being written (fchunk, read at
      * file_off before; freed by call_destroy) */
@@ -2677,10 +2686,14 @@ static void async_ready(cshs_watch *w, uint32_t events)
     call->done(call->done_arg);    /* last: it may free the call */
 }
 
+static int stream_end(cshs_call *call, cshs_reactor *r, void (*done)(void *arg), void *arg);
+
 int cshs_call_end_async(cshs_call *call, cshs_reactor *r, void (*done)(void *arg), void *arg)
 {
     if (!call || !r || !done) return -EINVAL;
     if (call->state == K_FAILED || call->state == K_BODY_IN || call->state == K_DONE) return 1;
+    if (call->state == K_BODY_OUT && call->streamed && !call->body_ended)
+        return stream_end(call, r, done, arg);
     if (call->state != K_HEAD_WAIT) return -EINVAL;
     conn *cn = call->cn;
     /* bytes already read (or decrypted by OpenSSL) fire no event */
@@ -3082,7 +3095,13 @@ static void send_ready(cshs_watch *w, uint32_t events)
         if (e == -EAGAIN && send_wait(call) == 0) return;
         if (e != -EAGAIN) call->send_nowait = 0;
         if (e == 0) {
-            if (head_watch(call) == 0) return;
+            /* a streamed body's piece or head sent: its writer goes on */
+            if (call->streamed && !call->body_ended) {
+                call->head_out = 1;
+                call->send_nowait = 1;
+            } else if (head_watch(call) == 0) {
+                return;
+            }
         } else if (e != -EAGAIN) {
             send_failed(call, e);
         }
@@ -3131,6 +3150,98 @@ static int send_and_watch(cshs_call *call)
         send_failed(call, e);
     }
     if (e < 0) return 1;
+    if (call->streamed) {
+        call->head_out = 1;
+        call->send_nowait = 1;
+        return 1; /* the head is out: the body is its caller's to write */
+    }
+    return head_watch(call);
+}
+
+/* Sends what is in out_iov from the reactor's thread without waiting,
+ * for cshs_call_write_async and cshs_call_end_async: 0 all of it, 1 the
+ * rest waits for the socket (send_ready), or 2 the origin answered before
+ * the end of the body, or the error that failed the call. */
+static int stream_send(cshs_call *call)
+{
+    int e = send_rest(call);
+    if (e == -EAGAIN) return send_wait(call) == 0 ? 1 : call->err;
+    if (e < 0 && is_closed_errno(e) && send_met_answer(call) == 1) return 2;
+    if (e < 0) {
+        if (call->state != K_FAILED) send_failed(call, e);
+        call->retryable = 0; /* body bytes may have gone: never sent twice */
+        return call->err;
+    }
+    return 0;
+}
+
+/* Where a streamed body's call stands for its writer: -1 when it may
+ * write, or what cshs_call_write_async returns instead. */
+static int stream_state(cshs_call *call)
+{
+    if (call->early || call->state == K_BODY_IN || call->state == K_DONE) return 2;
+    if (call->state == K_FAILED) return call->err;
+    if (!call->streamed || call->body_ended || call->state != K_BODY_OUT) return -EINVAL;
+    if (atomic_load(&call->cancel_wanted)) return call_fail(call, CSHS_CLIENT_E_CANCELED);
+    return -1;
+}
+
+int cshs_call_write_async(cshs_call *call, const void *data, size_t len, void (*drained)(void *arg),
+                          void *arg)
+{
+    if (!call || !drained || (len && !data)) return -EINVAL;
+    if (!cshs__on_reactor(call->rx)) return -EINVAL;
+    int st = stream_state(call);
+    if (st != -1) return st;
+    if (len == 0) return 0;
+    call->out_iov[0].iov_base = call->frame;
+    call->out_iov[0].iov_len = 0;
+    if (call->mode == CSHS_CLIENT_BODY_LENGTH) {
+        if ((uint64_t)len > call->body_left) return call_fail(call, -EINVAL);
+        call->body_left -= len;
+    } else {
+        int k = snprintf(call->frame, sizeof call->frame, "%s%zx\r\n",
+                         call->chunk_open ? "\r\n" : "", len);
+        call->out_iov[0].iov_len = (size_t)k;
+        call->chunk_open = 1;
+    }
+    call->out_iov[1].iov_base = (void *)(uintptr_t)data;
+    call->out_iov[1].iov_len = len;
+    call->file_left = 0;
+    call->done = drained;
+    call->done_arg = arg;
+    return stream_send(call);
+}
+
+/* cshs_call_end_async for a streamed body: its end (the last chunk, or
+ * a check that every byte of its length was written) is sent without
+ * waiting, then its head awaited; what the socket does not take is sent
+ * from the reactor (send_ready), which then awaits the head. */
+static int stream_end(cshs_call *call, cshs_reactor *r, void (*done)(void *arg), void *arg)
+{
+    if (r != call->rx || !cshs__on_reactor(r)) return -EINVAL;
+    int st = stream_state(call);
+    if (st != -1) return 1;
+    call->body_ended = 1;
+    if (call->mode == CSHS_CLIENT_BODY_LENGTH && call->body_left) {
+        call_fail(call, -EINVAL); /* fewer bytes than its length: the connection closes */
+        return 1;
+    }
+    call->out_iov[0].iov_base = call->frame;
+    call->out_iov[0].iov_len = 0;
+    call->out_iov[1].iov_len = 0;
+    if (call->mode == CSHS_CLIENT_BODY_CHUNKED) {
+        int k = snprintf(call->frame, sizeof call->frame, "%s0\r\n\r\n",
+                         call->chunk_open ? "\r\n" : "");
+        call->out_iov[0].iov_len = (size_t)k;
+    }
+    call->file_left = 0;
+    call->done = done;
+    call->done_arg = arg;
+    int e = stream_send(call);
+    if (e == 1) return 0; /* send_ready awaits the head */
+    if (e != 0) return 1; /* answered early, or failed */
+    call->send_nowait = 0;
     return head_watch(call);
 }
 
@@ -3159,6 +3270,7 @@ static void enqueue_async(cshs_client *c, pool *p, waiter *w)
 static int retry_async(cshs_call *call)
 {
     if (call->state != K_FAILED || !call->rx || !may_retry(call, 0)) return 0;
+    if (call->head_out) return 0; /* a streamed body went, or may have */
     cshs_client *c = call->c;
     pool *p = call->p;
     free(call->again); /* the head is built again from the request */
@@ -3237,13 +3349,13 @@ int cshs_client_send_async(cshs_client *c, const cshs_client_request *r, cshs_re
     if (!c || !r || !rx || !done) return -EINVAL;
     cshs_client_request rq = request_defaults; /* the caller's, read by its size */
     if (csh__sized_copy(&rq, sizeof rq, r, CSHS_CLIENT_REQUEST_SIZE_0_3) < 0) return -EINVAL;
-    if (rq.body_mode != CSHS_CLIENT_BODY_WHOLE && rq.body_mode != CSHS_CLIENT_BODY_FILE)
-        return -EINVAL;
     cshs_call *call;
     int e = call_new(c, &rq, 1, &call);
     if (e < 0) return e;
     call->rq = rq;
     call->rx = rx;
+    call->streamed =
+        rq.body_mode == CSHS_CLIENT_BODY_LENGTH || rq.body_mode == CSHS_CLIENT_BODY_CHUNKED;
     call->done = done;
     call->done_arg = arg;
     *out = call; /* before another thread may run done */

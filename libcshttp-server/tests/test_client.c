@@ -85,6 +85,8 @@ enum {
     M_TWO_PARTS,     /* a Content-Length body: the head and TWO_FIRST in one send, TWO_REST
                         once the test releases it (origin_release) */
     M_TWO_CHUNKS,    /* the same chunked: one chunk of both parts, cut after TWO_FIRST */
+    M_READ_LATER,    /* M_ECHO, each request read only once the test releases it
+                        (origin_release): the client's writes meet a full socket */
 };
 
 #define STRAY_ANSWER "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nstray"
@@ -371,6 +373,7 @@ static void *conn_main(void *arg)
             }
             if (fin) break;
         }
+        if (mode == M_READ_LATER && !wait_release(o)) break;
         if (read_request(p, &r) < 0) break;
         wait_hold(o);
         if (mode == M_CLOSE_FIRST || (mode == M_CLOSE_SECOND && count == 1)) break;
@@ -3178,6 +3181,196 @@ static void test_burst_opens_on_the_loop(void **state)
     origin_free(og);
 }
 
+/* ---- a streamed body written on the loop (cshs_call_write_async) ---- */
+
+#define STREAM_BODY (16u << 20) /* more than loopback's socket buffers hold */
+#define STREAM_PIECE 16384u
+
+static struct {
+    char origin[64];       /* M_READ_LATER */
+    char early_origin[64]; /* M_EARLY_HOLD */
+    const char *data;      /* STREAM_BODY bytes */
+    atomic_int pendings;   /* writes that returned 1 (drained followed) */
+    atomic_int off_loop;   /* cshs_call_write_async off the loop: its -EINVAL */
+} stream_body;
+
+typedef struct stream_up {
+    cshs_call *call;
+    cshs_deferred *d;
+    size_t sent, total; /* body bytes written, and to write */
+    int early;          /* a write said 2 */
+    int write_err;      /* a write's error */
+} stream_up;
+
+static void stream_write(cshw_context *ctx, void *arg);
+
+/* The head is out, or a piece went, or the call failed. */
+static void stream_sent(void *arg)
+{
+    stream_up *up = arg;
+    cshs_deferred_resume(up->d, stream_write, up);
+}
+
+/* The answer, checked on a job (a 16 MiB echo is read waiting). */
+static void stream_answer(cshw_context *ctx, void *arg)
+{
+    stream_up *up = arg;
+    cshw_response *res = cshw_context_response(ctx);
+    if (cshs_call_write_async(up->call, "x", 1, stream_sent, up) == -EINVAL)
+        atomic_fetch_add(&stream_body.off_loop, 1);
+    int r = cshs_call_end(up->call);
+    const char *body = NULL;
+    size_t len = 0;
+    if (r == 0) r = cshs_call_read_all(up->call, STREAM_BODY, &body, &len);
+    if (r < 0)
+        cshw_response_printf(res, "failed %d (write %d)", r, up->write_err);
+    else if (up->early)
+        cshw_response_printf(res, "answered %d early", cshs_call_status(up->call));
+    else if (len != up->total || memcmp(body, stream_body.data, len) != 0)
+        cshw_response_printf(res, "not the bytes written (%zu)", len);
+    else
+        cshw_response_printf(res, "echoed %zu bytes", len);
+    cshs_call_free(up->call);
+}
+
+static void stream_head(void *arg)
+{
+    stream_up *up = arg;
+    cshs_deferred_run(up->d, stream_answer, up);
+}
+
+/* Writes the body piece by piece on the loop, then ends it. */
+static void stream_write(cshw_context *ctx, void *arg)
+{
+    stream_up *up = arg;
+    up->d = cshs_defer(ctx);
+    assert_non_null(up->d);
+    cshs_reactor *rx = cshs_deferred_reactor(up->d);
+    while (up->sent < up->total) {
+        size_t n = up->total - up->sent < STREAM_PIECE ? up->total - up->sent : STREAM_PIECE;
+        int w = cshs_call_write_async(up->call, stream_body.data + up->sent, n, stream_sent, up);
+        if (w == 0 || w == 1) up->sent += n;
+        if (w == 1) {
+            atomic_fetch_add(&stream_body.pendings, 1);
+            return;
+        }
+        if (w == 0) continue;
+        if (w == 2)
+            up->early = 1;
+        else
+            up->write_err = w;
+        break;
+    }
+    if (cshs_call_end_async(up->call, rx, stream_head, up) != 0)
+        cshs_deferred_run(up->d, stream_answer, up);
+}
+
+/* /sl: Content-Length; /sc: chunked; /ss: a length of 2,000 with 1,000
+ * written; /se: to the origin that answers 413 at the head. */
+static void stream_handler(cshw_context *ctx)
+{
+    const char *path = cshw_request_path(cshw_context_request(ctx));
+    stream_up *up = cshw_arena_alloc(cshw_context_arena(ctx), sizeof *up);
+    memset(up, 0, sizeof *up);
+    up->d = cshs_defer(ctx);
+    assert_non_null(up->d);
+    cshs_client_request rq;
+    cshs_client_request_init(&rq);
+    rq.origin = path[2] == 'e' ? stream_body.early_origin : stream_body.origin;
+    rq.method = "POST";
+    rq.target = path;
+    rq.body_mode = path[2] == 'c' ? CSHS_CLIENT_BODY_CHUNKED : CSHS_CLIENT_BODY_LENGTH;
+    rq.content_length = path[2] == 's' ? 2000 : STREAM_BODY;
+    up->total = path[2] == 's' ? 1000 : STREAM_BODY;
+    int r = cshs_client_send_async(handler_client, &rq, cshs_deferred_reactor(up->d), stream_sent,
+                                   up, &up->call);
+    assert_true(r >= 0);
+    if (r == 1) cshs_deferred_resume(up->d, stream_write, up);
+}
+
+typedef struct stream_asker {
+    unsigned port;
+    const char *path;
+    int status;
+    char body[256];
+} stream_asker;
+
+static void *stream_asker_main(void *arg)
+{
+    stream_asker *a = arg;
+    a->status = ask_server(a->port, a->path, a->body, sizeof a->body);
+    return NULL;
+}
+
+/* Asks `path` of the server while its origin reads nothing until a write
+ * found the socket full; then lets the origin read. */
+static void ask_streamed(origin *og, unsigned port, const char *path, stream_asker *a)
+{
+    *a = (stream_asker){.port = port, .path = path};
+    int before = atomic_load(&stream_body.pendings);
+    pthread_t t;
+    pthread_create(&t, NULL, stream_asker_main, a);
+    for (int i = 0; i < 5000 && atomic_load(&stream_body.pendings) == before; i++) sleep_ms(2);
+    assert_true(atomic_load(&stream_body.pendings) > before);
+    origin_release(og);
+    pthread_join(t, NULL);
+}
+
+/* client.h, "A streamed body on the reactor": 16 MiB written on the loop
+ * with Content-Length and chunked, plain and over TLS, to an origin that
+ * reads nothing at first: a write finds the socket full (1), drained
+ * resumes the writer, the echo comes back byte for byte, on one
+ * connection. A body short of its length fails at its end (-EINVAL), and
+ * a write off the loop is refused; an origin that answers 413 at the head
+ * and reads no more: a write says 2 and the call ends with that answer
+ * (RFC 9110 §15.5.14, RFC 9112 §9.5). */
+static void test_streamed_body_on_the_loop(void **state)
+{
+    (void)state;
+    char *data = pattern(STREAM_BODY, 29);
+    stream_body.data = data;
+    SSL_CTX *ctx = tls_origin_ctx();
+    for (int tls = 0; tls < 2; tls++) {
+        origin *og = origin_new_on(0, tls ? ctx : NULL);
+        for (int i = 0; i < 16; i++) og->modes[i] = M_READ_LATER;
+        origin_start(og);
+        origin_url(og, stream_body.origin, sizeof stream_body.origin);
+        origin *early = origin_new_on(0, tls ? ctx : NULL);
+        early->modes[0] = M_EARLY_HOLD;
+        origin_start(early);
+        origin_url(early, stream_body.early_origin, sizeof stream_body.early_origin);
+        cshs_client_options o;
+        cshs_client_options_init(&o);
+        o.tick_thread = 0;
+        o.tls_insecure = tls;
+        handler_client = cshs_client_new(&o);
+        atomic_store(&stream_body.off_loop, 0);
+        cshs_server *srv = handler_server(stream_handler, 1);
+        unsigned port = cshs_server_port(srv, 0);
+        stream_asker a;
+        ask_streamed(og, port, "/sl", &a);
+        assert_int_equal(a.status, 200);
+        assert_string_equal(a.body, "echoed 16777216 bytes");
+        ask_streamed(og, port, "/sc", &a);
+        assert_int_equal(a.status, 200);
+        assert_string_equal(a.body, "echoed 16777216 bytes");
+        assert_int_equal(stats_of(handler_client).opens, 1);
+        char body[256];
+        assert_int_equal(ask_server(port, "/ss", body, sizeof body), 200);
+        assert_string_equal(body, "failed -22 (write 0)");
+        assert_int_equal(ask_server(port, "/se", body, sizeof body), 200);
+        assert_string_equal(body, "answered 413 early");
+        assert_int_equal(atomic_load(&stream_body.off_loop), 4);
+        cshs_server_free(srv);
+        cshs_client_free(handler_client);
+        origin_free(og);
+        origin_free(early);
+    }
+    SSL_CTX_free(ctx);
+    unlink(cert_path);
+    free(data);
+}
+
 /* ---- a file body sent from the loop (CSHS_CLIENT_BODY_FILE, async) ---- */
 
 static struct {
@@ -3962,6 +4155,7 @@ int main(void)
         cmocka_unit_test(test_idle_connection_seen_on_the_loop),
         cmocka_unit_test(test_retry_on_the_loop),
         cmocka_unit_test(test_body_from_a_file_on_the_loop),
+        cmocka_unit_test(test_streamed_body_on_the_loop),
         cmocka_unit_test(test_body_awaited_on_the_loop),
         cmocka_unit_test(test_malformed_and_timeouts),
         cmocka_unit_test(test_threads),

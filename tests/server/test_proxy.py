@@ -519,8 +519,9 @@ def t_upload_1mib(tmp):
                     assert h.get("content-length") == str(1 << 20) and \
                         "transfer-encoding" not in h, o.requests[-1]
                 st = status(px)
-                # read whole: no thread held for either (deferred, never a job)
-                assert buffering == "no" or (st["offloaded"] == 0 and st["deferred"] >= 2), st
+                # no thread held for either, read whole or streamed
+                # (deferred, never a job)
+                assert st["offloaded"] == 0 and st["deferred"] >= 2, st
             assert o.connections == (1 if buffering == "yes" else 2), o.connections
     finally:
         o.close()
@@ -546,6 +547,63 @@ def t_streamed_upload(tmp):
             st, _, body, _ = T.read_response(T.Sock(s))
             s.close()
             assert st == 200 and body == data, (st, len(body))
+    finally:
+        o.close()
+
+
+@test("cshttpd")
+def t_streamed_uploads_hold_no_thread(tmp):
+    """Streamed uploads (--proxy-request-buffering no) are relayed on the
+    loop, holding no thread: with --max-threads 4, 32 clients each send a
+    head and half their body and stop; the origin gets all 32 heads while
+    every body is unfinished (one thread per upload would let 4 through
+    and queue the rest), the process stays within its threads, and then
+    each body goes byte for byte. No upload ran as a job."""
+    o = Origin()
+    try:
+        with proxy(tmp, "/up=" + o.url(), extra=("--proxy-request-buffering", "no",
+                                                  "--max-threads", "4", "--loops", "1",
+                                                  "--threads", "2",
+                                                  "--proxy-pool-size", "64")) as px:
+            n = 32
+            data = [os.urandom(100000 + 1000 * k) for k in range(n)]
+            socks = []
+            for k in range(n):
+                s = socket.create_connection(("127.0.0.1", px.port), timeout=30)
+                s.sendall(b"POST /up/echo?k=%d HTTP/1.1\r\nHost: a\r\nContent-Length: %d\r\n\r\n"
+                          % (k, len(data[k])) + data[k][:50000])
+                socks.append(s)
+            deadline = time.time() + 20
+            while time.time() < deadline and \
+                    sum(1 for h in list(o.heads) if h.startswith("/up/echo?k=")) < n:
+                time.sleep(0.02)
+            got = sum(1 for h in list(o.heads) if h.startswith("/up/echo?k="))
+            assert got == n, "the origin has %d of %d heads while the bodies wait" % (got, n)
+            assert threads_of(px.proc.pid) <= 4 + 2, threads_of(px.proc.pid)
+            for k, s in enumerate(socks):
+                s.sendall(data[k][50000:])
+            for k, s in enumerate(socks):
+                st, _, body, _ = T.read_response(T.Sock(s))
+                s.close()
+                assert st == 200 and body == data[k], (k, st, len(body))
+            st = status(px)
+            assert st["offloaded"] == 0 and st["deferred"] >= n, st
+            # clients that leave halfway: their requests to the origin are
+            # given up, the pooled connections closed, none held
+            for k in range(8):
+                s = socket.create_connection(("127.0.0.1", px.port), timeout=30)
+                s.sendall(b"POST /up/echo?gone=%d HTTP/1.1\r\nHost: a\r\n"
+                          b"Content-Length: 100000\r\n\r\n" % k + b"z" * 50000)
+                socks.append(s)
+            deadline = time.time() + 20
+            while time.time() < deadline and \
+                    sum(1 for h in list(o.heads) if "gone=" in h) < 8:
+                time.sleep(0.02)
+            for s in socks[n:]:
+                s.close()
+            pool = lambda: status(px)["proxy"][0]
+            wait_until("the uploads given up", lambda: pool()["open"] == pool()["idle"], 20)
+            assert not any("gone=" in r["target"] for r in o.requests), o.requests[-1]
     finally:
         o.close()
 

@@ -507,12 +507,15 @@ CSHS_EXPORT int cshs_call_end(cshs_call *call);
  * the call failed): call cshs_call_end now; done is not called. -EINVAL
  * for a call in another state or a NULL argument; -errno when the
  * reactor could not watch the socket: cshs_call_end then waits in the
- * calling thread. */
+ * calling thread. For a streamed body of cshs_client_send_async (0.4.3,
+ * below) it ends the body first (the last chunk; a LENGTH body short of
+ * its length fails the call with -EINVAL), sent from the reactor as the
+ * socket takes it, on `r` (the call's own) and its thread only. */
 CSHS_EXPORT int cshs_call_end_async(cshs_call *call, cshs_reactor *r, void (*done)(void *arg),
                                     void *arg);
 
-/* Sends a request whose body (if any) is whole (CSHS_CLIENT_BODY_WHOLE;
- * -EINVAL for another body_mode) and waits for the response head on the
+/* Sends a request whose body (if any) is whole (CSHS_CLIENT_BODY_WHOLE or
+ * _FILE; streamed ones below) and waits for the response head on the
  * reactor `r`, holding no thread from start to end (0.3.2): not while it
  * waits for the head (as cshs_call_end_async), and not while it waits for
  * a connection either. With one idle, the request is sent from here. With
@@ -551,6 +554,39 @@ CSHS_EXPORT int cshs_call_end_async(cshs_call *call, cshs_reactor *r, void (*don
 CSHS_EXPORT int cshs_client_send_async(cshs_client *c, const cshs_client_request *r,
                                        cshs_reactor *rx, void (*done)(void *arg), void *arg,
                                        cshs_call **out);
+
+/* A streamed body on the reactor (0.4.3): a request of
+ * cshs_client_send_async whose body_mode is CSHS_CLIENT_BODY_LENGTH or
+ * CSHS_CLIENT_BODY_CHUNKED. Everything above holds, but done (or the
+ * return of 1) comes once the request's head is sent, not with the
+ * response: the caller then writes the body with cshs_call_write_async,
+ * on rx's thread, piece by piece as it has them, and ends it with
+ * cshs_call_end_async(call, rx, ...), whose done comes with the response
+ * head. No thread waits at any point: a piece the socket does not take
+ * at once is sent from the reactor, and `drained` says when to write the
+ * next one. The retry rule holds until the head is out; once it is, the
+ * request is never sent again.
+ *
+ * cshs_call_write_async sends `len` bytes of the body from `data` (for
+ * CHUNKED each write with len > 0 is one chunk; for LENGTH more than
+ * content_length bytes in all fails the call with -EINVAL; len 0 sends
+ * nothing and says where the call stands: 0, 2 or its error):
+ * - 0: the socket took them all; write more now;
+ * - 1: some wait for the socket: `data` must stay as it is until
+ *   drained(arg) runs, once, on rx's thread, when they went, or the call
+ *   failed (send_timeout_ms, the origin's close, cshs_call_cancel), or the
+ *   origin answered; then write again (the next write says which);
+ * - 2: the origin answered before the body was all sent (as
+ *   cshs_call_write's 1): nothing more is sent; cshs_call_end_async
+ *   returns 1 and cshs_call_end gives that response; the connection is
+ *   closed after it;
+ * - < 0: the call failed with that error (cshs_call_end returns it), or
+ *   -EINVAL for a call that is not such a call, off rx's thread, or after
+ *   its end.
+ * A request whose body is cut short (its own client's body failed) is
+ * given up with cshs_call_free: its connection is closed. */
+CSHS_EXPORT int cshs_call_write_async(cshs_call *call, const void *data, size_t len,
+                                      void (*drained)(void *arg), void *arg);
 
 /* The call's connection stops counting toward its pool's size (0.4.1):
  * the pool may open another for the requests that wait, and this one is
