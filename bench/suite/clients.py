@@ -36,10 +36,12 @@ def measured(server, cmd, timeout, parse):
         res.update(status="crashed", note="server not running: " + server.log_tail())
         return res
     c0 = proc.cpu_seconds(server.pid)
+    s0 = proc.context_switches(server.pid)
     t0 = time.monotonic()
     rc, out, err = _run(cmd, timeout)
     wall = time.monotonic() - t0
     c1 = proc.cpu_seconds(server.pid)
+    s1 = proc.context_switches(server.pid)
     res["wall_s"] = wall
     try:
         res.update(parse(out, res))
@@ -54,6 +56,8 @@ def measured(server, cmd, timeout, parse):
         return res
     if c0 is not None and c1 is not None and res.get("requests"):
         res["cpu_us"] = (c1 - c0) * 1e6 / res["requests"]
+    if s0 is not None and s1 is not None and res.get("requests"):
+        res["cs_per_req"] = (s1 - s0) / res["requests"]
     if res.get("parse_error"):
         res.update(status="failed", note="exit %s; %s; %s" % (
             rc, res["parse_error"], (err.strip() or out.strip())[-200:]))

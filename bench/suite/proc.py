@@ -55,6 +55,30 @@ def cpu_seconds(pid):
     return total / TICKS if found else None
 
 
+def context_switches(pid):
+    """Voluntary and involuntary context switches of pid and its
+    descendants, every thread (/proc/PID/task/*/status); None when pid is
+    gone. A thread that ended meanwhile takes its count with it."""
+    total = 0
+    found = False
+    for p in descendants(pid):
+        try:
+            tasks = os.listdir("/proc/%d/task" % p)
+        except OSError:
+            continue
+        for t in tasks:
+            try:
+                with open("/proc/%d/task/%s/status" % (p, t)) as f:
+                    for line in f:
+                        if line.startswith(("voluntary_ctxt_switches:",
+                                            "nonvoluntary_ctxt_switches:")):
+                            total += int(line.split()[1])
+                            found = True
+            except (OSError, ValueError):
+                continue
+    return total if found else None
+
+
 def rss_bytes(pid):
     """VmRSS of pid and its descendants (each process counted whole: pages
     nginx's master and workers share are counted in each)."""

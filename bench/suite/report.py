@@ -11,7 +11,7 @@ import subprocess
 from . import tls, w6
 
 CSV_FIELDS = ["workload", "variant", "server", "round", "tool", "status", "connections", "rps",
-              "requests", "p50_ms", "p99_ms", "mbps", "cpu_us", "errors", "failed", "non_2xx",
+              "requests", "p50_ms", "p99_ms", "mbps", "cpu_us", "cs_per_req", "errors", "failed", "non_2xx",
               "keepalive_reqs", "idle_held", "idle_answered", "rss_0", "rss_1500", "rss_10000",
               "held_1500", "held_10000", "threads_0", "threads_1500", "threads_10000",
               "bytes_per_conn", "wall_s", "tls", "note", "cmd"]

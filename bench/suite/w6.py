@@ -165,6 +165,11 @@ def _start(suite, s):
     return why
 
 
+def _median(xs):
+    xs = sorted(xs)
+    return xs[len(xs) // 2] if len(xs) % 2 else (xs[len(xs) // 2 - 1] + xs[len(xs) // 2]) / 2
+
+
 def run(suite, rnd):
     a = (suite.paths, suite.tmp, servers.make_root(suite.tmp), suite.fd_limit)
     origin = Origin(*a)
@@ -330,7 +335,12 @@ def markdown(t, add):
         diffs = sorted(small[k] - large[k] for k in small if k in large)
         if diffs:
             add("- %s: %+.2f µs a request (rounds: %s)" % (
-                n, diffs[len(diffs) // 2] if len(diffs) % 2 else
-                (diffs[len(diffs) // 2 - 1] + diffs[len(diffs) // 2]) / 2,
-                ", ".join("%+.2f" % d for d in diffs)))
+                n, _median(diffs), ", ".join("%+.2f" % d for d in diffs)))
+        cs = {v: [float(r["cs_per_req"]) for r in t.runs("W6", v, n, "cshttp-load")
+                  if r.get("cs_per_req") is not None and r["status"] == "ok"]
+              for v in ("pool8", "pool-large")}
+        if cs["pool8"] and cs["pool-large"]:
+            add("  context switches of its threads a request: pool8 %.3f, pool-large %.3f "
+                "(medians)" % (_median(sorted(cs["pool8"])), _median(sorted(cs["pool-large"]))))
     add("")
+
