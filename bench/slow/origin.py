@@ -8,8 +8,11 @@ whose answers are chunked, all at once, each on its own connection; one
 second later, 20 fresh connections ask one after another for a 7-byte
 static file. Reported: exchanges answered 200 with their body, the
 probes' median and slowest answer, and the proxy's threads at most (its
-process; nginx: its worker's). Rounds are interleaved; medians of the
-rounds.
+process; nginx: its worker's). Each proxy runs twice: reading a request's
+body whole before it goes to the origin (the default of both), and
+passing it on as it comes (-stream: cshttpd's --proxy-request-buffering
+no, nginx's proxy_request_buffering off). Rounds are interleaved; medians
+of the rounds.
 
     bench/slow/origin.py --cshttpd build-release/apps/cshttpd [--rounds 3]
 
@@ -152,12 +155,13 @@ def one_run(port, pid):
     return ok, times, most[0]
 
 
-def start_cshttpd(binary, root, origin_port):
+def start_cshttpd(binary, root, origin_port, stream):
     port = free_port()
     p = subprocess.Popen([binary, "--port", str(port), "--root", root, "--loops", "1",
                           "--proxy", "/o/=http://127.0.0.1:%d" % origin_port,
                           "--proxy-pool-size", "1024", "--proxy-acquire-timeout-ms", "20000",
-                          "--max-connections", "20000"],
+                          "--max-connections", "20000",
+                          "--proxy-request-buffering", "no" if stream else "yes"],
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     wait_port(port, p)
     return p, port, p.pid
@@ -178,18 +182,19 @@ http {{
     listen 127.0.0.1:{port};
     root {root};
     location /o/ {{ proxy_pass http://o; proxy_http_version 1.1;
-                   proxy_set_header Connection ""; proxy_read_timeout 60s; }}
+                   proxy_set_header Connection ""; proxy_read_timeout 60s;
+                   proxy_request_buffering {buffering}; }}
   }}
 }}
 """
 
 
-def start_nginx(tmp, root, origin_port):
+def start_nginx(tmp, root, origin_port, stream):
     d = tempfile.mkdtemp(dir=tmp)
     port = free_port()
     with open(os.path.join(d, "nginx.conf"), "w") as f:
         f.write(NGINX.format(user="user root;" if os.geteuid() == 0 else "", d=d, port=port,
-                             root=root, origin=origin_port))
+                             root=root, origin=origin_port, buffering="off" if stream else "on"))
     p = subprocess.Popen(["/usr/sbin/nginx", "-p", d, "-c", os.path.join(d, "nginx.conf"),
                           "-g", "daemon off;"], stdout=subprocess.DEVNULL,
                          stderr=subprocess.PIPE)
@@ -218,22 +223,23 @@ def main():
     with open(os.path.join(root, "small.txt"), "w") as f:
         f.write("static\n")
     origin = Origin()
-    results = {"cshttpd-1": [], "nginx-1": []}
+    results = {"cshttpd-1": [], "nginx-1": [], "cshttpd-1-stream": [], "nginx-1-stream": []}
     try:
         for rnd in range(a.rounds):
             order = list(results) if rnd % 2 == 0 else list(reversed(results))
             for name in order:
-                if name == "cshttpd-1":
-                    p, port, pid = start_cshttpd(a.cshttpd, root, origin.port)
+                stream = name.endswith("-stream")
+                if name.startswith("cshttpd"):
+                    p, port, pid = start_cshttpd(a.cshttpd, root, origin.port, stream)
                 else:
-                    p, port, pid = start_nginx(tmp, root, origin.port)
+                    p, port, pid = start_nginx(tmp, root, origin.port, stream)
                 try:
                     ok, times, threads = one_run(port, pid)
                 finally:
                     p.terminate()
                     p.wait(20)
                 results[name].append((ok, times, threads))
-                print("round %d %-9s answered %d/%d, probes median %.1f ms, slowest %.1f ms, "
+                print("round %d %-16s answered %d/%d, probes median %.1f ms, slowest %.1f ms, "
                       "threads at most %d" % (rnd + 1, name, ok, POSTS + GETS,
                                               statistics.median(times) * 1e3,
                                               max(times) * 1e3, threads), flush=True)
