@@ -1069,6 +1069,8 @@ static int proxy_deferred(proxy *p, const proxy_route *r, proxy_origin *o, cshw_
 typedef struct upload {
     waiting wt;
     size_t len; /* bytes of buf not taken by the origin yet (buf is the call's meanwhile) */
+    int read;   /* a byte of the body was read: it can go nowhere else */
+    int moved;  /* sent to another origin once already */
     char buf[RELAY_BUF];
 } upload;
 
@@ -1089,6 +1091,38 @@ static void upload_answer(cshs_deferred *d, upload *up, int w)
 {
     up->wt.early = w == 2;
     cshs_deferred_resume(d, answer_later, &up->wt);
+}
+
+/* An origin that was never reached, before a byte of the body was read:
+ * the request goes to another origin of its route, once, as any request
+ * that never reached its origin does (nginx's proxy_next_upstream). 1
+ * when it went; 0 when it may not. */
+static int upload_elsewhere(cshw_context *ctx, cshs_deferred *d, upload *up, int e)
+{
+    waiting *wt = &up->wt;
+    if (up->read || up->moved || wt->r->norigins < 2 || !proxy_never_sent(e)) return 0;
+    int64_t now = mono_ms();
+    proxy_origin *failed = wt->o;
+    proxy_origin_done(wt->p, failed, 1, now);
+    atomic_fetch_add_explicit(&failed->retried, 1, memory_order_relaxed);
+    error_log_printf(LOG_WARN, "proxy %s %s -> %s: %s (%s); sent to another origin",
+                     wt->rq.method, wt->rq.target, failed->url, cshs_client_error_message(e),
+                     cshs_client_error_name(e));
+    cshs_call_free(wt->call);
+    wt->call = NULL;
+    up->moved = 1;
+    wt->o = proxy_pick(wt->p, wt->r, failed, now);
+    wt->rq.origin = wt->o->url;
+    int r = cshs_client_send_async(wt->p->client, &wt->rq, cshs_deferred_reactor(d), upload_sent,
+                                   up, &wt->call);
+    if (r < 0) {
+        proxy_origin_done(wt->p, wt->o, 0, mono_ms());
+        fail(wt->o, cshw_context_request(ctx), cshw_context_response(ctx), r, "connecting:");
+        cshs_deferred_resume(d, NULL, NULL);
+    } else if (r == 1) {
+        upload_sent(up);
+    }
+    return 1;
 }
 
 /* The body read and sent: the origin's answer is awaited on the loop. */
@@ -1122,6 +1156,7 @@ static void upload_pump(cshw_context *ctx, void *arg)
             /* a call that failed or was answered asks for no more of the
              * body (a refused origin: no 100 Continue, nothing read) */
             int w = cshs_call_write_async(wt->call, NULL, 0, upload_sent, up);
+            if (w < 0 && upload_elsewhere(ctx, d, up, w)) return;
             if (w != 0) {
                 upload_answer(d, up, w);
                 return;
@@ -1150,6 +1185,7 @@ static void upload_pump(cshw_context *ctx, void *arg)
                 return;
             }
             up->len = (size_t)n;
+            up->read = 1;
         }
         int w = cshs_call_write_async(wt->call, up->buf, up->len, upload_sent, up);
         if (w == 1) return; /* upload_sent resumes the request */
@@ -1164,8 +1200,9 @@ static void upload_pump(cshw_context *ctx, void *arg)
 /* Starts an upload (0 when the handler could not defer: the caller
  * proxies it itself). The body is read once the request's head reached
  * the origin, so that a client that sent Expect: 100-continue is told to
- * go on only then. A streamed body is never sent twice: such a request
- * is not retried on another origin. */
+ * go on only then. A body is never sent twice: an origin that could not
+ * be reached passes the request on to another (upload_elsewhere), one
+ * that failed after the first byte of the body was read does not. */
 static int proxy_upload(proxy *p, const proxy_route *r, proxy_origin *o, cshw_context *ctx,
                         const cshs_client_request *rq)
 {
@@ -1177,12 +1214,13 @@ static int proxy_upload(proxy *p, const proxy_route *r, proxy_origin *o, cshw_co
     wt->p = p;
     wt->r = r;
     wt->o = o;
-    wt->retried = 1;
+    wt->retried = 1; /* answer_later's retry: never, after the body went */
     wt->rq = *rq;
     wt->rq.origin = o->url;
     wt->d = d;
     wt->wo = cshw_context_options(ctx);
     up->len = 0;
+    up->read = up->moved = 0;
     cshs_deferred_on_abort(d, client_left, wt);
     int e = cshs_client_send_async(p->client, &wt->rq, cshs_deferred_reactor(d), upload_sent, up,
                                    &wt->call);

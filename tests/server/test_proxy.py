@@ -609,6 +609,29 @@ def t_streamed_uploads_hold_no_thread(tmp):
 
 
 @test("cshttpd")
+def t_streamed_upload_to_a_dead_origin(tmp):
+    """A streamed upload (--proxy-request-buffering no) whose origin
+    refuses the connection goes to the route's other origin, its body
+    read only then (nothing of it was sent anywhere); every upload is
+    answered 200 byte for byte, and the dead origin is counted retried."""
+    live = Origin()
+    try:
+        dead = "http://127.0.0.1:%d" % free_port()
+        with proxy(tmp, "/up=%s,%s" % (dead, live.url()),
+                   extra=("--proxy-request-buffering", "no")) as px:
+            for i in range(6):
+                data = os.urandom(50000 + i)
+                st, _, body = get(px.port, "/up/echo", method="POST", body=data)
+                assert st == 200 and body == data, (i, st, len(body))
+            s = origin_shares(px, "/up")[dead]
+            assert s["failures"] >= 1 and s["retried"] >= 1, s
+            err = open(os.path.join(tmp, "proxy.err")).read()
+            assert "sent to another origin" in err, err
+    finally:
+        live.close()
+
+
+@test("cshttpd")
 def t_streamed_upload_limit(tmp):
     """max_request_body holds on the streamed (proxied) path too: a chunked
     upload that crosses 1 MiB is answered 413 as it crosses (the origin
