@@ -1105,8 +1105,8 @@ static int upload_elsewhere(cshw_context *ctx, cshs_deferred *d, upload *up, int
     proxy_origin *failed = wt->o;
     proxy_origin_done(wt->p, failed, 1, now);
     atomic_fetch_add_explicit(&failed->retried, 1, memory_order_relaxed);
-    error_log_printf(LOG_WARN, "proxy %s %s -> %s: %s (%s); sent to another origin",
-                     wt->rq.method, wt->rq.target, failed->url, cshs_client_error_message(e),
+    error_log_printf(LOG_WARN, "proxy %s %s -> %s: %s (%s); sent to another origin", wt->rq.method,
+                     wt->rq.target, failed->url, cshs_client_error_message(e),
                      cshs_client_error_name(e));
     cshs_call_free(wt->call);
     wt->call = NULL;
