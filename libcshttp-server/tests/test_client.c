@@ -3288,28 +3288,14 @@ static void stream_handler(cshw_context *ctx)
     if (r == 1) cshs_deferred_resume(up->d, stream_write, up);
 }
 
-typedef struct stream_asker {
-    unsigned port;
-    const char *path;
-    int status;
-    char body[256];
-} stream_asker;
-
-static void *stream_asker_main(void *arg)
-{
-    stream_asker *a = arg;
-    a->status = ask_server(a->port, a->path, a->body, sizeof a->body);
-    return NULL;
-}
-
 /* Asks `path` of the server while its origin reads nothing until a write
  * found the socket full; then lets the origin read. */
-static void ask_streamed(origin *og, unsigned port, const char *path, stream_asker *a)
+static void ask_streamed(origin *og, unsigned port, const char *path, path_asker *a)
 {
-    *a = (stream_asker){.port = port, .path = path};
+    *a = (path_asker){.port = port, .path = path};
     int before = atomic_load(&stream_body.pendings);
     pthread_t t;
-    pthread_create(&t, NULL, stream_asker_main, a);
+    pthread_create(&t, NULL, path_asker_main, a);
     for (int i = 0; i < 5000 && atomic_load(&stream_body.pendings) == before; i++) sleep_ms(2);
     assert_true(atomic_load(&stream_body.pendings) > before);
     origin_release(og);
@@ -3347,7 +3333,7 @@ static void test_streamed_body_on_the_loop(void **state)
         atomic_store(&stream_body.off_loop, 0);
         cshs_server *srv = handler_server(stream_handler, 1);
         unsigned port = cshs_server_port(srv, 0);
-        stream_asker a;
+        path_asker a;
         ask_streamed(og, port, "/sl", &a);
         assert_int_equal(a.status, 200);
         assert_string_equal(a.body, "echoed 16777216 bytes");
