@@ -92,6 +92,10 @@ class Server:
 
     def __exit__(self, *exc):
         rc = self.stop()
+        if exc[0] is not None and (rc != 0 or "Sanitizer" in self.err):
+            # a test that failed because the server died: say how
+            sys.stderr.write("cshttpd exited %r; the end of its stderr:\n%s\n"
+                             % (rc, self.err[-6000:]))
         if exc[0] is None:
             assert rc == 0, "cshttpd exited %r: %s" % (rc, self.err)
             assert "AddressSanitizer" not in self.err and "ThreadSanitizer" not in self.err, self.err
