@@ -56,11 +56,11 @@
  * back on an engine loop goes to the first waiter of that loop
  * (cshs_client_send_async), if one is among the first 32 and came at
  * most 2 ms after the first waiter: that saves moving the connection to
- * the other loop and waking it. A connection is closed instead of reused when it broke, when the
- * origin said `Connection: close`, when the response ended with the
- * connection (no Content-Length, not chunked), when a response was not read
- * to its end, or once it is older than max_lifetime_ms; its replacement
- * resolves the name again.
+ * the other loop and waking it. A connection is closed instead of
+ * reused when it broke, when the origin said `Connection: close`, when
+ * the response ended with the connection (no Content-Length, not
+ * chunked), when a response was not read to its end, or once it is older
+ * than max_lifetime_ms; its replacement resolves the name again.
  *
  * The tick (cshs_client_tick, every tick_interval_ms): fails the waiters
  * whose acquire deadline has passed (no timer per waiter; a waiter that is
