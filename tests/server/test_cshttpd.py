@@ -501,6 +501,12 @@ def t_request_temp_bound(_):
             time.sleep(0.05)
         st, _ = upload_answered(srv.port, "/demo/echo", size)
         assert st == 503, st
+        # the refused upload's bytes are given back when its exchange ends,
+        # which may come a moment after its 503 was read
+        deadline = time.time() + 20
+        while get_json(srv, "/status.json")["request_temp_bytes"] > 700 << 10:
+            assert time.time() < deadline, "the refused upload's bytes were not given back"
+            time.sleep(0.05)
         a.sendall(b"a" * (size - (700 << 10)))
         st, _, body, _ = read_response(a)
         assert st == 200 and json.loads(body)["body_length"] == size, (st, body[:100])
