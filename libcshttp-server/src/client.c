@@ -2688,13 +2688,12 @@ static void async_ready(cshs_watch *w, uint32_t events)
 
 static int stream_end(cshs_call *call, cshs_reactor *r, void (*done)(void *arg), void *arg);
 
-int cshs_call_end_async(cshs_call *call, cshs_reactor *r, void (*done)(void *arg), void *arg)
+/* cshs_call_end_async's wait for the head, with call->done as it is: a
+ * call of cshs_client_send_async handed a connection by another loop's
+ * thread has its head awaited from there, while its own loop may read
+ * done (cshs_call_cancel), which is why it is not written again. */
+static int head_arm(cshs_call *call, cshs_reactor *r)
 {
-    if (!call || !r || !done) return -EINVAL;
-    if (call->state == K_FAILED || call->state == K_BODY_IN || call->state == K_DONE) return 1;
-    if (call->state == K_BODY_OUT && call->streamed && !call->body_ended)
-        return stream_end(call, r, done, arg);
-    if (call->state != K_HEAD_WAIT) return -EINVAL;
     conn *cn = call->cn;
     /* bytes already read (or decrypted by OpenSSL) fire no event */
     if (cn->end > cn->start || (cn->ssl && SSL_has_pending(cn->ssl))) {
@@ -2704,9 +2703,19 @@ int cshs_call_end_async(cshs_call *call, cshs_reactor *r, void (*done)(void *arg
             return 1;
         }
     }
+    return watch_arm(call, r, EPOLLIN | EPOLLRDHUP, call->head_deadline_ms, async_ready);
+}
+
+int cshs_call_end_async(cshs_call *call, cshs_reactor *r, void (*done)(void *arg), void *arg)
+{
+    if (!call || !r || !done) return -EINVAL;
+    if (call->state == K_FAILED || call->state == K_BODY_IN || call->state == K_DONE) return 1;
+    if (call->state == K_BODY_OUT && call->streamed && !call->body_ended)
+        return stream_end(call, r, done, arg);
+    if (call->state != K_HEAD_WAIT) return -EINVAL;
     call->done = done;
     call->done_arg = arg;
-    return watch_arm(call, r, EPOLLIN | EPOLLRDHUP, call->head_deadline_ms, async_ready);
+    return head_arm(call, r);
 }
 
 int cshs_call_cancel(cshs_call *call)
@@ -3055,7 +3064,7 @@ static int head_watch(cshs_call *call)
 {
     call->state = K_HEAD_WAIT;
     call->head_deadline_ms = now_ms() + call->head_ms;
-    return cshs_call_end_async(call, call->rx, call->done, call->done_arg) == 0 ? 0 : 1;
+    return head_arm(call, call->rx) == 0 ? 0 : 1;
 }
 
 static int send_wait(cshs_call *call);
