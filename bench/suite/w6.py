@@ -347,12 +347,7 @@ def markdown(t, add):
         "difference; the goal: at most 0.5 µs):")
     add("")
     for n in ("cshttpd-proxy", "cshttpd-proxy-1"):
-        small = {r.get("round"): float(r["cpu_us"]) for r in t.runs("W6", "pool8", n, "cshttp-load")
-                 if r.get("cpu_us") is not None and r["status"] == "ok"}
-        large = {r.get("round"): float(r["cpu_us"])
-                 for r in t.runs("W6", "pool-large", n, "cshttp-load")
-                 if r.get("cpu_us") is not None and r["status"] == "ok"}
-        diffs = sorted(small[k] - large[k] for k in small if k in large)
+        diffs = _round_diffs(t, n, "pool8", n, "pool-large")
         if diffs:
             add("- %s: %+.2f µs a request (rounds: %s)" % (
                 n, _median(diffs), ", ".join("%+.2f" % d for d in diffs)))

@@ -3064,7 +3064,11 @@ static int head_watch(cshs_call *call)
 {
     call->state = K_HEAD_WAIT;
     call->head_deadline_ms = now_ms() + call->head_ms;
-    return head_arm(call, call->rx) == 0 ? 0 : 1;
+    int e = head_arm(call, call->rx);
+    /* a reactor that cannot watch the socket fails the call rather than
+     * leave cshs_call_end to wait for the head on the reactor's thread */
+    if (e < 0) call_fail(call, e);
+    return e == 0 ? 0 : 1;
 }
 
 static int send_wait(cshs_call *call);

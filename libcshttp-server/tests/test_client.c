@@ -2361,8 +2361,8 @@ static cshs_server *handler_server(cshw_handler handler, unsigned loops)
     return srv;
 }
 
-/* GET path from the server on 127.0.0.1:port; the status, the body in out. */
-static int ask_server(unsigned port, const char *path, char *out, size_t cap)
+/* A keep-alive connection to the server on 127.0.0.1:port. */
+static int server_connection(unsigned port)
 {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     struct sockaddr_in a;
@@ -2372,7 +2372,21 @@ static int ask_server(unsigned port, const char *path, char *out, size_t cap)
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     struct timeval tv = {20, 0};
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    if (connect(fd, (struct sockaddr *)&a, sizeof a) < 0) return -1;
+    assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+    return fd;
+}
+
+static void ka_send(int fd, const char *path)
+{
+    char rq[128];
+    int n = snprintf(rq, sizeof rq, "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", path);
+    assert_int_equal(send(fd, rq, (size_t)n, MSG_NOSIGNAL), n);
+}
+
+/* GET path from the server on 127.0.0.1:port; the status, the body in out. */
+static int ask_server(unsigned port, const char *path, char *out, size_t cap)
+{
+    int fd = server_connection(port);
     char rq[256];
     snprintf(rq, sizeof rq, "GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", path);
     send(fd, rq, strlen(rq), MSG_NOSIGNAL);
@@ -2764,28 +2778,6 @@ static void own_loop_handler(cshw_context *ctx)
     if (r == 1) cshs_deferred_resume(d, async_answer, q);
 }
 
-/* A keep-alive connection to the server on 127.0.0.1:port. */
-static int server_connection(unsigned port)
-{
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    struct sockaddr_in a;
-    memset(&a, 0, sizeof a);
-    a.sin_family = AF_INET;
-    a.sin_port = htons((uint16_t)port);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    struct timeval tv = {20, 0};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
-    return fd;
-}
-
-static void ka_send(int fd, const char *path)
-{
-    char rq[128];
-    int n = snprintf(rq, sizeof rq, "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", path);
-    assert_int_equal(send(fd, rq, (size_t)n, MSG_NOSIGNAL), n);
-}
-
 /* One response on a keep-alive connection (Content-Length framed): its
  * status, its body in out. */
 static int ka_read(int fd, char *out, size_t cap)
@@ -2988,16 +2980,8 @@ static void cancel_handler(cshw_context *ctx)
  * leave. */
 static int ask_and_stay(unsigned port, const char *path)
 {
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    struct sockaddr_in a;
-    memset(&a, 0, sizeof a);
-    a.sin_family = AF_INET;
-    a.sin_port = htons((uint16_t)port);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
-    char rq[128];
-    snprintf(rq, sizeof rq, "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", path);
-    assert_true(send(fd, rq, strlen(rq), MSG_NOSIGNAL) > 0);
+    int fd = server_connection(port);
+    ka_send(fd, path);
     return fd;
 }
 
