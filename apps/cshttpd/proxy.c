@@ -1215,7 +1215,7 @@ static int proxy_upload(proxy *p, const proxy_route *r, proxy_origin *o, cshw_co
     wt->r = r;
     wt->o = o;
     wt->retried = 1; /* answer_later's retry: never, after the body went */
-    wt->rq = *rq; /* its strings and fields live in the request (arena, head) */
+    wt->rq = *rq;    /* its strings and fields live in the request (arena, head) */
     wt->d = d;
     wt->wo = cshw_context_options(ctx);
     up->len = 0;

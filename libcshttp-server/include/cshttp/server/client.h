@@ -542,10 +542,10 @@ CSHS_EXPORT int cshs_call_end_async(cshs_call *call, cshs_reactor *r, void (*don
  * at once (the head is here, or it failed); done is not called. Either
  * way, then call cshs_call_end: it returns the head or the error at once
  * (since 0.4.3 a socket `r` could not watch fails the call with that
- * error, never waited for on the reactor's thread). < 0: no call was made (*out NULL): -EINVAL, -ENOMEM, or the
- * request's check (as cshs_client_begin). The request struct is copied;
- * its strings, fields and body are read until done runs (or this
- * returns 1). done should return quickly: it may run on a thread that
+ * error, never waited for on the reactor's thread). < 0: no call was
+ * made (*out NULL): -EINVAL, -ENOMEM, or the request's check (as
+ * cshs_client_begin). The request struct is copied; its strings, fields
+ * and body are read until done runs (or this returns 1). done should return quickly: it may run on a thread that
  * gives a connection back in the middle of its own work. Every call must
  * be done (and freed) before cshs_client_free, and a reactor given here
  * must outlive the calls and connects on it (a server's loops: until it
