@@ -545,8 +545,9 @@ CSHS_EXPORT int cshs_call_end_async(cshs_call *call, cshs_reactor *r, void (*don
  * error, never waited for on the reactor's thread). < 0: no call was
  * made (*out NULL): -EINVAL, -ENOMEM, or the request's check (as
  * cshs_client_begin). The request struct is copied; its strings, fields
- * and body are read until done runs (or this returns 1). done should return quickly: it may run on a thread that
- * gives a connection back in the middle of its own work. Every call must
+ * and body are read until done runs (or this returns 1). done should
+ * return quickly: it may run on a thread that gives a connection back in
+ * the middle of its own work. Every call must
  * be done (and freed) before cshs_client_free, and a reactor given here
  * must outlive the calls and connects on it (a server's loops: until it
  * is freed; at a forced stop its watches are given 0 and fail). Any
