@@ -9,6 +9,7 @@
 
 #include <cshttp/server.h>
 #include <cshttp/server/client.h>
+#include <cshttp/web/websocket.h>
 
 #include "stats.h"
 
@@ -36,6 +37,7 @@ typedef struct cshttpd_app {
     stats *stats;
     acl status_allow;
     unsigned workers_min, workers_max;
+    const cshw_ws_options *ws; /* the WebSockets' (--ws-...) */
 } cshttpd_app;
 
 /* "CIDR,CIDR,..." (IPv4 or IPv6, a bare address is /32 or /128; "unix"

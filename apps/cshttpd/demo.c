@@ -1,9 +1,11 @@
 /* The demo application: plaintext, JSON, an echo of the parsed request, a
- * blocking route, a form and upload page, and a tunnel that echoes bytes
- * (a connection switched to the "echo" protocol). Mounted only with --demo: echo
- * reflects every request header (cookies included) and upload takes large
- * bodies, which no public site should offer by accident. */
+ * blocking route, a form and upload page, a tunnel that echoes bytes
+ * (a connection switched to the "echo" protocol) and a WebSocket echo. Mounted only with --demo:
+ * echo reflects every request header (cookies included) and upload takes large bodies, which no
+ * public site should offer by accident. */
 #include "demo.h"
+
+#include "app.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -222,6 +224,43 @@ static void tunnel(cshw_context *ctx)
     }
 }
 
+/* /demo/ws: a WebSocket that sends every message back as it came (text
+ * as text, binary as binary), with cshttpd's --ws-... settings. A client
+ * that does not read pauses the reading of its own messages (past
+ * write_high_water), as the tunnel's echo does. */
+static void ws_message(cshw_ws *ws, int type, const char *p, size_t n, void *arg)
+{
+    (void)arg;
+    if (cshw_ws_send(ws, type, p, n) == 1) cshw_ws_pause(ws, 1);
+}
+
+static void ws_drained(cshw_ws *ws, void *arg)
+{
+    (void)arg;
+    cshw_ws_pause(ws, 0);
+}
+
+static void ws_closed(cshw_ws *ws, int code, const char *reason, size_t len, void *arg)
+{
+    (void)ws;
+    (void)code;
+    (void)reason;
+    (void)len;
+    (void)arg;
+}
+
+static const cshw_ws_handlers echo_ws = {
+    .message = ws_message, .drained = ws_drained, .closed = ws_closed};
+
+static void ws_echo(cshw_context *ctx)
+{
+    const cshttpd_app *app = cshw_context_app_data(ctx);
+    cshw_ws_options defaults;
+    cshw_ws_options_init(&defaults);
+    /* answered by cshs_websocket when refused (400, 403, 426) */
+    cshs_websocket(ctx, app && app->ws ? app->ws : &defaults, &echo_ws, NULL);
+}
+
 int demo_routes(cshw_router *r)
 {
     int e = 0;
@@ -233,6 +272,7 @@ int demo_routes(cshw_router *r)
     e = e < 0 ? e : cshw_router_add(r, "GET", "/demo/form", form);
     e = e < 0 ? e : cshw_router_add(r, "POST", "/demo/upload", upload);
     e = e < 0 ? e : cshw_router_add(r, "GET", "/demo/tunnel", tunnel);
+    e = e < 0 ? e : cshw_router_add(r, "GET", "/demo/ws", ws_echo);
     return e;
 }
 

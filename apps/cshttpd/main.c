@@ -6,6 +6,7 @@
  * SIGUSR1 reopens the logs; `cshttpd --stop PIDFILE` sends SIGTERM and
  * waits. --check-config checks a configuration and exits;
  * --install-service writes a systemd unit for it. */
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
@@ -68,6 +69,11 @@ typedef struct settings {
     char proxy_max_temp_file_size[32];
     char proxy_temp_max[32];
     char proxy_max_held[32];
+    char ws_max_message[32];
+    char ws_allow_origins[1024];
+    char ws_ping_interval_ms[32];
+    char ws_pong_timeout_ms[32];
+    int ws_deflate; /* -1: not given (on) */
     char config[4096];
     /* the config file's settings of cshttpd's own that were taken, each
      * once (names as written there): a second one is refused */
@@ -152,6 +158,17 @@ static void usage(FILE *out)
         "  --proxy-temp-max SIZE    all answers' files at once at most (default: 4g)\n"
         "  --proxy-max-held N       answers past their buffering whose origin connection\n"
         "                           leaves its pool's count, at once (default: 256)\n"
+        "  --ws-max-message SIZE    a WebSocket message at most, inflated (close 1009 past\n"
+        "                           it) (default: 1m; k, m, g suffixes)\n"
+        "  --ws-allow-origins LIST  origins whose pages may open WebSockets, such as\n"
+        "                           https://a.example,https://b.example; '*': any\n"
+        "                           (default: the server's own; 403 for others)\n"
+        "  --ws-ping-interval-ms N  a ping after N ms of silence from the peer (default:\n"
+        "                           30000; 0: none)\n"
+        "  --ws-pong-timeout-ms N   the socket closes when nothing came N ms after a ping\n"
+        "                           (default: 20000)\n"
+        "  --ws-deflate yes|no      permessage-deflate when the client offers it (default:\n"
+        "                           yes)\n"
         "  --check-config           check the config file and options, print every problem,\n"
         "                           exit 0 (fine) or 1\n"
         "  --install-service        write a systemd unit that runs cshttpd --config FILE\n"
@@ -239,6 +256,10 @@ static int set_app(settings *s, const char *name, const char *value)
          sizeof s->proxy_max_temp_file_size},
         {"proxy_temp_max", s->proxy_temp_max, sizeof s->proxy_temp_max},
         {"proxy_max_held", s->proxy_max_held, sizeof s->proxy_max_held},
+        {"ws_max_message", s->ws_max_message, sizeof s->ws_max_message},
+        {"ws_allow_origins", s->ws_allow_origins, sizeof s->ws_allow_origins},
+        {"ws_ping_interval_ms", s->ws_ping_interval_ms, sizeof s->ws_ping_interval_ms},
+        {"ws_pong_timeout_ms", s->ws_pong_timeout_ms, sizeof s->ws_pong_timeout_ms},
     };
     if (name_is(name, "status_allow") && !*value) {
         problem(s, "status_allow: empty list (leave it out for loopback only)");
@@ -265,6 +286,11 @@ static int set_app(settings *s, const char *name, const char *value)
     if (name_is(name, "proxy_buffering")) {
         if (parse_bool(value, &s->proxy_buffering) < 0)
             problem(s, "proxy_buffering: '%s' is not yes or no", value);
+        return 1;
+    }
+    if (name_is(name, "ws_deflate")) {
+        if (parse_bool(value, &s->ws_deflate) < 0)
+            problem(s, "ws_deflate: '%s' is not yes or no", value);
         return 1;
     }
     if (name_is(name, "proxy_request_buffering")) {
@@ -612,6 +638,66 @@ static void check_proxy(settings *s, proxy *px, cshs_client_options *co)
     if (cshs_client_options_check(co, &why) < 0) problem(s, "proxy: %s", why);
 }
 
+/* scheme "://" host[:port], as a browser's Origin field says it (RFC
+ * 6454 §6.1): no path, no userinfo. */
+static int origin_ok(const char *p, size_t n)
+{
+    const char *sep = NULL;
+    for (size_t i = 0; !sep && i + 3 <= n; i++)
+        if (!memcmp(p + i, "://", 3)) sep = p + i;
+    if (!sep || sep == p) return 0;
+    for (const char *c = p; c < sep; c++)
+        if (!isalpha((unsigned char)*c)) return 0;
+    const char *host = sep + 3, *end = p + n;
+    return host < end && !memchr(host, '/', (size_t)(end - host)) &&
+           !memchr(host, '@', (size_t)(end - host));
+}
+
+/* The WebSocket settings (the demo's /demo/ws, the status page's socket)
+ * into w; the allowed origins, commas made spaces, stay in s. */
+static void check_ws(settings *s, cshw_ws_options *w)
+{
+    cshw_ws_options_init(w);
+    if (s->ws_max_message[0] &&
+        parse_size(s->ws_max_message, (uint64_t)1 << 32, &w->max_message) < 0)
+        problem(s, "ws_max_message: '%s' is not a size up to 4g (bytes, or a number and k, m or g)",
+                s->ws_max_message);
+    if (s->ws_max_message[0] && w->max_message == 0)
+        problem(s, "ws_max_message: 0 would refuse every message");
+    struct {
+        const char *name;
+        const char *value;
+        uint32_t *dst;
+    } ms[] = {
+        {"ws_ping_interval_ms", s->ws_ping_interval_ms, &w->ping_interval_ms},
+        {"ws_pong_timeout_ms", s->ws_pong_timeout_ms, &w->pong_timeout_ms},
+    };
+    for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++) {
+        uint64_t v;
+        if (!ms[i].value[0]) continue;
+        if (parse_size(ms[i].value, 86400000, &v) < 0 || strpbrk(ms[i].value, "kKmMgG"))
+            problem(s, "%s: '%s' is not a number of ms from 0 to 86400000", ms[i].name,
+                    ms[i].value);
+        else
+            *ms[i].dst = (uint32_t)v;
+    }
+    if (s->ws_allow_origins[0]) {
+        for (char *c = s->ws_allow_origins; *c; c++)
+            if (*c == ',') *c = ' ';
+        for (const char *p = s->ws_allow_origins; *p;) {
+            p += strspn(p, " ");
+            size_t n = strcspn(p, " ");
+            int any = n == 1 && *p == '*';
+            if (n && !any && !origin_ok(p, n))
+                problem(s, "ws_allow_origins: '%.*s' is not an origin such as https://a.example",
+                        (int)n, p);
+            p += n;
+        }
+        w->allowed_origins = s->ws_allow_origins;
+    }
+    if (s->ws_deflate >= 0) w->deflate = s->ws_deflate;
+}
+
 /* Whether an engine option was given on the command line or in a config
  * file (its defaults cannot tell: a value may equal the default). */
 /* Whether the command line itself sets `name` (--name or --name=). */
@@ -953,7 +1039,8 @@ int main(int argc, char **argv)
                             .access_log_format = "combined",
                             .mime_types = "/etc/mime.types",
                             .proxy_buffering = -1,
-                            .proxy_request_buffering = -1};
+                            .proxy_request_buffering = -1,
+                            .ws_deflate = -1};
     modes m = {0};
     char err[512];
 
@@ -1000,6 +1087,8 @@ int main(int argc, char **argv)
      * up sooner on a full pool (a refused origin fails at once anyway) */
     co.acquire_timeout_ms = 2000;
     check_proxy(&conf, &px, &co);
+    static cshw_ws_options ws;
+    check_ws(&conf, &ws);
     /* A proxied request without a body defers its handler and waits for
      * its origin on the loop (proxy.c), which only a handler run on its
      * loop's thread can do: under the engine's offload mode, after any
@@ -1113,6 +1202,7 @@ int main(int argc, char **argv)
     cshs_server_add_tick(s, overload_tick, &overload);
     app.workers_min = o.min_threads;
     app.workers_max = o.max_threads;
+    app.ws = &ws;
     if (conf.status_allow[0])
         acl_parse(&app.status_allow, conf.status_allow, err, sizeof err);
     else

@@ -1597,6 +1597,12 @@ void cshs__conn_sweep(cshs_worker *w, cshs_conn *c, int64_t now_ms)
     if (!stop) {
         if (!c->deadline_ms || now_ms < c->deadline_ms) return;
         int kind = c->expire_kind;
+        if (kind == EXP_TUNNEL && cshs__tunnel_timer_due(c, now_ms)) {
+            /* the protocol's timer (a WebSocket's ping), not the tunnel's */
+            unpark(c);
+            cshs__tunnel_event(w, c);
+            return;
+        }
         if (kind == EXP_BODY) {
             /* the end of a window of the minimum rate that the body kept:
              * the next window's */

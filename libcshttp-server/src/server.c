@@ -1537,6 +1537,8 @@ static void release_threads_state(cshs_server *s)
             bury(l);
         }
         l->returned = NULL;
+        free(l->tunnel_buf);
+        l->tunnel_buf = NULL;
     }
     close_loops(s);
 }

@@ -232,6 +232,9 @@ typedef struct cshs_loop {
     /* the first loop's: the server (1) and the kept sockets registered
      * with any loop (kept.h) hold the loops; the last to let go frees them */
     _Atomic unsigned refs;
+    /* owner only: tunnels' reads land here, one at a time (tunnel.c),
+     * so an idle tunnel holds no buffer; made at the first */
+    char *tunnel_buf;
     cshs_loop_counters k;
 } cshs_loop;
 
@@ -381,6 +384,14 @@ void cshs__conn_end(cshs_worker *w, cshs_conn *c, int flush);
 void cshs__tunnel_start(cshs_worker *w, cshs_conn *c);
 void cshs__tunnel_event(cshs_worker *w, cshs_conn *c);
 void cshs__tunnel_drop(cshs_conn *c, int why);
+/* A protocol on the tunnel (websocket.c) with timers of its own: fn runs
+ * at each serve, on the loop's thread, and returns when it is due next
+ * (CLOCK_MONOTONIC ms, 0: not); the tunnel is served then (within the
+ * sweep's interval). timer_due: a deadline that passed is the timer's,
+ * not the tunnel's idle or send deadline. */
+void cshs__tunnel_set_timer(struct cshs_tunnel *t, int64_t (*fn)(void *arg, int64_t now_ms),
+                            void *arg);
+int cshs__tunnel_timer_due(const cshs_conn *c, int64_t now_ms);
 /* The connection the handler running on this thread serves (inline, a
  * continuation or a job), else NULL. */
 cshs_conn *cshs__handler_conn(void);

@@ -31,7 +31,7 @@
 
 #include "server_impl.h"
 
-#define TUNNEL_BUF 16384u /* a read from the client */
+#define TUNNEL_BUF 16384u /* a read from the client, into the loop's buffer */
 #define TUNNEL_TURNS 16   /* reads in a row before the loop's others go first */
 
 struct cshs_tunnel {
@@ -50,7 +50,11 @@ struct cshs_tunnel {
     unsigned char closing; /* cshs_tunnel_close */
     unsigned char full;    /* a write said 1: drained() is owed */
     unsigned char ended;   /* closed() called: nothing more */
-    char buf[TUNNEL_BUF];
+    /* a protocol's timers (cshs__tunnel_set_timer): run at each serve,
+     * due again at timer_at (0: none) */
+    int64_t (*timer)(void *arg, int64_t now_ms);
+    void *timer_arg;
+    int64_t timer_at;
 };
 
 int cshs_upgrade(cshw_context *ctx, const char *protocol, const cshs_tunnel_ops *ops, void *arg)
@@ -143,6 +147,19 @@ cshs_reactor *cshs_tunnel_reactor(cshs_tunnel *t)
     return t ? (cshs_reactor *)t->c->loop : NULL;
 }
 
+void cshs__tunnel_set_timer(cshs_tunnel *t, int64_t (*fn)(void *arg, int64_t now_ms), void *arg)
+{
+    t->timer = fn;
+    t->timer_arg = arg;
+    poke(t);
+}
+
+int cshs__tunnel_timer_due(const cshs_conn *c, int64_t now_ms)
+{
+    const cshs_tunnel *t = c->tunnel;
+    return t && t->timer_at && now_ms >= t->timer_at;
+}
+
 void cshs__tunnel_drop(cshs_conn *c, int why)
 {
     cshs_tunnel *t = c->tunnel;
@@ -176,6 +193,8 @@ static void park_tunnel(cshs_worker *w, cshs_conn *c)
         int64_t d = c->last_io_ms + (int64_t)s->o.send_timeout_ms;
         if (!deadline || d < deadline) deadline = d;
     }
+    cshs_tunnel *t = c->tunnel;
+    if (t->timer_at && (!deadline || t->timer_at < deadline)) deadline = t->timer_at;
     if ((c->out || c->tls_wait == POLLOUT) && cshs__conn_want_out(c) < 0) {
         end(w, c, -EIO);
         return;
@@ -227,11 +246,16 @@ static int read_in(cshs_tunnel *t)
             t->ops.data(t, t->left + t->left_pos - n, n, t->arg);
             continue;
         }
-        ssize_t n = c->io->read(c, t->buf, sizeof t->buf);
+        char *buf = c->loop->tunnel_buf;
+        if (!buf && !(buf = c->loop->tunnel_buf = malloc(TUNNEL_BUF))) {
+            t->error = -ENOMEM;
+            break;
+        }
+        ssize_t n = c->io->read(c, buf, TUNNEL_BUF);
         if (n > 0) {
             atomic_fetch_add_explicit(&c->loop->k.bytes_in, (uint64_t)n, memory_order_relaxed);
             c->last_io_ms = cshs__now_ms();
-            t->ops.data(t, t->buf, (size_t)n, t->arg);
+            t->ops.data(t, buf, (size_t)n, t->arg);
             continue;
         }
         if (n == 0) {
@@ -258,6 +282,8 @@ void cshs__tunnel_event(cshs_worker *w, cshs_conn *c)
     cshs_tunnel *t = c->tunnel;
     t->serving = 1;
     int posted = 0;
+    /* the timers first: what they send goes out with the rest */
+    if (t->timer) t->timer_at = t->timer(t->timer_arg, cshs__now_ms());
     /* a queue the socket took whole owes drained() at once: no event
      * for writability would come for it */
     for (int turn = 0; !t->error && !posted && !t->closing; turn++) {

@@ -6,6 +6,8 @@
 #include "server/export.h"
 #include "server/options.h"
 #include "server/server.h"
+#include "server/tunnel.h"
 #include "server/version.h"
+#include "server/websocket.h"
 
 #endif

@@ -13,6 +13,7 @@
  *   -10100 .. -10199  context, request, response, transport
  *   -10200 .. -10299  static files and MapPath
  *   -10300 .. -10399  routing
+ *   -10400 .. -10499  WebSockets (websocket.h)
  * All functions here are pure and thread-safe. */
 #ifndef CSHTTP_WEB_ERROR_H
 #define CSHTTP_WEB_ERROR_H
@@ -120,7 +121,13 @@ extern "C" {
     XX(ROUTE_PATTERN_SEGMENT, -10306, 500, "route pattern has an empty, '.' or '..' segment")      \
     XX(ROUTE_METHOD_INVALID, -10307, 500, "route method is not a token (such as GET) or '*'")      \
     XX(ROUTE_DUPLICATE, -10308, 500, "a route with the same method and pattern shape exists")      \
-    XX(ROUTE_TOO_MANY_METHODS, -10309, 500, "router already has 64 different methods")
+    XX(ROUTE_TOO_MANY_METHODS, -10309, 500, "router already has 64 different methods")             \
+    /* WebSockets: -10400 .. -10499 */                                                             \
+    XX(WS_METHOD, -10400, 405, "a WebSocket handshake must be a GET")                              \
+    XX(WS_VERSION, -10401, 426, "Sec-WebSocket-Version is not 13")                                 \
+    XX(WS_KEY, -10402, 400, "Sec-WebSocket-Key is missing, repeated or not 16 bytes in base64")    \
+    XX(WS_ORIGIN, -10403, 403, "the page's Origin may not open a WebSocket here")                  \
+    XX(WS_OPTIONS, -10404, 500, "WebSocket options are invalid")
 
 typedef enum cshw_error {
     CSHW_OK = 0,

@@ -24,6 +24,7 @@
 #include "transport.h"
 #include "url.h"
 #include "version.h"
+#include "websocket.h"
 
 #ifdef __cplusplus
 extern "C" {
