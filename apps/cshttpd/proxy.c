@@ -2,6 +2,7 @@
 #include "proxy.h"
 #include "proxy_buffer.h"
 #include "proxy_path.h"
+#include "proxy_ws.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -818,6 +819,20 @@ static int answer_head(cshw_context *ctx, const proxy *p, proxy_origin *o, cshs_
         return 0;
     }
 
+    if (cshs_call_status(call) == 101) {
+        /* a WebSocket's switch (the client takes a 101 only when asked) */
+        response_fields(ctx, o, call);
+        int r = proxy_ws_start(ctx, p, o, call);
+        if (r < 0) {
+            proxy_origin_done(p, o, 0, mono_ms());
+            error_log_printf(LOG_WARN, "proxy %s %s -> %s: cannot switch to the tunnel (%s)",
+                             cshw_request_method(req), cshw_request_target(req), o->url,
+                             strerror(-r));
+            cshw_response_send_error(res, 502);
+            cshs_call_free(call);
+        }
+        return 0;
+    }
     cshw_response_set_status(res, cshs_call_status(call));
     cshw_response_disable_gzip(res);
     response_fields(ctx, o, call);
@@ -1251,6 +1266,7 @@ void proxy_serve(proxy *p, const proxy_route *r, cshw_context *ctx, const char *
     rq.target = target;
     rq.headers = fields;
     rq.num_headers = nfields;
+    if (proxy_ws_asked(req)) rq.upgrade = "websocket";
     int64_t cl = cshw_request_content_length(req);
     const char *stored;
     int stored_fd;

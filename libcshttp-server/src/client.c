@@ -98,7 +98,7 @@ int cshs_client_error_status(int code)
 /* ---- options ---- */
 
 CSH__SIZED_NO_TAIL_PADDING(cshs_client_options, tls_ca_file);
-CSH__SIZED_NO_TAIL_PADDING(cshs_client_request, body_offset);
+CSH__SIZED_NO_TAIL_PADDING(cshs_client_request, upgrade);
 CSH__SIZED_NO_TAIL_PADDING(cshs_client_pool_stats, detached);
 
 static const cshs_client_options options_defaults = {
@@ -322,7 +322,9 @@ typedef struct open_job {
 #define SPARE_CALLS_MAX 64
 
 /* Call states. */
-enum { K_BODY_OUT = 0, K_HEAD_WAIT, K_BODY_IN, K_DONE, K_FAILED };
+/* K_SWITCHED: a 101 to a request with `upgrade`; the connection is the
+ * call's, a tunnel (cshs_call_tunnel_*) */
+enum { K_BODY_OUT = 0, K_HEAD_WAIT, K_BODY_IN, K_DONE, K_FAILED, K_SWITCHED };
 
 struct cshs_call {
     cshs_client *c;
@@ -374,6 +376,11 @@ struct cshs_call {
     _Atomic int cancel_wanted;
     /* cshs_call_wait_body's deadline passed: the next read fails */
     int read_expired;
+    /* the request's `upgrade` (the caller's string, until the head is
+     * here); after the 101, cshs_call_tunnel_wait's callback */
+    const char *upgrade;
+    void (*tunnel_ready)(void *arg, int events);
+    void *tunnel_arg;
     /* cshs_client_send_async: the head and body are sent as the socket
      * takes them (conn_send says -EAGAIN rather than wait), what is left
      * of them in out_iov, the rest sent from the reactor */
@@ -1907,6 +1914,12 @@ static int dropped_field(const char *name, size_t n)
     return 0;
 }
 
+/* The request's protocol to switch to (a field of 0.4.4), or NULL. */
+static const char *upgrade_of(const cshs_client_request *r)
+{
+    return r->size > offsetof(cshs_client_request, upgrade) ? r->upgrade : NULL;
+}
+
 static int request_check(const cshs_client_request *r)
 {
     if (!r) return -EINVAL;
@@ -1930,6 +1943,10 @@ static int request_check(const cshs_client_request *r)
         r->body_fd < 0)
         return -EINVAL;
     if (r->body_mode == CSHS_CLIENT_BODY_WHOLE && r->body_len && !r->body) return -EINVAL;
+    const char *up = upgrade_of(r);
+    if (up &&
+        (!csh_is_token(up, strlen(up)) || r->body_mode != CSHS_CLIENT_BODY_WHOLE || r->body_len))
+        return -EINVAL;
     return 0;
 }
 
@@ -1998,6 +2015,11 @@ static int send_head(cshs_call *call, const cshs_client_request *r)
         e |= put(cn, &len, ": ", 2);
         if (h->value_len) e |= put(cn, &len, h->value, h->value_len);
         e |= put(cn, &len, "\r\n", 2);
+    }
+    if (call->upgrade) {
+        e |= PUTS("Connection: Upgrade\r\nUpgrade: ");
+        e |= PUTS(call->upgrade);
+        e |= PUTS("\r\n");
     }
     uint64_t cl = 0;
     int send_cl = 0;
@@ -2107,6 +2129,7 @@ static int call_new(cshs_client *c, const cshs_client_request *r, int keep_head,
     call->c = c;
     call->p = p;
     call->method = method_of(r->method);
+    call->upgrade = upgrade_of(r);
     call->idempotent = method_idempotent(r->method);
     call->mode = r->body_mode;
     call->body_left = r->body_mode == CSHS_CLIENT_BODY_LENGTH ? r->content_length : 0;
@@ -2207,6 +2230,31 @@ static int make_room(conn *cn)
     return 0;
 }
 
+/* A 101 to a request that asked for it (RFC 9110 §15.2.2): the head is
+ * the call's, the bytes after it the tunnel's first, and the connection
+ * leaves its pool's count (as cshs_call_detach), never to go back. 1. */
+static int switched(cshs_call *call)
+{
+    conn *cn = call->cn;
+    const csh_message *m = &call->parser.msg;
+    call->head = malloc(m->head_length + 1);
+    if (!call->head) return -ENOMEM;
+    memcpy(call->head, cn->buf + cn->start, m->head_length);
+    call->head[m->head_length] = 0;
+    call->head_len = m->head_length;
+    cn->start += m->head_length;
+    call->state = K_SWITCHED;
+    call->upgrade = NULL;
+    if (cn->ssl) SSL_set_mode(cn->ssl, SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+    cshs_client *c = call->c;
+    pthread_mutex_lock(&c->mu);
+    cn->detached = 1;
+    call->p->detached++;
+    dropped(c, call->p); /* a place for the next request: a waiter's open */
+    unlock_and_serve(c);
+    return 1;
+}
+
 /* Parses the response bytes buffered on the call's connection: 1 once a
  * final head is here (copied into the call, which moves to K_BODY_IN), 0
  * for more bytes, or an error code (the caller fails the call). 1xx are
@@ -2221,8 +2269,8 @@ static int head_parse(cshs_call *call)
         if (r < 0) return CSHS_CLIENT_E_MALFORMED;
         if (r != CSH_OK) return 0;
         const csh_message *m = &call->parser.msg;
+        if (m->status == 101) return call->upgrade ? switched(call) : CSHS_CLIENT_E_MALFORMED;
         if (m->flags & CSH_MSG_INTERIM) {
-            if (m->status == 101) return CSHS_CLIENT_E_MALFORMED;
             cn->start += m->head_length;
             csh_parser_reset(&call->parser);
             continue;
@@ -2248,6 +2296,7 @@ static int wait_head(cshs_call *call)
     for (;;) {
         int r = head_parse(call);
         if (r < 0) return call_fail(call, r);
+        if (r == 1 && call->state == K_SWITCHED) return 0;
         if (r == 1) return call->parser.msg.body == CSH_BODY_NONE ? body_done(call, 1) : 0;
         int e = make_room(cn);
         if (e < 0) return call_fail(call, e);
@@ -2335,6 +2384,11 @@ static int answered_early(cshs_call *call)
 static void call_destroy(cshs_call *call)
 {
     if (!call) return;
+    /* a tunnel's wait still armed: given up (on its reactor's thread) */
+    if (call->state == K_SWITCHED && call->cn && call->cn->waiting == call) {
+        cshs__kept_disarm(&call->cn->kw, call->cn->kw.w.reg);
+        call->cn->waiting = NULL;
+    }
     if (call->cn) release(call->c, call->p, call->cn, 0);
     free(call->head);
     free(call->all);
@@ -2508,6 +2562,7 @@ int cshs_call_end(cshs_call *call)
         return call->err;
     case K_BODY_IN:
     case K_DONE:
+    case K_SWITCHED:
         return 0;
     case K_BODY_OUT:
         if (call->mode == CSHS_CLIENT_BODY_LENGTH) {
@@ -2568,6 +2623,7 @@ static int async_step(cshs_call *call)
         if (call->state == K_HEAD_WAIT) {
             int r = head_parse(call);
             if (r < 0) return r;
+            if (r == 1 && call->state == K_SWITCHED) return 1;
             if (r == 1 && call->parser.msg.body == CSH_BODY_NONE) return 2;
             if (r == 0 && (r = make_room(cn)) < 0) return r;
         }
@@ -3663,4 +3719,107 @@ ssize_t cshs_client_stats_sized(cshs_client *c, cshs_client_pool_stats *out, siz
     }
     pthread_mutex_unlock(&c->mu);
     return (ssize_t)n;
+}
+
+/* ---- a switched connection (cshs_call_tunnel_*) ---- */
+
+static conn *tunnel_conn(const cshs_call *call)
+{
+    return call && call->state == K_SWITCHED ? call->cn : NULL;
+}
+
+ssize_t cshs_call_tunnel_read(cshs_call *call, void *buf, size_t cap)
+{
+    conn *cn = tunnel_conn(call);
+    if (!cn || (cap && !buf)) return -EINVAL;
+    if (cn->end > cn->start) { /* read past the 101's head */
+        size_t n = cn->end - cn->start;
+        if (n > cap) n = cap;
+        memcpy(buf, cn->buf + cn->start, n);
+        cn->start += n;
+        return (ssize_t)n;
+    }
+    return conn_read(cn, buf, cap, CONN_NOWAIT);
+}
+
+ssize_t cshs_call_tunnel_write(cshs_call *call, const void *data, size_t len)
+{
+    conn *cn = tunnel_conn(call);
+    if (!cn || (len && !data)) return -EINVAL;
+    if (len == 0) return 0;
+    for (;;) {
+        if (!cn->ssl) {
+            ssize_t w = send(cn->fd, data, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+            if (w >= 0) return w;
+            if (errno == EINTR) continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                cn->io_wait = POLLOUT;
+                return -EAGAIN;
+            }
+            return -errno;
+        }
+        size_t took = 0;
+        sigpipe_guard g;
+        sigpipe_block(&g);
+        ERR_clear_error();
+        errno = 0;
+        int r = SSL_write_ex(cn->ssl, data, len, &took);
+        int e = r == 1 ? SSL_ERROR_NONE : SSL_get_error(cn->ssl, r);
+        int se = errno;
+        ERR_clear_error();
+        sigpipe_restore(&g);
+        if (r == 1) return (ssize_t)took;
+        if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
+            cn->io_wait = e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT;
+            return -EAGAIN;
+        }
+        return e == SSL_ERROR_SYSCALL ? (se ? -se : -EPIPE) : -EIO;
+    }
+}
+
+static void tunnel_ready(cshs_watch *w, uint32_t events)
+{
+    conn *cn = w->arg;
+    cshs_call *call = cn->waiting;
+    cn->waiting = NULL;
+    atomic_store_explicit(&call->watched, NULL, memory_order_relaxed);
+    int ev = 0;
+    if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) ev |= CSHS_TUNNEL_IN;
+    if (events & (EPOLLOUT | EPOLLHUP | EPOLLERR)) ev |= CSHS_TUNNEL_OUT;
+    call->tunnel_ready(call->tunnel_arg, ev);
+}
+
+int cshs_call_tunnel_wait(cshs_call *call, cshs_reactor *r, int events, int64_t deadline_ms,
+                          void (*ready)(void *arg, int events), void *arg)
+{
+    conn *cn = tunnel_conn(call);
+    if (!cn || !r || !ready || !(events & (CSHS_TUNNEL_IN | CSHS_TUNNEL_OUT))) return -EINVAL;
+    if (cn->waiting == call) {
+        /* one armed: replaced, unless its event was taken already (its
+         * ready runs in this batch, and may wait anew) */
+        if (!cshs__kept_disarm(&cn->kw, r)) return 0;
+        cn->waiting = NULL;
+        atomic_store_explicit(&call->watched, NULL, memory_order_relaxed);
+    }
+    uint32_t ev = EPOLLRDHUP;
+    if (events & CSHS_TUNNEL_IN) ev |= cn->ssl && cn->io_wait == POLLOUT ? EPOLLOUT : EPOLLIN;
+    if (events & CSHS_TUNNEL_OUT) ev |= cn->ssl && cn->io_wait == POLLIN ? EPOLLIN : EPOLLOUT;
+    call->tunnel_ready = ready;
+    call->tunnel_arg = arg;
+    int e = watch_arm(call, r, ev, deadline_ms, tunnel_ready);
+    return e > 0 ? -ECANCELED : e;
+}
+
+int cshs_call_tunnel_shutdown(cshs_call *call)
+{
+    conn *cn = tunnel_conn(call);
+    if (!cn) return -EINVAL;
+    if (cn->ssl) {
+        sigpipe_guard g;
+        sigpipe_block(&g);
+        SSL_shutdown(cn->ssl);
+        ERR_clear_error();
+        sigpipe_restore(&g);
+    }
+    return shutdown(cn->fd, SHUT_WR) < 0 ? -errno : 0;
 }

@@ -104,8 +104,8 @@
  * response head.
  *
  * Responses are parsed by libcshttp (response mode, strict, default
- * limits). 1xx responses are read and skipped (101 is not: the client does
- * not upgrade; it fails the call as malformed). A malformed head, a broken
+ * limits). 1xx responses are read and skipped (101 is not: it fails the
+ * call as malformed, unless the request asked for it with `upgrade`). A malformed head, a broken
  * body framing, or bytes after the end of the response fail the call and
  * drop the connection. The call owns its head (and the body read by
  * cshs_call_read_all): the connection goes back to the pool as soon as the
@@ -399,6 +399,13 @@ typedef struct cshs_client_request {
      * body_offset; default -1: none) */
     int body_fd;
     uint64_t body_offset;
+    /* 0.4.4: a protocol to switch to ("websocket"; RFC 9110 §7.8), or
+     * NULL: the request carries "Connection: Upgrade" and "Upgrade:
+     * protocol" (the caller's own Upgrade and Connection are dropped as
+     * ever), has no body, and a 101 answer is taken: the call's status is
+     * 101 and its connection is its own from then on (cshs_call_tunnel_*
+     * below), never given back to the pool. */
+    const char *upgrade;
 } cshs_client_request;
 
 /* The size of cshs_client_request in libcshttp-server 0.3, the first
@@ -598,6 +605,33 @@ CSHS_EXPORT int cshs_call_write_async(cshs_call *call, const void *data, size_t 
  * -EINVAL without a response body being read. The thread using the
  * call. */
 CSHS_EXPORT int cshs_call_detach(cshs_call *call);
+
+/* After a 101 to a request with `upgrade` (0.4.4): the connection's
+ * bytes both ways, without waiting, on the thread of the reactor the
+ * call's head was awaited on (or the caller's, for cshs_call_end).
+ * cshs_call_tunnel_read: the origin's bytes (those read past the 101's
+ * head first): the count, 0 at its end, -EAGAIN (wait for it), -errno.
+ * cshs_call_tunnel_write: what the socket takes of data: the count (> 0),
+ * -EAGAIN (wait; over TLS, offer the same bytes again), -errno.
+ * cshs_call_tunnel_wait: ready(arg, events) once on r's thread when the
+ * socket can be read (CSHS_TUNNEL_IN) or written (CSHS_TUNNEL_OUT), as
+ * asked (a TLS read that needs the socket writable, or the other way
+ * round, is looked after), or with 0 at deadline_ms (0: none) or when r
+ * stops; 0, or -errno. Wait only after a read or write said -EAGAIN:
+ * bytes already read past the 101, or held by OpenSSL, fire no event.
+ * One wait at a time: another, on r's thread, replaces the one armed
+ * (unless r took its event already: its ready runs, and may wait anew). cshs_call_tunnel_shutdown:
+ * our side ends (FIN; TLS: close_notify). cshs_call_free closes the
+ * connection (a wait armed is given up first: call it on r's thread).
+ * Each is -EINVAL for a call that did not switch. */
+#define CSHS_TUNNEL_IN 1
+#define CSHS_TUNNEL_OUT 2
+CSHS_EXPORT ssize_t cshs_call_tunnel_read(cshs_call *call, void *buf, size_t cap);
+CSHS_EXPORT ssize_t cshs_call_tunnel_write(cshs_call *call, const void *data, size_t len);
+CSHS_EXPORT int cshs_call_tunnel_wait(cshs_call *call, cshs_reactor *r, int events,
+                                      int64_t deadline_ms, void (*ready)(void *arg, int events),
+                                      void *arg);
+CSHS_EXPORT int cshs_call_tunnel_shutdown(cshs_call *call);
 
 /* 1 when the rest of the response's body is here (none, or all of it in
  * the call's buffer: cshs_call_read waits for nothing), as after a
