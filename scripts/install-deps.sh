@@ -31,6 +31,7 @@ if [ "${1:-}" = bench ]; then
     libmicrohttpd-dev                   # bench/mhd: bench_mhd, the libmicrohttpd peer
     gnuplot-nox                         # bench/run: the SVG charts
     liburing-dev                        # bench/uring: the io_uring side of the epoll/io_uring A/B
+    libwebsockets-dev                   # bench/ws: lws_echo, the WS workload's libwebsockets peer
   )
 fi
 

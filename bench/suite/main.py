@@ -13,9 +13,9 @@ import tempfile
 import time
 import types
 
-from . import clients, proc, report, servers, tls, w6
+from . import clients, proc, report, servers, tls, w6, ws
 
-WORKLOADS = ["W1", "W2", "W3", "W4", "W5", "W6", "MEM", "SWEEP", "TLS"]
+WORKLOADS = ["W1", "W2", "W3", "W4", "W5", "W6", "WS", "MEM", "SWEEP", "TLS"]
 CEILING_W2 = 128 / 0.015
 SWEEP_LEVELS = [1, 2, 4, 8, 16, 32, 64, 128, 256]
 W1_WRK = ("cshttpd", "cshttpd-1", "cshttpd-base", "nginx-1")       # servers that also get a wrk run in W1
@@ -26,8 +26,8 @@ def parse_args(argv):
     ap = argparse.ArgumentParser(
         prog="bench/run",
         description="cshttpd and its peers (nginx, h2o, libmicrohttpd) under the workloads "
-        "W1..W5, idle-connection memory, a concurrency sweep and HTTPS (TLS); interleaved rounds, "
-        "medians. Results in bench/results/suite-<UTC time>.{md,csv,svg}.")
+        "W1..W6, WebSocket echo (WS), idle-connection memory, a concurrency sweep and HTTPS (TLS); "
+        "interleaved rounds, medians. Results in bench/results/suite-<UTC time>.{md,csv,svg}.")
     ap.add_argument("workloads", nargs="*", metavar="WORKLOAD",
                     help="any of %s (default: all)" % " ".join(WORKLOADS))
     ap.add_argument("--rounds", type=int, help="rounds (default 3; --quick: 1)")
@@ -125,9 +125,10 @@ class Suite:
             if res.get("cpu_us") is not None:
                 fig += "  %6.1f us CPU/req" % res["cpu_us"]
         elif res.get("rps") is not None:
-            fig = "%10.0f req/s" % res["rps"]
+            unit = "msg" if workload == "WS" else "req"
+            fig = "%10.0f %s/s" % (res["rps"], unit)
             if res.get("cpu_us") is not None:
-                fig += "  %6.1f us CPU/req" % res["cpu_us"]
+                fig += "  %6.1f us CPU/%s" % (res["cpu_us"], unit)
             if res.get("p99_ms") is not None:
                 fig += "  p99 %.2f ms" % res["p99_ms"]
             if workload == "W5":
@@ -244,6 +245,10 @@ class Suite:
     def w6(self, rnd):
         """cshttpd and nginx as reverse proxies (bench/suite/w6.py)."""
         w6.run(self, rnd)
+
+    def ws(self, rnd):
+        """WebSocket echo, direct and through proxies (bench/suite/ws.py)."""
+        ws.run(self, rnd)
 
     def sweep(self, rnd):
         for s in self.live:
@@ -434,12 +439,15 @@ class Suite:
             "cshttp-load": os.path.join(a.build, "apps", "cshttp-load"),
             "bench_mhd": os.path.join(a.build, "bench", "mhd", "bench_mhd"),
             "bench_sleep_ceiling": os.path.join(a.build, "bench", "bench_sleep_ceiling"),
+            "ws_load": os.path.join(a.build, "bench", "ws", "ws_load"),
+            "lws_echo": os.path.join(a.build, "bench", "ws", "lws_echo"),
         }
         if a.baseline:
             self.paths["cshttpd-base"] = a.baseline
         self.paths = {k: os.path.abspath(v) for k, v in self.paths.items()}
         missing = [p for k, p in self.paths.items()
-                   if k not in ("bench_mhd", "bench_sleep_ceiling") and not os.access(p, os.X_OK)]
+                   if k not in ("bench_mhd", "bench_sleep_ceiling", "ws_load", "lws_echo")
+                   and not os.access(p, os.X_OK)]
         for tool in ("wrk", "ab", "gnuplot"):
             if not shutil.which(tool):
                 missing.append(tool + " (scripts/install-deps.sh bench)")
@@ -512,7 +520,8 @@ class Suite:
                                                       "; ".join(self.checks[s.name]) or "checks passed"))
             self.live.append(s)
         phases = {"W1": self.w1, "W2": self.w2, "W3": self.w3, "W4": self.w4, "W5": self.w5,
-                  "W6": self.w6, "SWEEP": self.sweep, "MEM": self.memory, "TLS": self.https}
+                  "W6": self.w6, "WS": self.ws, "SWEEP": self.sweep, "MEM": self.memory,
+                  "TLS": self.https}
         # The memory runs restart every server: they come last.
         order = [w for w in a.workloads if w != "MEM"] + (["MEM"] if "MEM" in a.workloads else [])
         started = list(self.live)

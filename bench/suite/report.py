@@ -8,13 +8,14 @@ import shutil
 import statistics
 import subprocess
 
-from . import tls, w6
+from . import tls, w6, ws
 
 CSV_FIELDS = ["workload", "variant", "server", "round", "tool", "status", "connections", "rps",
               "requests", "p50_ms", "p99_ms", "mbps", "cpu_us", "cs_per_req", "errors", "failed", "non_2xx",
               "keepalive_reqs", "idle_held", "idle_answered", "rss_0", "rss_1500", "rss_10000",
               "held_1500", "held_10000", "threads_0", "threads_1500", "threads_10000",
-              "bytes_per_conn", "wall_s", "tls", "note", "cmd"]
+              "bytes_per_conn", "wall_s", "tls", "server_cpu_pct", "client_cpu_pct", "origin_cpu_us",
+              "note", "cmd"]
 GOOD = ("ok", "errors")
 # W2's ceiling as measured each round (bench_sleep_ceiling), a pseudo-server in the results
 W2_CEILING = "no server"
@@ -475,6 +476,8 @@ def markdown(suite, t, chart_files, chart_fails):
         chart("w5", "W5 MB/s")
     if "W6" in a.workloads:
         w6.markdown(t, add)
+    if "WS" in a.workloads:
+        ws.markdown(suite, t, add)
     if "MEM" in a.workloads:
         lo, hi = a.mem_counts
         add("## Memory: idle keep-alive connections")
