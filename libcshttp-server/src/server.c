@@ -289,6 +289,8 @@ void cshs__report(void *arg, const cshw_exchange_outcome *o)
     e.bytes_in = o->bytes_in;
     e.duration_us = o->duration_us;
     e.time_unix_ms = o->start_unix_ms;
+    /* a switch is logged once its tunnel ends, with its bytes and time */
+    if (o->status == 101 && c && c->tunnel && cshs__tunnel_hold_log(c, &e) == 0) return;
     s->log_fn(s->log_user, &e);
 }
 

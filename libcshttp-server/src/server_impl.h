@@ -392,6 +392,12 @@ void cshs__tunnel_drop(cshs_conn *c, int why);
 void cshs__tunnel_set_timer(struct cshs_tunnel *t, int64_t (*fn)(void *arg, int64_t now_ms),
                             void *arg);
 int cshs__tunnel_timer_due(const cshs_conn *c, int64_t now_ms);
+/* The access log's entry of the 101 that opened c's tunnel, kept (its
+ * strings copied) and written when the tunnel ends, with the tunnel's
+ * bytes both ways added and the duration to its end. 0, or -ENOMEM (the
+ * caller logs it now). */
+struct cshs_request_log;
+int cshs__tunnel_hold_log(cshs_conn *c, const struct cshs_request_log *e);
 /* The connection the handler running on this thread serves (inline, a
  * continuation or a job), else NULL. */
 cshs_conn *cshs__handler_conn(void);

@@ -25,6 +25,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include <cshttp/server/server.h>
 #include <cshttp/server/tunnel.h>
 #include <cshttp/web/context.h>
 #include <cshttp/web/exchange.h>
@@ -55,6 +56,11 @@ struct cshs_tunnel {
     int64_t (*timer)(void *arg, int64_t now_ms);
     void *timer_arg;
     int64_t timer_at;
+    /* the bytes both ways since the switch, and the 101's log entry
+     * (cshs__tunnel_hold_log), written at the end */
+    uint64_t bytes_in, bytes_out;
+    cshs_request_log *log;
+    int64_t log_since_us;
 };
 
 int cshs_upgrade(cshw_context *ctx, const char *protocol, const cshs_tunnel_ops *ops, void *arg)
@@ -93,6 +99,7 @@ int cshs_tunnel_write(cshs_tunnel *t, const void *data, size_t len)
     if (t->error) return t->error;
     cshs_conn *c = t->c;
     if (len == 0) return 0;
+    t->bytes_out += len;
     /* idle counters hold what a parked connection queues: not parked
      * while its queue changes */
     if (!t->serving) cshs__unpark(c);
@@ -160,6 +167,39 @@ int cshs__tunnel_timer_due(const cshs_conn *c, int64_t now_ms)
     return t && t->timer_at && now_ms >= t->timer_at;
 }
 
+/* One string of the held entry: copied after the struct, NULL kept. */
+static const char *hold_str(char **at, const char *v)
+{
+    if (!v) return NULL;
+    size_t n = strlen(v) + 1;
+    memcpy(*at, v, n);
+    const char *r = *at;
+    *at += n;
+    return r;
+}
+
+int cshs__tunnel_hold_log(cshs_conn *c, const cshs_request_log *e)
+{
+    cshs_tunnel *t = c->tunnel;
+    const char *strs[] = {e->remote_addr, e->method, e->target, e->referer, e->user_agent};
+    size_t n = sizeof *e;
+    for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++)
+        if (strs[i]) n += strlen(strs[i]) + 1;
+    cshs_request_log *h = malloc(n);
+    if (!h) return -ENOMEM;
+    *h = *e;
+    char *at = (char *)(h + 1);
+    h->remote_addr = hold_str(&at, e->remote_addr);
+    h->method = hold_str(&at, e->method);
+    h->target = hold_str(&at, e->target);
+    h->referer = hold_str(&at, e->referer);
+    h->user_agent = hold_str(&at, e->user_agent);
+    free(t->log);
+    t->log = h;
+    t->log_since_us = cshs__now_us();
+    return 0;
+}
+
 void cshs__tunnel_drop(cshs_conn *c, int why)
 {
     cshs_tunnel *t = c->tunnel;
@@ -168,6 +208,16 @@ void cshs__tunnel_drop(cshs_conn *c, int why)
     if (c->phase == CP_TUNNEL) atomic_fetch_sub(&c->srv->c_tunnels, 1);
     t->ended = 1;
     t->ops.closed(t, why, t->arg);
+    cshs_server *s = c->srv;
+    if (t->log && s->log_fn) {
+        /* the 101's line, with what went through the tunnel */
+        t->log->bytes_in += t->bytes_in;
+        t->log->bytes_out += t->bytes_out;
+        t->log->body_bytes_out += t->bytes_out;
+        t->log->duration_us += cshs__now_us() - t->log_since_us;
+        s->log_fn(s->log_user, t->log);
+    }
+    free(t->log);
     free(t->left);
     free(t);
 }
@@ -255,6 +305,7 @@ static int read_in(cshs_tunnel *t)
         if (n > 0) {
             atomic_fetch_add_explicit(&c->loop->k.bytes_in, (uint64_t)n, memory_order_relaxed);
             c->last_io_ms = cshs__now_ms();
+            t->bytes_in += (uint64_t)n;
             t->ops.data(t, buf, (size_t)n, t->arg);
             continue;
         }
