@@ -28,6 +28,7 @@ typedef struct acl {
 } acl;
 
 struct proxy;
+typedef struct status_push status_push;
 
 typedef struct cshttpd_app {
     cshs_server *server;
@@ -38,6 +39,7 @@ typedef struct cshttpd_app {
     acl status_allow;
     unsigned workers_min, workers_max;
     const cshw_ws_options *ws; /* the WebSockets' (--ws-...) */
+    status_push *push;         /* the status page's sockets, with stats */
 } cshttpd_app;
 
 /* "CIDR,CIDR,..." (IPv4 or IPv6, a bare address is /32 or /128; "unix"
@@ -49,8 +51,15 @@ void acl_loopback(acl *a);
 /* Whether the peer (cshw_request_remote_addr) is allowed. */
 int acl_allows(const acl *a, const char *remote_addr);
 
-/* Adds the status page at `path` (HTML; ?format=json for JSON) and
- * path + ".json". 0 or the router's error. */
+/* Adds the status page at `path` (HTML; ?format=json for JSON),
+ * path + ".json", and path + ".ws", a WebSocket that pushes the JSON every
+ * second. 0 or the router's error. */
 int status_routes(cshw_router *r, const char *path);
+
+/* The status sockets' list; status_push_tick, as an engine tick with the
+ * app, pushes to them (once a second). */
+status_push *status_push_new(void);
+void status_push_free(status_push *p);
+void status_push_tick(void *app);
 
 #endif

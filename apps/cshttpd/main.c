@@ -1209,10 +1209,12 @@ int main(int argc, char **argv)
         acl_loopback(&app.status_allow);
     if (conf.status_path[0]) {
         app.stats = stats_new(s);
-        if (!app.stats) {
+        app.push = status_push_new();
+        if (!app.stats || !app.push) {
             error_log_printf(LOG_ERROR, "out of memory");
             return 1;
         }
+        cshs_server_add_tick(s, status_push_tick, &app);
     }
     lg.stats = app.stats;
     cshs_server_set_app_data(s, &app);
@@ -1306,6 +1308,7 @@ int main(int argc, char **argv)
     cshs_server_free(s);
     cshs_client_free(px.client);
     stats_free(app.stats);
+    status_push_free(app.push);
     cshw_router_free(router);
     cshw_mime_types_free(mime);
     if (conf.pid_file[0]) unlink(conf.pid_file);

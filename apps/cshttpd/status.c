@@ -6,6 +6,8 @@
 #include "proxy_buffer.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -171,12 +173,12 @@ int acl_allows(const acl *a, const char *remote_addr)
 
 /* "proxy": the client's pools, one object per origin (an empty array
  * with proxy routes but no pool yet; absent without --proxy). */
-static void pools_json(cshw_json *j, cshw_context *ctx, cshs_client *client)
+static void pools_json(cshw_json *j, cshw_arena *a, cshs_client *client)
 {
     size_t cap = 16, n;
     cshs_client_pool_stats *ps = NULL;
     for (;;) {
-        ps = cshw_arena_alloc(cshw_context_arena(ctx), sizeof *ps * cap);
+        ps = cshw_arena_alloc(a, sizeof *ps * cap);
         if (!ps) return;
         ssize_t r = cshs_client_stats(client, ps, cap);
         if (r < 0) return;
@@ -264,17 +266,13 @@ static cshttpd_app *allowed(cshw_context *ctx)
     return app;
 }
 
-static void status_json(cshw_context *ctx)
+/* The status as JSON into b (its memory from a): 0, or -ENOMEM. */
+static int status_build(cshttpd_app *app, cshw_arena *a, cshw_buf *b)
 {
-    cshttpd_app *app = allowed(ctx);
-    if (!app) return;
     cshs_counters c;
     cshs_server_counters(app->server, &c);
-    stats_sample *s = cshw_arena_alloc(cshw_context_arena(ctx), sizeof *s * STATS_SAMPLES);
-    if (!s) {
-        cshw_response_send_error(cshw_context_response(ctx), 500);
-        return;
-    }
+    stats_sample *s = cshw_arena_alloc(a, sizeof *s * STATS_SAMPLES);
+    if (!s) return -ENOMEM;
     size_t ns = stats_series(app->stats, s, STATS_SAMPLES);
     stats_route routes[10];
     size_t nr = stats_routes(app->stats, routes, 10);
@@ -282,10 +280,8 @@ static void status_json(cshw_context *ctx)
     clock_gettime(CLOCK_REALTIME, &now);
     int64_t now_ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
 
-    cshw_buf b;
-    cshw_buf_init(&b, cshw_context_arena(ctx));
     cshw_json j;
-    cshw_json_init_buf(&j, &b);
+    cshw_json_init_buf(&j, b);
     cshw_json_object_begin(&j);
 #define X(f)                                                                                       \
     cshw_json_key(&j, #f);                                                                         \
@@ -318,7 +314,7 @@ static void status_json(cshw_context *ctx)
         cshw_json_object_end(&j);
     }
     cshw_json_array_end(&j);
-    if (app->proxy_client) pools_json(&j, ctx, app->proxy_client);
+    if (app->proxy_client) pools_json(&j, a, app->proxy_client);
     if (app->proxy) origins_json(&j, app->proxy);
     if (app->proxy && app->proxy->spool) spool_json(&j, app->proxy->spool);
     /* the time series, one array per figure, oldest first */
@@ -344,7 +340,20 @@ static void status_json(cshw_context *ctx)
 #undef SERIES
     cshw_json_object_end(&j);
     cshw_json_object_end(&j);
-    cshw_buf_append_byte(&b, '\n');
+    cshw_buf_append_byte(b, '\n');
+    return b->data ? 0 : -ENOMEM;
+}
+
+static void status_json(cshw_context *ctx)
+{
+    cshttpd_app *app = allowed(ctx);
+    if (!app) return;
+    cshw_buf b;
+    cshw_buf_init(&b, cshw_context_arena(ctx));
+    if (status_build(app, cshw_context_arena(ctx), &b) < 0) {
+        cshw_response_send_error(cshw_context_response(ctx), 500);
+        return;
+    }
     cshw_response *res = cshw_context_response(ctx);
     cshw_response_set_header(res, "Cache-Control", "no-store");
     cshw_response_set_content_type(res, "application/json", NULL);
@@ -352,9 +361,11 @@ static void status_json(cshw_context *ctx)
     cshw_buf_free(&b);
 }
 
-/* The page: its script fetches the JSON beside it every 2 s and draws each
- * series as an SVG polyline. Everything is in the page: no asset, no CDN;
- * the Content-Security-Policy forbids loading any. */
+/* The page: its script opens the WebSocket beside it (PATH.ws), which
+ * pushes the JSON every second, or, when that fails or closes, fetches
+ * the JSON (PATH.json) every 2 s; each series is drawn as an SVG
+ * polyline. body's data-feed says which ("socket" or "poll"). Everything is in the page: no asset,
+ * no CDN; the Content-Security-Policy forbids loading any. */
 static const char page[] =
     "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
     "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
@@ -475,7 +486,14 @@ static const char page[] =
     "  catch(e){document.getElementById('err').textContent='cannot read '+src+': '+e.message;}\n"
     "  setTimeout(tick,2000);\n"
     "}\n"
-    "tick();\n"
+    "let polling=false;\n"
+    "function poll(){if(!polling){polling=true;document.body.dataset.feed='poll';tick();}}\n"
+    "try{const ws=new WebSocket((location.protocol==='https:'?'wss:':'ws:')+'//'+\n"
+    "    location.host+location.pathname+'.ws');\n"
+    "  ws.onopen=()=>{document.body.dataset.feed='socket';};\n"
+    "  ws.onmessage=(m)=>{if(!polling)show(JSON.parse(m.data));};\n"
+    "  ws.onclose=poll;\n"
+    "}catch(e){poll();}\n"
     "</script>\n</body></html>\n";
 
 static void status_page(cshw_context *ctx)
@@ -496,12 +514,120 @@ static void status_page(cshw_context *ctx)
     cshw_response_write(res, page, sizeof page - 1);
 }
 
+/* ---- the status socket: PATH.ws ----
+ * Each socket open there gets the status JSON once a second, pushed by
+ * the engine's tick (from its supervisor's thread, through
+ * cshs_websocket_post), so the page needs no poll; the page falls back to
+ * polling PATH.json when the socket cannot open or closes. */
+#define STATUS_SOCKETS_MAX 64
+#define STATUS_PUSH_MS 1000
+
+struct status_push {
+    pthread_mutex_t mu;
+    cshw_ws *ws[STATUS_SOCKETS_MAX]; /* each retained while listed */
+    size_t n;
+    int64_t last_ms; /* the tick's own (CLOCK_MONOTONIC) */
+};
+
+status_push *status_push_new(void)
+{
+    status_push *p = calloc(1, sizeof *p);
+    if (p) pthread_mutex_init(&p->mu, NULL);
+    return p;
+}
+
+void status_push_free(status_push *p)
+{
+    if (!p) return;
+    for (size_t i = 0; i < p->n; i++) cshw_ws_release(p->ws[i]);
+    pthread_mutex_destroy(&p->mu);
+    free(p);
+}
+
+static void push_open(cshw_ws *ws, void *arg)
+{
+    status_push *p = ((cshttpd_app *)arg)->push;
+    pthread_mutex_lock(&p->mu);
+    int room = p->n < STATUS_SOCKETS_MAX;
+    if (room) {
+        cshw_ws_retain(ws);
+        p->ws[p->n++] = ws;
+    }
+    pthread_mutex_unlock(&p->mu);
+    if (!room) cshw_ws_close(ws, 1013, "too many status sockets: try again later");
+}
+
+static void push_message(cshw_ws *ws, int type, const char *data, size_t len, void *arg)
+{
+    /* the page sends nothing; whatever comes is not read */
+    (void)ws, (void)type, (void)data, (void)len, (void)arg;
+}
+
+static void push_closed(cshw_ws *ws, int code, const char *reason, size_t len, void *arg)
+{
+    (void)code, (void)reason, (void)len;
+    status_push *p = ((cshttpd_app *)arg)->push;
+    int listed = 0;
+    pthread_mutex_lock(&p->mu);
+    for (size_t i = 0; i < p->n; i++)
+        if (p->ws[i] == ws) {
+            p->ws[i] = p->ws[--p->n];
+            listed = 1;
+            break;
+        }
+    pthread_mutex_unlock(&p->mu);
+    if (listed) cshw_ws_release(ws);
+}
+
+static const cshw_ws_handlers push_handlers = {
+    .open = push_open, .message = push_message, .closed = push_closed};
+
+static void status_socket(cshw_context *ctx)
+{
+    cshttpd_app *app = allowed(ctx);
+    if (!app) return;
+    if (!app->push || !app->ws) {
+        cshw_response_send_error(cshw_context_response(ctx), 404);
+        return;
+    }
+    cshs_websocket(ctx, app->ws, &push_handlers, app); /* a refusal is answered */
+}
+
+void status_push_tick(void *arg)
+{
+    cshttpd_app *app = arg;
+    status_push *p = app->push;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    int64_t now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    if (now - p->last_ms < STATUS_PUSH_MS) return;
+    p->last_ms = now;
+    cshw_ws *to[STATUS_SOCKETS_MAX];
+    pthread_mutex_lock(&p->mu);
+    size_t n = p->n;
+    for (size_t i = 0; i < n; i++) {
+        to[i] = p->ws[i];
+        cshw_ws_retain(to[i]);
+    }
+    pthread_mutex_unlock(&p->mu);
+    if (n == 0) return;
+    cshw_arena *a = cshw_arena_new(65536);
+    cshw_buf b;
+    cshw_buf_init(&b, a);
+    if (a && status_build(app, a, &b) == 0)
+        for (size_t i = 0; i < n; i++) cshs_websocket_post(to[i], CSHW_WS_TEXT, b.data, b.len);
+    for (size_t i = 0; i < n; i++) cshw_ws_release(to[i]);
+    cshw_arena_free(a);
+}
+
 int status_routes(cshw_router *r, const char *path)
 {
-    char json[1100];
+    char json[1100], ws[1100];
     if (strlen(path) > 1000) return -1;
     snprintf(json, sizeof json, "%s.json", path);
+    snprintf(ws, sizeof ws, "%s.ws", path);
     int e = cshw_router_add(r, "GET", path, status_page);
     if (e >= 0) e = cshw_router_add(r, "GET", json, status_json);
+    if (e >= 0) e = cshw_router_add(r, "GET", ws, status_socket);
     return e;
 }
