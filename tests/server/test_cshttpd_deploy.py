@@ -884,9 +884,32 @@ def t_status_page_in_chromium(d):
                               "p => p.closest('svg').id), "
                               "routes: document.getElementById('routes').textContent, "
                               "meta: document.getElementById('meta').textContent, "
+                              "feed: document.body.dataset.feed, "
                               "err: document.getElementById('err').textContent})",
                 "returnByValue": True}, session=session)
             info = json.loads(res["result"]["value"])
+            # Chromium's own WebSocket (it offers permessage-deflate)
+            # against the demo's echo (RFC 6455): text, binary and a text
+            # message of 200 kB that goes compressed both ways
+            echo = ch.call("Runtime.evaluate", {
+                "expression": """new Promise((ok, no) => {
+                  const ws = new WebSocket('ws://' + location.host + '/demo/ws');
+                  ws.binaryType = 'arraybuffer';
+                  const big = 'caf\u00e9 '.repeat(40000), got = [];
+                  ws.onopen = () => { ws.send('h\u00e9llo'); ws.send(new Uint8Array([0, 1, 255]));
+                                      ws.send(big); };
+                  ws.onmessage = (m) => {
+                    got.push(typeof m.data === 'string' ? m.data
+                             : Array.from(new Uint8Array(m.data)).join(','));
+                    if (got.length === 3) ws.close(1000, 'done');
+                  };
+                  ws.onclose = (e) => ok(JSON.stringify({got: [got[0], got[1], got[2] === big],
+                      code: e.code, ext: ws.extensions}));
+                  ws.onerror = () => no('websocket error');
+                  setTimeout(() => no('no echo'), 10000);
+                })""",
+                "awaitPromise": True, "returnByValue": True}, session=session)
+            echo = json.loads(echo["result"]["value"])
             ch.pump(0.5)
         finally:
             ch.close()
@@ -908,6 +931,10 @@ def t_status_page_in_chromium(d):
         assert sorted(set(info["ids"])) == ["chart-conn", "chart-lat", "chart-rps"], info
         assert len(info["lines"]) == 6 and min(info["lines"]) >= 2, info
         assert "/demo/plaintext" in info["routes"] and "version" in info["meta"], info
+        # the numbers came over the status page's WebSocket, not the poll
+        assert info["feed"] == "socket", info
+        assert echo["got"] == ["h\u00e9llo", "0,1,255", True], echo
+        assert echo["code"] == 1000 and "permessage-deflate" in echo["ext"], echo
 
 
 # ---- the README's Deploy section, step by step ----
