@@ -307,6 +307,11 @@ static int read_in(cshs_tunnel *t)
             c->last_io_ms = cshs__now_ms();
             t->bytes_in += (uint64_t)n;
             t->ops.data(t, buf, (size_t)n, t->arg);
+            /* a short read emptied the socket: the next bytes bring an
+             * event (edge-triggered), so no read to meet EAGAIN, unless
+             * OpenSSL holds some or an event said the input ends (the
+             * next read meets the end) */
+            if ((size_t)n < TUNNEL_BUF && !c->io->pending(c) && !c->rdhup) break;
             continue;
         }
         if (n == 0) {
