@@ -4,7 +4,11 @@
  * backpressure that pauses a client that does not read, the idle
  * deadline, a close after the last write, a write from another thread
  * through the loop's reactor, a tunnel opened by a job's handler, and a
- * stop that ends open tunnels. */
+ * stop that ends open tunnels. And WebSockets on tunnels (websocket.h;
+ * RFC 6455): messages answered from a worker thread through
+ * cshs_websocket_post, the closing handshake started from one, a post
+ * after the end, the session's ping and pong deadline run by the loop,
+ * the handshake's refusals, and the access log's line for the socket. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
@@ -103,9 +107,15 @@ static void on_closed(cshs_tunnel *t, int why, void *arg)
 
 static const cshs_tunnel_ops echo = {on_open, on_data, on_drained, on_closed};
 
+static void ws_handler(cshw_context *ctx);
+
 static void handler(cshw_context *ctx)
 {
     const char *path = cshw_request_path(cshw_context_request(ctx));
+    if (strncmp(path, "/ws", 3) == 0) {
+        ws_handler(ctx);
+        return;
+    }
     cshw_response *res = cshw_context_response(ctx);
     cshw_response_set_header(res, "X-Tunnel", "echo");
     int r = cshs_upgrade(ctx, "echo", &echo, strcmp(path, "/push") == 0 ? &push_watch : NULL);
@@ -127,6 +137,87 @@ static int job_streams(void *arg, const char *head, const csh_message *msg)
     return msg->target.len == 4 && memcmp(head + msg->target.off, "/job", 4) == 0;
 }
 
+/* ---- WebSockets: the application ----
+ * /ws: text "work" is answered "done" from a thread of its own (the
+ * session retained there, cshs_websocket_post); "close" makes that thread
+ * start the closing handshake (4000 "bye"); "keep" leaves the session
+ * retained in `kept`, for a post after its end; binary is echoed on the
+ * loop. /ws-live pings after 60 ms of silence and ends 60 ms after. */
+
+static atomic_int ws_closed_calls, ws_last_code;
+static _Atomic(cshw_ws *) kept;
+static atomic_int logged_101;
+static _Atomic unsigned long long logged_in, logged_out;
+
+static void log_entry(void *user, const cshs_request_log *e)
+{
+    (void)user;
+    if (e->status != 101) return;
+    atomic_store(&logged_in, e->bytes_in);
+    atomic_store(&logged_out, e->bytes_out);
+    atomic_fetch_add(&logged_101, 1);
+}
+
+typedef struct job {
+    cshw_ws *ws;
+    int close;
+} job;
+
+static void *worker(void *arg)
+{
+    job *j = arg;
+    usleep(20000); /* blocking work, off the loop */
+    int r = j->close ? cshs_websocket_post_close(j->ws, 4000, "bye")
+                     : cshs_websocket_post(j->ws, CSHW_WS_TEXT, "done", 4);
+    assert_true(r == 0 || r == 1);
+    cshw_ws_release(j->ws);
+    free(j);
+    return NULL;
+}
+
+static void ws_message(cshw_ws *ws, int type, const char *p, size_t n, void *arg)
+{
+    (void)arg;
+    if (type == CSHW_WS_BINARY) {
+        cshw_ws_send(ws, type, p, n);
+        return;
+    }
+    if (n == 4 && memcmp(p, "keep", 4) == 0) {
+        cshw_ws_retain(ws);
+        atomic_store(&kept, ws);
+        cshw_ws_send(ws, CSHW_WS_TEXT, "kept", 4);
+        return;
+    }
+    job *j = malloc(sizeof *j);
+    assert_non_null(j);
+    j->ws = ws;
+    j->close = n == 5 && memcmp(p, "close", 5) == 0;
+    cshw_ws_retain(ws); /* the thread's reference */
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, worker, j), 0);
+    pthread_detach(t);
+}
+
+static void ws_closed(cshw_ws *ws, int code, const char *reason, size_t len, void *arg)
+{
+    (void)ws, (void)reason, (void)len, (void)arg;
+    atomic_store(&ws_last_code, code);
+    atomic_fetch_add(&ws_closed_calls, 1);
+}
+
+static const cshw_ws_handlers ws_app = {.message = ws_message, .closed = ws_closed};
+
+static void ws_handler(cshw_context *ctx)
+{
+    cshw_ws_options o;
+    cshw_ws_options_init(&o);
+    if (strcmp(cshw_request_path(cshw_context_request(ctx)), "/ws-live") == 0) {
+        o.ping_interval_ms = 60;
+        o.pong_timeout_ms = 60;
+    }
+    cshs_websocket(ctx, &o, &ws_app, NULL); /* a refusal is answered */
+}
+
 /* ---- the test's side ---- */
 
 static cshs_server *srv;
@@ -144,6 +235,8 @@ static unsigned start(const cshs_options *extra)
     srv = cshs_server_new(&o, handler, NULL);
     assert_non_null(srv);
     cshs_server_set_streaming(srv, job_streams, NULL);
+    cshs_server_set_log(srv, log_entry, NULL);
+    atomic_store(&logged_101, 0);
     assert_int_equal(cshs_server_start(srv), 0);
     atomic_store(&closed_calls, 0);
     atomic_store(&opened_calls, 0);
@@ -447,12 +540,165 @@ static void test_stop_ends_tunnels(void **state)
     cshs_server_free(srv);
 }
 
+/* ---- WebSockets: the client's side ---- */
+
+static const char ws_req[] = "GET %s HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\n"
+                             "Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\n"
+                             "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n";
+
+static int ws_open(unsigned port, const char *path)
+{
+    int fd = dial(port, 0);
+    char req[512], head[1024];
+    snprintf(req, sizeof req, ws_req, path);
+    send_all(fd, req, strlen(req));
+    assert_int_equal(recv_head(fd, head, sizeof head), 101);
+    /* RFC 6455 §1.3's example key and its answer */
+    assert_non_null(strstr(head, "\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n"));
+    return fd;
+}
+
+/* A masked frame from the client (§5.3), of up to 125 bytes. */
+static void ws_send(int fd, int op, const char *p, size_t n)
+{
+    unsigned char f[2 + 4 + 125] = {
+        (unsigned char)(0x80 | op), (unsigned char)(0x80 | n), 1, 2, 3, 4};
+    for (size_t i = 0; i < n; i++) f[6 + i] = (unsigned char)(p[i] ^ f[2 + (i & 3)]);
+    send_all(fd, f, 6 + n);
+}
+
+/* A frame from the server, of up to 125 bytes: its first byte, the
+ * payload into p (NUL-terminated), its length. */
+static int ws_recv(int fd, char *p, size_t *n)
+{
+    unsigned char h[2];
+    recv_exact(fd, (char *)h, 2);
+    assert_int_equal(h[1] & 0x80, 0); /* a server does not mask */
+    *n = h[1] & 0x7F;
+    assert_true(*n < 126);
+    recv_exact(fd, p, *n);
+    p[*n] = 0;
+    return h[0];
+}
+
+static void wait_ws_closed(int n)
+{
+    for (int i = 0; i < 10000 && atomic_load(&ws_closed_calls) < n; i++) usleep(1000);
+    assert_int_equal(atomic_load(&ws_closed_calls), n);
+}
+
+static void test_ws_post_from_threads(void **state)
+{
+    (void)state;
+    atomic_store(&ws_closed_calls, 0);
+    unsigned port = start(NULL);
+    int fd = ws_open(port, "/ws");
+    char p[128];
+    size_t n;
+    ws_send(fd, 0x2, "\x00\x01", 2); /* binary: echoed on the loop */
+    assert_int_equal(ws_recv(fd, p, &n), 0x82);
+    assert_true(n == 2 && memcmp(p, "\x00\x01", 2) == 0);
+    ws_send(fd, 0x1, "work", 4); /* answered from another thread */
+    assert_int_equal(ws_recv(fd, p, &n), 0x81);
+    assert_string_equal(p, "done");
+    ws_send(fd, 0x1, "keep", 4);
+    assert_int_equal(ws_recv(fd, p, &n), 0x81);
+    assert_string_equal(p, "kept");
+    ws_send(fd, 0x1, "close", 5); /* the thread starts the closing handshake */
+    assert_int_equal(ws_recv(fd, p, &n), 0x88);
+    assert_true(n == 5 && (unsigned char)p[0] == 4000 >> 8 && (unsigned char)p[1] == (4000 & 255));
+    assert_memory_equal(p + 2, "bye", 3);
+    ws_send(fd, 0x8, p, 2); /* our close: the server ends the connection */
+    expect_eof(fd);
+    close(fd);
+    wait_ws_closed(1);
+    assert_int_equal(atomic_load(&ws_last_code), 4000);
+    /* a post after the end: refused, the memory still the holder's */
+    cshw_ws *ws = atomic_exchange(&kept, NULL);
+    assert_non_null(ws);
+    assert_int_equal(cshs_websocket_post(ws, CSHW_WS_TEXT, "late", 4), -EPIPE);
+    assert_int_equal(cshs_websocket_post_close(ws, 1000, NULL), -EPIPE);
+    cshw_ws_release(ws);
+    /* the access log's line came at the end, with the frames both ways */
+    for (int i = 0; i < 1000 && atomic_load(&logged_101) < 1; i++) usleep(1000);
+    assert_int_equal(atomic_load(&logged_101), 1);
+    assert_true(atomic_load(&logged_in) > sizeof ws_req + 8 * 4);
+    assert_true(atomic_load(&logged_out) > 129 + 4 * 4);
+    cshs_server_stop(srv, 1000);
+    cshs_server_free(srv);
+}
+
+static void test_ws_ping_and_pong_deadline(void **state)
+{
+    (void)state;
+    atomic_store(&ws_closed_calls, 0);
+    cshs_options o;
+    cshs_options_init(&o);
+    o.sweep_interval_ms = 10; /* the loop runs the session's timers within it */
+    unsigned port = start(&o);
+    int fd = ws_open(port, "/ws-live");
+    char p[128];
+    size_t n;
+    /* silence: a ping (§5.5.2); answered, another after the next silence */
+    assert_int_equal(ws_recv(fd, p, &n), 0x89);
+    ws_send(fd, 0xA, p, n);
+    assert_int_equal(ws_recv(fd, p, &n), 0x89);
+    /* not answered: the end, without a close frame (a dead peer) */
+    expect_eof(fd);
+    close(fd);
+    wait_ws_closed(1);
+    assert_int_equal(atomic_load(&ws_last_code), CSHW_WS_ABNORMAL);
+    cshs_server_stop(srv, 1000);
+    cshs_server_free(srv);
+}
+
+static void test_ws_refusals(void **state)
+{
+    (void)state;
+    unsigned port = start(NULL);
+    char head[2048];
+    /* not an upgrade: 426 naming the protocol (RFC 9110 §15.5.22) */
+    int fd = dial(port, 0);
+    const char plain[] = "GET /ws HTTP/1.1\r\nHost: a\r\n\r\n";
+    send_all(fd, plain, strlen(plain));
+    assert_int_equal(recv_head(fd, head, sizeof head), 426);
+    assert_non_null(strstr(head, "\r\nUpgrade: websocket\r\n"));
+    close(fd);
+    /* another version: 426 with the one we speak (RFC 6455 §4.4) */
+    fd = dial(port, 0);
+    const char v8[] = "GET /ws HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\n"
+                      "Upgrade: websocket\r\nSec-WebSocket-Version: 8\r\n"
+                      "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n";
+    send_all(fd, v8, strlen(v8));
+    assert_int_equal(recv_head(fd, head, sizeof head), 426);
+    assert_non_null(strstr(head, "\r\nSec-WebSocket-Version: 13\r\n"));
+    assert_null(strstr(head, "Sec-WebSocket-Accept"));
+    close(fd);
+    /* a page of another site (§10.2): 403 */
+    fd = dial(port, 0);
+    const char other[] = "GET /ws HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\n"
+                         "Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\n"
+                         "Origin: http://evil.example\r\n"
+                         "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n";
+    send_all(fd, other, strlen(other));
+    assert_int_equal(recv_head(fd, head, sizeof head), 403);
+    close(fd);
+    cshs_server_stop(srv, 1000);
+    cshs_server_free(srv);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_echo_both_ways), cmocka_unit_test(test_not_asked_is_426),
-        cmocka_unit_test(test_backpressure),   cmocka_unit_test(test_idle_deadline),
-        cmocka_unit_test(test_job_and_push),   cmocka_unit_test(test_stop_ends_tunnels),
+        cmocka_unit_test(test_echo_both_ways),
+        cmocka_unit_test(test_not_asked_is_426),
+        cmocka_unit_test(test_backpressure),
+        cmocka_unit_test(test_idle_deadline),
+        cmocka_unit_test(test_job_and_push),
+        cmocka_unit_test(test_stop_ends_tunnels),
+        cmocka_unit_test(test_ws_post_from_threads),
+        cmocka_unit_test(test_ws_ping_and_pong_deadline),
+        cmocka_unit_test(test_ws_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
