@@ -140,10 +140,12 @@ size_t access_log_format(char *buf, size_t cap, log_format f, const cshs_request
                      "{\"time\":\"%s\",\"remote_addr\":\"%s\",\"method\":\"%s\",\"target\":\"%s\","
                      "\"protocol\":\"HTTP/1.%d\",\"status\":%d,\"bytes_out\":%llu,"
                      "\"body_bytes\":%llu,"
-                     "\"referer\":\"%s\",\"user_agent\":\"%s\",\"duration_ms\":%lld.%03lld}\n",
+                     "\"referer\":\"%s\",\"user_agent\":\"%s\",\"duration_ms\":%lld.%03lld,"
+                     "\"bytes_in\":%llu}\n",
                      when, e->remote_addr ? e->remote_addr : "", method, target, e->version_minor,
                      e->status, (unsigned long long)e->bytes_out, body, referer, agent,
-                     (long long)(duration_us / 1000), (long long)(duration_us % 1000));
+                     (long long)(duration_us / 1000), (long long)(duration_us % 1000),
+                     (unsigned long long)e->bytes_in);
     } else {
         strftime(when, sizeof when, "%d/%b/%Y:%H:%M:%S %z", &tm);
         log_escape(method, sizeof method, e->method);

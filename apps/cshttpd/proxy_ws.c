@@ -27,7 +27,6 @@
 #include "log.h"
 
 #define PIECE 16384 /* one read from the origin */
-#define TURNS 16    /* reads in a row before the loop's others go first */
 
 typedef struct ws_tunnel {
     const proxy *p;
@@ -92,12 +91,14 @@ static int push_up(ws_tunnel *w)
     return 0;
 }
 
-/* The origin's bytes to the client, until EAGAIN, its end, a full
- * client queue or TURNS reads: 0, or -errno. */
+/* The origin's bytes to the client, until EAGAIN (the next bytes bring
+ * an event: its registration is edge-triggered, so reading stops nowhere
+ * else but at) its end or a full client queue (write_high_water bounds
+ * the run; drained() reads on): 0, or -errno. */
 static int pull_down(ws_tunnel *w)
 {
     char buf[PIECE];
-    for (int turn = 0; turn < TURNS && !w->origin_paused && !w->origin_ended; turn++) {
+    while (!w->origin_paused && !w->origin_ended) {
         ssize_t n = cshs_call_tunnel_read(w->call, buf, sizeof buf);
         if (n == -EAGAIN) return 0;
         if (n < 0) return (int)n;

@@ -28,6 +28,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import test_cshttpd as T  # noqa: E402  (its Server, read_response, Sock, make_cert)
+import ws_client  # noqa: E402
 
 TESTS = {}
 ARGS = None
@@ -946,6 +947,146 @@ def t_nginx_behind_nginx(tmp):
 
 
 # ---- failing origins ----
+
+# ---- WebSockets through the proxy (RFC 6455 over the switch of RFC 9110 §7.8) ----
+
+def ws_sizes(n, seed):
+    """n message sizes from 1 byte to 1 MiB, most of them small (a cube
+    of a uniform draw as the exponent), with both ends included."""
+    import random
+    rnd = random.Random(seed)
+    sizes = [1, 1 << 20] + [max(1, int(2 ** (20 * rnd.random() ** 3))) for _ in range(n - 2)]
+    rnd.shuffle(sizes)
+    return sizes
+
+
+@test("websocket")
+def t_websocket_echo_through_proxy(tmp):
+    """10,000 messages of 1 byte to 1 MiB, text and binary, to a
+    cshttpd's /demo/ws through cshttpd --proxy and back, byte for byte,
+    eight in flight at a time; the 101 carries the origin's
+    Sec-WebSocket-Accept for our key; the closing handshake passes both
+    ways; the proxy's access log has one 101 line with the tunnel's bytes;
+    a request the origin does not switch comes back as HTTP."""
+    with T.Server() as origin, \
+            proxy(tmp, "/demo=" + origin.url("/")[:-1],
+                  extra=("--access-log", os.path.join(tmp, "access.log"),
+                         "--access-log-format", "json")) as px:
+        ws = ws_client.WS(px.port, "/demo/ws")
+        assert ws.status == 101, ws.head
+        assert ws.fields.get("upgrade", "").lower() == "websocket", ws.head
+        import random
+        rnd = random.Random(7)
+        sizes = ws_sizes(10000, 1)
+        msgs = []
+        for i, n in enumerate(sizes):
+            if i % 2:
+                msg = (b"%d:" % i + bytes(rnd.getrandbits(8) for _ in range(min(n, 64))) *
+                       (n // 64 + 1))[:n]
+                msgs.append((0x2, msg))
+            else:
+                msg = (("%d \u00e9 " % i) * (n // 4 + 1)).encode()[:n]
+                msgs.append((0x1, msg.decode("utf-8", "ignore").encode()))  # whole code points
+        total = sum(len(m) for _, m in msgs)
+        zero = b"\0\0\0\0"  # a mask that costs nothing to apply (§5.3 allows any)
+
+        # sent from a thread while this one reads: both ways at once, as
+        # fast as the proxy lets each go
+        def sender():
+            for op, msg in msgs:
+                ws.send(op, msg, key=zero)
+        t = threading.Thread(target=sender, daemon=True)
+        t.start()
+        for i, (op, msg) in enumerate(msgs):
+            got = ws.recv_message()
+            assert got == (op, msg), (i, op, len(msg), got[0], len(got[1]))
+        t.join(30)
+        ws.send(0x8, struct_close(1000, b"done"))
+        op, payload = ws.recv_message()
+        assert (op, payload[:2]) == (8, struct_close(1000)), (op, payload)
+        with pytest_raises(EOFError):
+            ws.recv_frame()
+        ws.close()
+        print("    %d messages, %d MB each way" % (len(sizes), total >> 20))
+        # the access log's line, once the tunnel ended
+        deadline = time.time() + 10
+        rows = []
+        while time.time() < deadline:
+            with open(os.path.join(tmp, "access.log")) as f:
+                rows = [json.loads(line) for line in f if line.strip()]
+            rows = [r for r in rows if r["status"] == 101]
+            if rows:
+                break
+            time.sleep(0.05)
+        assert len(rows) == 1 and rows[0]["target"] == "/demo/ws", rows
+        assert rows[0]["bytes_in"] > total and rows[0]["bytes_out"] > total, rows
+        # not switched by the origin: its answer, as HTTP
+        ws = ws_client.WS(px.port, "/demo/plaintext")
+        assert ws.status == 200 and ws.buf.startswith(b"Hello"), (ws.head, ws.buf)
+        ws.close()
+
+
+def struct_close(code, reason=b""):
+    return bytes([code >> 8, code & 255]) + reason
+
+
+class pytest_raises:
+    """with pytest_raises(E): the block must raise E."""
+
+    def __init__(self, exc):
+        self.exc = exc
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, et, ev, tb):
+        if et is None:
+            raise AssertionError("%s was not raised" % self.exc.__name__)
+        return issubclass(et, self.exc)
+
+
+@test("websocket")
+def t_websocket_idle_tunnels_hold_no_thread(tmp):
+    """1,000 WebSockets tunnelled through the proxy, idle: the proxy's
+    threads stay what they were (no thread per tunnel), and every socket
+    still echoes afterwards; the origin's close of one reaches its
+    client."""
+    import resource
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < 8192:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(8192, hard), hard))
+    with T.Server(max_fds=8192) as origin, \
+            T.Server("--proxy", "/demo=" + origin.url("/")[:-1], "--error-log",
+                     os.path.join(tmp, "err"), "--proxy-pool-size", "2048",
+                     "--loops", "2", "--threads", "3", max_fds=8192) as px:
+        before = threads_of(px.proc.pid)
+        socks = []
+        for _ in range(1000):
+            ws = ws_client.WS(px.port, "/demo/ws")
+            assert ws.status == 101, ws.head
+            socks.append(ws)
+        time.sleep(0.5)
+        during = threads_of(px.proc.pid)
+        print("    proxy threads: %d before, %d with 1,000 tunnels" % (before, during))
+        # min_threads (3) + loops (2) + 4, as with 1,000 proxied exchanges
+        assert during <= 9, (before, during)
+        st = status(px)
+        assert st["tunnels"] == 1000, st["tunnels"]
+        for i, ws in enumerate(socks):
+            ws.send(0x1, b"still %d" % i)
+        for i, ws in enumerate(socks):
+            assert ws.recv_message() == (0x1, b"still %d" % i)
+        # a close from the client end of one: its close comes back
+        ws = socks.pop()
+        ws.send(0x8, struct_close(1001))
+        assert ws.recv_message() == (8, struct_close(1001))
+        for ws in socks:
+            ws.close()
+        deadline = time.time() + 10
+        while time.time() < deadline and status(px)["tunnels"] > 0:
+            time.sleep(0.05)
+        assert status(px)["tunnels"] == 0
+
 
 @test("failures")
 def t_dead_origin(tmp):

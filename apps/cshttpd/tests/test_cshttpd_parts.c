@@ -56,6 +56,7 @@ static void test_access_line(void **state)
                           .version_minor = 1,
                           .status = 200,
                           .bytes_out = 42,
+                          .bytes_in = 77,
                           .referer = NULL,
                           .user_agent = "ua\n",
                           .time_unix_ms = 0};
@@ -68,7 +69,7 @@ static void test_access_line(void **state)
     n = access_log_format(line, sizeof line, LOG_JSON, &e, 3042);
     assert_non_null(strstr(line, "\"target\":\"/a b\\\"\""));
     assert_non_null(strstr(line, "\"user_agent\":\"ua\\u000a\""));
-    assert_non_null(strstr(line, "\"duration_ms\":3.042}\n"));
+    assert_non_null(strstr(line, "\"duration_ms\":3.042,\"bytes_in\":77}\n"));
     /* a line longer than the buffer stays one line */
     char big[3000];
     memset(big, 'a', sizeof big - 1);
