@@ -207,6 +207,16 @@ def t_status_only_and_acl(d):
         assert r.returncode == 2 and "status_allow" in r.stderr, (bad, r.stderr)
     r = run(ARGS.bin, "--root", root, "--status", "no-slash")
     assert r.returncode == 2 and "status" in r.stderr, r.stderr
+    # the WebSocket settings: each bad value refused with its name
+    for flag, bad in (("--ws-max-message", "lots"), ("--ws-max-message", "0"),
+                      ("--ws-max-message", "8g"), ("--ws-ping-interval-ms", "-1"),
+                      ("--ws-ping-interval-ms", "1k"), ("--ws-pong-timeout-ms", "90000000"),
+                      ("--ws-deflate", "maybe"), ("--ws-allow-origins", "a.example"),
+                      ("--ws-allow-origins", "https://a.example/path"),
+                      ("--ws-allow-origins", "https://ok.example,https://u@x.example")):
+        r = run(ARGS.bin, "--root", root, flag, bad)
+        name = flag[2:].replace("-", "_")
+        assert r.returncode == 2 and name in r.stderr, (flag, bad, r.stderr)
 
 
 # ---- logs ----
