@@ -40,7 +40,8 @@
  * cshs_websocket_post sends a message, cshs_websocket_post_close starts
  * the closing handshake. Both copy what they are given and return at
  * once: 0; 1 when the socket's queue is above write_high_water (slow
- * down); -EPIPE once the socket closed or began closing; -EINVAL, -ENOMEM.
+ * down); -EPIPE once the socket closed; -EAGAIN before open(); -EINVAL,
+ * -ENOMEM. A message posted after a close began is dropped by the loop.
  * The caller holds a reference (cshw_ws_retain, taken on the loop while
  * the session is open, say in message(); cshw_ws_release when done), so
  * the session stays in memory: a post after closed() is -EPIPE, never a
