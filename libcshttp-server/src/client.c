@@ -204,6 +204,11 @@ typedef struct conn {
     /* a read that could not wait (cshs_call_read_nowait): the way to wait,
      * POLLIN, or POLLOUT when TLS has to write first */
     short io_wait;
+    /* a switched connection (cshs_call_tunnel_read): a short read emptied
+     * the socket (tunnel_dry: the next read waits for an event, which
+     * edge-triggered registration gives for the next bytes), or an event
+     * said the input ends (tunnel_end: read until the end) */
+    unsigned char tunnel_dry, tunnel_end;
     /* opened on a reactor for one call (an async retry's own connect),
      * not for the pool's first waiter */
     struct cshs_call *opened_for;
@@ -3739,7 +3744,13 @@ ssize_t cshs_call_tunnel_read(cshs_call *call, void *buf, size_t cap)
         cn->start += n;
         return (ssize_t)n;
     }
-    return conn_read(cn, buf, cap, CONN_NOWAIT);
+    if (cn->tunnel_dry) {
+        cn->io_wait = POLLIN;
+        return -EAGAIN; /* no system call to meet EAGAIN */
+    }
+    ssize_t n = conn_read(cn, buf, cap, CONN_NOWAIT);
+    if (n > 0 && (size_t)n < cap && !cn->ssl && !cn->tunnel_end) cn->tunnel_dry = 1;
+    return n;
 }
 
 ssize_t cshs_call_tunnel_write(cshs_call *call, const void *data, size_t len)
@@ -3784,7 +3795,11 @@ static void tunnel_ready(cshs_watch *w, uint32_t events)
     cn->waiting = NULL;
     atomic_store_explicit(&call->watched, NULL, memory_order_relaxed);
     int ev = 0;
-    if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) ev |= CSHS_TUNNEL_IN;
+    if (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) cn->tunnel_end = 1;
+    if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
+        ev |= CSHS_TUNNEL_IN;
+        cn->tunnel_dry = 0;
+    }
     if (events & (EPOLLOUT | EPOLLHUP | EPOLLERR)) ev |= CSHS_TUNNEL_OUT;
     call->tunnel_ready(call->tunnel_arg, ev);
 }
