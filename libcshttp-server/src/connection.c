@@ -1632,6 +1632,10 @@ void cshs__conn_sweep(cshs_worker *w, cshs_conn *c, int64_t now_ms)
         return;
     }
     unpark(c);
+    /* a graceful stop lets a tunnel's protocol say goodbye once (a
+     * WebSocket's close frame, 1001); the next sweep closes what is left */
+    if (stop && !atomic_load(&s->forced) && c->phase == CP_TUNNEL && cshs__tunnel_stopping(w, c))
+        return;
     if (stop)
         cshs__conn_close(w, c);
     else

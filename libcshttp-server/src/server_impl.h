@@ -392,6 +392,12 @@ void cshs__tunnel_drop(cshs_conn *c, int why);
 void cshs__tunnel_set_timer(struct cshs_tunnel *t, int64_t (*fn)(void *arg, int64_t now_ms),
                             void *arg);
 int cshs__tunnel_timer_due(const cshs_conn *c, int64_t now_ms);
+/* The protocol's goodbye at a graceful stop (a WebSocket's close frame):
+ * fn runs once, on the loop's thread, and the tunnel is served (what it
+ * wrote goes out; a cshs_tunnel_close there ends it). stopping: 1 when fn
+ * ran now, 0 when there is none or it ran already (close the tunnel). */
+void cshs__tunnel_set_stop(struct cshs_tunnel *t, void (*fn)(void *arg), void *arg);
+int cshs__tunnel_stopping(cshs_worker *w, cshs_conn *c);
 /* The access log's entry of the 101 that opened c's tunnel, kept (its
  * strings copied) and written when the tunnel ends, with the tunnel's
  * bytes both ways added and the duration to its end. 0, or -ENOMEM (the

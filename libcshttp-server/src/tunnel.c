@@ -56,6 +56,10 @@ struct cshs_tunnel {
     int64_t (*timer)(void *arg, int64_t now_ms);
     void *timer_arg;
     int64_t timer_at;
+    /* the protocol's goodbye at a graceful stop (cshs__tunnel_set_stop) */
+    void (*stop)(void *arg);
+    void *stop_arg;
+    unsigned char stop_told;
     /* the bytes both ways since the switch, and the 101's log entry
      * (cshs__tunnel_hold_log), written at the end */
     uint64_t bytes_in, bytes_out;
@@ -159,6 +163,24 @@ void cshs__tunnel_set_timer(cshs_tunnel *t, int64_t (*fn)(void *arg, int64_t now
     t->timer = fn;
     t->timer_arg = arg;
     poke(t);
+}
+
+void cshs__tunnel_set_stop(cshs_tunnel *t, void (*fn)(void *arg), void *arg)
+{
+    t->stop = fn;
+    t->stop_arg = arg;
+}
+
+int cshs__tunnel_stopping(cshs_worker *w, cshs_conn *c)
+{
+    cshs_tunnel *t = c->tunnel;
+    if (!t || !t->stop || t->stop_told) return 0;
+    t->stop_told = 1;
+    t->serving = 1;
+    t->stop(t->stop_arg);
+    t->serving = 0;
+    cshs__tunnel_event(w, c);
+    return 1;
 }
 
 int cshs__tunnel_timer_due(const cshs_conn *c, int64_t now_ms)

@@ -87,6 +87,15 @@ static int64_t link_timer(void *arg, int64_t now_ms)
     return cshw_ws_tick(l->ws, now_ms);
 }
 
+/* A graceful stop: "going away" (RFC 6455 §7.4.1, 1001), then the end
+ * once it is sent, without waiting for the peer's answer. */
+static void link_stop(void *arg)
+{
+    ws_link *l = arg;
+    cshw_ws_close(l->ws, CSHW_WS_GOING_AWAY, "the server is stopping");
+    if (l->tunnel) cshs_tunnel_close(l->tunnel);
+}
+
 static void on_open(cshs_tunnel *t, void *arg)
 {
     ws_link *l = arg;
@@ -95,6 +104,7 @@ static void on_open(cshs_tunnel *t, void *arg)
     l->reactor = cshs_tunnel_reactor(t);
     pthread_mutex_unlock(&l->mu);
     cshs__tunnel_set_timer(t, link_timer, l);
+    cshs__tunnel_set_stop(t, link_stop, l);
     cshw_ws_start(l->ws);
 }
 

@@ -8,7 +8,8 @@
  * RFC 6455): messages answered from a worker thread through
  * cshs_websocket_post, the closing handshake started from one, a post
  * after the end, the session's ping and pong deadline run by the loop,
- * the handshake's refusals, and the access log's line for the socket. */
+ * the handshake's refusals, the access log's line for the socket, and
+ * the close frame a graceful stop sends. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
@@ -652,6 +653,28 @@ static void test_ws_ping_and_pong_deadline(void **state)
     cshs_server_free(srv);
 }
 
+static void test_ws_stop_says_going_away(void **state)
+{
+    (void)state;
+    atomic_store(&ws_closed_calls, 0);
+    unsigned port = start(NULL);
+    int fd = ws_open(port, "/ws");
+    char p[128];
+    size_t n;
+    ws_send(fd, 0x2, "x", 1);
+    assert_int_equal(ws_recv(fd, p, &n), 0x82);
+    /* a graceful stop: a close frame, 1001 "going away" (RFC 6455
+     * §7.4.1), then the end, without waiting for our answer */
+    assert_int_equal(cshs_server_stop(srv, 5000), 0);
+    assert_int_equal(ws_recv(fd, p, &n), 0x88);
+    assert_true(n >= 2 && (unsigned char)p[0] == 1001 >> 8 && (unsigned char)p[1] == (1001 & 255));
+    expect_eof(fd);
+    close(fd);
+    wait_ws_closed(1);
+    assert_int_equal(atomic_load(&ws_last_code), CSHW_WS_GOING_AWAY);
+    cshs_server_free(srv);
+}
+
 static void test_ws_refusals(void **state)
 {
     (void)state;
@@ -699,6 +722,7 @@ int main(void)
         cmocka_unit_test(test_ws_post_from_threads),
         cmocka_unit_test(test_ws_ping_and_pong_deadline),
         cmocka_unit_test(test_ws_refusals),
+        cmocka_unit_test(test_ws_stop_says_going_away),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

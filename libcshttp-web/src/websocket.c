@@ -534,6 +534,9 @@ int cshw_ws_close(cshw_ws *ws, int code, const char *reason)
     if (!can_send(ws)) return -EPIPE;
     size_t n = reason ? strlen(reason) : 0;
     int r = send_close(ws, code, reason, n);
+    /* closed()'s code if the connection ends before the peer answers
+     * (the peer's code replaces it; the close timeout says 1006) */
+    ws->code = code;
     return r < 0 ? r : 0;
 }
 

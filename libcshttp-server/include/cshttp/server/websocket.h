@@ -34,7 +34,9 @@
  * either way (pings keep a live peer's socket busy when their interval is
  * shorter), send_timeout_ms for a peer that takes no output, whose
  * queue is bounded by write_high_water (a send returns 1 above it). A
- * stop closes the socket (closed() with 1006).
+ * graceful stop sends each socket a close frame, 1001 "going away", and
+ * ends it once that is sent (closed() with 1001); a forced stop, or a
+ * socket still there at the next sweep, is cut (1006).
  *
  * From another thread (a worker that did blocking work for a message):
  * cshs_websocket_post sends a message, cshs_websocket_post_close starts

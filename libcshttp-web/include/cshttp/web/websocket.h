@@ -25,7 +25,9 @@
  *   owner ends the session (cshw_ws_end): the peer's close code (1005:
  *   its close frame had none), or ours when we failed the connection
  *   (1002, 1007, 1009...), or 1006 when the connection ended without a
- *   close frame (RFC 6455 §7.1.5).
+ *   close frame (RFC 6455 §7.1.5); after our cshw_ws_close, the peer's
+ *   answer, or our code when the owner ended the connection first (the
+ *   engine at a graceful stop: 1001), or 1006 at the close timeout.
  *
  * What the session does itself:
  * - refuses, with a close frame and the code of RFC 6455 §7.4.1, then ends
