@@ -1657,6 +1657,28 @@ static ssize_t tls_read_now(conn *cn, void *buf, size_t cap, short *wait)
     return -EIO;
 }
 
+/* One SSL_write without waiting: the bytes taken (> 0), -EAGAIN when
+ * OpenSSL wants the socket (*wait: POLLIN or POLLOUT; offer the same
+ * bytes again), -errno, -EPIPE or -EIO. */
+static ssize_t tls_write_now(conn *cn, const void *data, size_t len, short *wait)
+{
+    size_t took = 0;
+    sigpipe_guard g;
+    sigpipe_block(&g);
+    ERR_clear_error();
+    errno = 0;
+    int r = SSL_write_ex(cn->ssl, data, len, &took);
+    int e = r == 1 ? SSL_ERROR_NONE : SSL_get_error(cn->ssl, r);
+    int se = errno;
+    ERR_clear_error();
+    sigpipe_restore(&g);
+    if (r == 1) return (ssize_t)took;
+    *wait = e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT;
+    if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) return -EAGAIN;
+    if (e == SSL_ERROR_SYSCALL) return se ? -se : -EPIPE;
+    return -EIO;
+}
+
 /* conn_read's deadline for a read that never waits */
 #define CONN_NOWAIT (-1)
 
@@ -1742,25 +1764,10 @@ static int conn_send(cshs_call *call, struct iovec *iov, int n)
                 full = took < offered;
             }
         } else {
-            sigpipe_guard g;
-            sigpipe_block(&g);
-            ERR_clear_error();
-            errno = 0;
-            int r = SSL_write_ex(cn->ssl, iov[i].iov_base, iov[i].iov_len, &took);
-            int e = r == 1 ? SSL_ERROR_NONE : SSL_get_error(cn->ssl, r);
-            int se = errno;
-            ERR_clear_error();
-            sigpipe_restore(&g);
-            if (r != 1) {
-                took = 0;
-                full = 1;
-                if (e == SSL_ERROR_WANT_READ)
-                    ev = POLLIN;
-                else if (e == SSL_ERROR_SYSCALL)
-                    return se ? -se : -EPIPE;
-                else if (e != SSL_ERROR_WANT_WRITE)
-                    return -EIO;
-            }
+            ssize_t w = tls_write_now(cn, iov[i].iov_base, iov[i].iov_len, &ev);
+            if (w < 0 && w != -EAGAIN) return (int)w;
+            took = w > 0 ? (size_t)w : 0;
+            full = w < 0;
         }
         call->bytes_sent += took;
         while (took && i < n) {
@@ -1823,24 +1830,10 @@ static int file_send(cshs_call *call)
                 call->fchunk_pos = 0;
                 call->fchunk_len = (size_t)n;
             }
-            sigpipe_block(&g);
-            ERR_clear_error();
-            errno = 0;
-            int r = SSL_write_ex(cn->ssl, call->fchunk + call->fchunk_pos,
-                                 call->fchunk_len - call->fchunk_pos, &took);
-            int e = r == 1 ? SSL_ERROR_NONE : SSL_get_error(cn->ssl, r);
-            int se = errno;
-            ERR_clear_error();
-            sigpipe_restore(&g);
-            if (r != 1) {
-                took = 0;
-                if (e == SSL_ERROR_WANT_READ)
-                    ev = POLLIN;
-                else if (e == SSL_ERROR_SYSCALL)
-                    return se ? -se : -EPIPE;
-                else if (e != SSL_ERROR_WANT_WRITE)
-                    return -EIO;
-            }
+            ssize_t w = tls_write_now(cn, call->fchunk + call->fchunk_pos,
+                                      call->fchunk_len - call->fchunk_pos, &ev);
+            if (w < 0 && w != -EAGAIN) return (int)w;
+            took = w > 0 ? (size_t)w : 0;
             call->fchunk_pos += took;
         }
         if (took) {
@@ -3769,22 +3762,10 @@ ssize_t cshs_call_tunnel_write(cshs_call *call, const void *data, size_t len)
             }
             return -errno;
         }
-        size_t took = 0;
-        sigpipe_guard g;
-        sigpipe_block(&g);
-        ERR_clear_error();
-        errno = 0;
-        int r = SSL_write_ex(cn->ssl, data, len, &took);
-        int e = r == 1 ? SSL_ERROR_NONE : SSL_get_error(cn->ssl, r);
-        int se = errno;
-        ERR_clear_error();
-        sigpipe_restore(&g);
-        if (r == 1) return (ssize_t)took;
-        if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
-            cn->io_wait = e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT;
-            return -EAGAIN;
-        }
-        return e == SSL_ERROR_SYSCALL ? (se ? -se : -EPIPE) : -EIO;
+        short wait = POLLOUT;
+        ssize_t w = tls_write_now(cn, data, len, &wait);
+        if (w == -EAGAIN) cn->io_wait = wait;
+        return w;
     }
 }
 
