@@ -1046,6 +1046,29 @@ class pytest_raises:
 
 
 @test("websocket")
+def t_websocket_to_an_https_origin(tmp):
+    """A WebSocket through the proxy to an origin on HTTPS: the tunnel's
+    bytes go over TLS both ways (messages from 1 byte to 300 kB, several
+    TLS records each), pings answered, the closing handshake passed on."""
+    cert, key = T.make_cert(tmp, "origin")
+    with T.Server("--tls-cert", cert, "--tls-key", key, "--tls-port", "0") as origin, \
+            proxy(tmp, "/demo=https://127.0.0.1:%d" % T.tls_port(origin),
+                  extra=("--proxy-ca-file", cert)) as px:
+        ws = ws_client.WS(px.port, "/demo/ws")
+        assert ws.status == 101, ws.head
+        for i, n in enumerate((1, 125, 126, 65536, 300000)):
+            msg = bytes((i + k) % 251 for k in range(n))
+            ws.send(0x2, msg)
+            assert ws.recv_message() == (0x2, msg), n
+        ws.send(0x9, b"are you there")
+        fin, _, op, payload = ws.recv_frame()
+        assert (op, payload) == (0xA, b"are you there"), (op, payload)
+        ws.send(0x8, struct_close(1000))
+        assert ws.recv_message() == (8, struct_close(1000))
+        ws.close()
+
+
+@test("websocket")
 def t_websocket_idle_tunnels_hold_no_thread(tmp):
     """1,000 WebSockets tunnelled through the proxy, idle: the proxy's
     threads stay what they were (no thread per tunnel), and every socket
