@@ -17,6 +17,7 @@ packages=(
   zlib1g-dev                          # libcshttp-web: gzip responses
   libssl-dev openssl                  # libcshttp-server: HTTPS (OpenSSL 3), test certificates
   curl                                # tests/server: a real client against cshttpd
+  python3-websockets                  # tests/server: a real WebSocket client against cshttpd
   nginx-light                         # tests/server: cshttpd behind a reverse proxy; bench/run peer
   media-types                         # /etc/mime.types: cshttpd's extensions to MIME types
   systemd                             # tests/server: systemd-analyze verify of cshttpd's unit

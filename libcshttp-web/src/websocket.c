@@ -59,12 +59,13 @@ struct cshw_ws {
 
     unsigned char sending_part; /* the type of a message sent in parts */
     unsigned char full;         /* a write said 1: drained() owed */
+    unsigned char app_paused;   /* cshw_ws_pause(ws, 1) */
+    unsigned char held;         /* reading paused until drained: pongs queued past the mark */
     unsigned char started, stopped, closed_called;
     unsigned char close_sent, close_received, failed;
     unsigned char heard, awaiting_pong;
-    int code; /* the peer's close code, or ours when we failed */
-    unsigned char reason_len;
-    char reason[123];
+    int code;                 /* the peer's close code, or ours when we failed */
+    unsigned char reason_len; /* the peer's reason: ctl + 2, kept since no frame follows */
     int64_t last_heard, ping_at, close_at;
     uint64_t bytes_in, bytes_out;
 };
@@ -182,7 +183,13 @@ static int send_close(cshw_ws *ws, int code, const char *reason, size_t len)
     if (code) {
         p[0] = (unsigned char)(code >> 8);
         p[1] = (unsigned char)code;
-        if (len > 123) len = 123;
+        /* §5.5: 125 bytes with the code; cut before a code point, not
+         * inside one: a reason that is not UTF-8 is failed with 1007
+         * (§5.5.1, §8.1) */
+        if (len > 123) {
+            len = 123;
+            while (len > 0 && ((unsigned char)reason[len] & 0xC0) == 0x80) len--;
+        }
         if (len) memcpy(p + 2, reason, len);
         n = 2 + len;
     }
@@ -324,7 +331,6 @@ static int close_received(cshw_ws *ws)
             return CSHW_WS_INVALID_DATA;
         ws->code = code;
         ws->reason_len = (unsigned char)rl;
-        memcpy(ws->reason, ws->ctl + 2, rl);
     }
     /* §5.5.1: the same code back (none for none) */
     if (!ws->close_sent) send_close(ws, ws->code == CSHW_WS_NO_STATUS ? 0 : ws->code, NULL, 0);
@@ -337,8 +343,15 @@ static int frame_end(cshw_ws *ws)
 {
     switch (ws->opcode) {
     case OP_PING:
-        /* §5.5.3: a pong with the ping's bytes, unless closing */
-        if (!ws->close_sent) write_frame(ws, FIN | OP_PONG, ws->ctl, ws->ctl_len);
+        /* §5.5.3: a pong with the ping's bytes, unless closing. A peer
+         * that pings and never reads would grow the queue without end
+         * (and each read would put off the send timeout): past the
+         * transport's mark, its input waits until the queue drains. */
+        if (!ws->close_sent && write_frame(ws, FIN | OP_PONG, ws->ctl, ws->ctl_len) == 1 &&
+            !ws->held) {
+            ws->held = 1;
+            if (ws->t.pause) ws->t.pause(ws->t.io, 1);
+        }
         return 0;
     case OP_PONG:
         return 0; /* heard from the peer: that is all a pong says */
@@ -402,10 +415,18 @@ int cshw_ws_input(cshw_ws *ws, const char *data, size_t len)
             ws->head_len = (unsigned char)(ws->head_len + k);
             data += k;
             len -= k;
-            if (ws->head_len < need || need == 2) continue;
-            ws->head_len = 0;
-            code = frame_begin(ws);
-            ws->in_payload = 1;
+            if (ws->head_len < need) continue;
+            if (need == 2) {
+                /* §5.1: a client masks every frame. An unmasked one has no
+                 * mask bytes to wait for (an empty frame has nothing
+                 * after its two): it fails now. */
+                if (ws->head[1] & 0x80) continue;
+                code = CSHW_WS_PROTOCOL_ERROR;
+            } else {
+                ws->head_len = 0;
+                code = frame_begin(ws);
+                ws->in_payload = 1;
+            }
         } else {
             size_t k = ws->left < len ? (size_t)ws->left : len;
             code = payload(ws, data, k);
@@ -459,6 +480,11 @@ void cshw_ws_drained(cshw_ws *ws)
 {
     if (!ws || !ws->full) return;
     ws->full = 0;
+    if (ws->held) {
+        /* the pongs went: input again, unless the application paused it */
+        ws->held = 0;
+        if (!ws->app_paused && ws->t.pause && !ws->stopped) ws->t.pause(ws->t.io, 0);
+    }
     if (ws->h.drained && !ws->closed_called) ws->h.drained(ws, ws->arg);
 }
 
@@ -470,7 +496,7 @@ void cshw_ws_end(cshw_ws *ws, int why)
         ws->closed_called = 1;
         int code = ws->code ? ws->code : CSHW_WS_ABNORMAL;
         (void)why;
-        ws->h.closed(ws, code, ws->reason, ws->reason_len, ws->arg);
+        ws->h.closed(ws, code, ws->ctl + 2, ws->reason_len, ws->arg);
     }
     message_reset(ws);
     cshw_ws_release(ws);
@@ -518,7 +544,10 @@ int cshw_ws_send_part(cshw_ws *ws, int type, const void *data, size_t len, int f
 
 void cshw_ws_pause(cshw_ws *ws, int paused)
 {
-    if (ws && ws->t.pause && !ws->stopped) ws->t.pause(ws->t.io, paused != 0);
+    if (!ws) return;
+    ws->app_paused = paused != 0;
+    /* a resume waits for the pongs' drain when those hold the input */
+    if (ws->t.pause && !ws->stopped && (paused || !ws->held)) ws->t.pause(ws->t.io, paused != 0);
 }
 
 int cshw_ws_ping(cshw_ws *ws, const void *data, size_t len)

@@ -86,7 +86,8 @@ static int inflate_some(cshw__inflater *d, const unsigned char *in, size_t n, ch
             /* room for one byte past cap: what is there tells a bomb */
             if (*len > cap) return 1;
             size_t want = *size ? *size * 2 : 4096;
-            if (want > cap + 1) want = (size_t)cap + 1;
+            /* cap + 1 would wrap for a cap of UINT64_MAX (no limit) */
+            if (cap < SIZE_MAX && want > cap + 1) want = (size_t)cap + 1;
             char *p = realloc(*out, want);
             if (!p) return -ENOMEM;
             *out = p;

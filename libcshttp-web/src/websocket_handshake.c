@@ -251,12 +251,14 @@ static int window_bits(const char *v, size_t n)
 /* One offer, "permessage-deflate; param[=value]; ...": 1 and hs filled
  * when we can take it, 0 when it must be declined (an unknown,
  * repeated or invalid parameter, §7.1; a compressor window of 8, which
- * zlib's raw deflate cannot keep to). */
+ * zlib's raw deflate cannot keep to). *server_bits_offered and
+ * *client_bits_offered: the offer named that parameter, which the
+ * answer then carries (§7.1.2.1, §7.1.2.2). */
 static int take_offer(const char *s, size_t n, const cshw_ws_options *o, cshw_ws_handshake *hs,
-                      int *client_bits_offered)
+                      int *server_bits_offered, int *client_bits_offered)
 {
     int server_bits = 15, client_bits = 15, seen = 0;
-    *client_bits_offered = 0;
+    *server_bits_offered = *client_bits_offered = 0;
     for (size_t i = 0; i < n;) {
         size_t end = i;
         while (end < n && s[end] != ';') end++;
@@ -279,6 +281,7 @@ static int take_offer(const char *s, size_t n, const cshw_ws_options *o, cshw_ws
             bit = 4;
         } else if (cshw__ieq(name, nl, "server_max_window_bits") && eq) {
             bit = 8;
+            *server_bits_offered = 1;
             if ((server_bits = window_bits(s + v, b - v)) < 0) return 0;
         } else if (cshw__ieq(name, nl, "client_max_window_bits")) {
             bit = 16;
@@ -315,14 +318,16 @@ static void choose_deflate(cshw_request *req, const cshw_ws_options *o, cshw_ws_
          * comma (window bits are digits) */
         for (const char *p = values[i]; *p;) {
             size_t n = strcspn(p, ",");
-            int client_offered;
-            if (take_offer(p, n, o, hs, &client_offered)) {
+            int server_offered, client_offered;
+            if (take_offer(p, n, o, hs, &server_offered, &client_offered)) {
                 /* no context takeover either way: zlib's state lives only
                  * while a message is (de)compressed (§7.1.1.1, §7.1.1.2) */
                 int w = snprintf(out, cap,
                                  "permessage-deflate; server_no_context_takeover; "
                                  "client_no_context_takeover");
-                if (hs->server_window < 15 && w > 0 && (size_t)w < cap)
+                /* §7.1.2.1: an offer's server_max_window_bits is accepted
+                 * by answering it (a client fails an answer without it) */
+                if ((server_offered || hs->server_window < 15) && w > 0 && (size_t)w < cap)
                     w += snprintf(out + w, cap - (size_t)w, "; server_max_window_bits=%d",
                                   hs->server_window);
                 if (client_offered && w > 0 && (size_t)w < cap)
@@ -343,7 +348,12 @@ int cshw_ws_check(cshw_context *ctx, const cshw_ws_options *o, cshw_ws_handshake
     memset(hs, 0, sizeof *hs);
     cshw_request *req = cshw_context_request(ctx);
     cshw_response *res = cshw_context_response(ctx);
-    if (strcmp(cshw_request_method(req), "GET") != 0) return CSHW_E_WS_METHOD;
+    if (strcmp(cshw_request_method(req), "GET") != 0) {
+        /* RFC 9110 §15.5.6: a 405 names the methods the resource takes
+         * (HEAD too gets 405: a handshake is a GET, RFC 6455 §4.1) */
+        if (cshw_response_set_header(res, "Allow", "GET") < 0) return -ENOMEM;
+        return CSHW_E_WS_METHOD;
+    }
     if (cshw_request_version_minor(req) < 1 || !field_has(req, "Upgrade", "websocket") ||
         !field_has(req, "Connection", "upgrade"))
         return CSHW_E_UPGRADE_NOT_ASKED;

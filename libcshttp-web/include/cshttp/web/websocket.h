@@ -212,7 +212,10 @@ CSHW_EXPORT int cshw_ws_send_part(cshw_ws *ws, int type, const void *data, size_
 
 /* Stops reading the client (paused 1: its bytes wait in the socket and
  * TCP slows it down) or goes on (0): an echo that got 1 from a send
- * pauses until drained(). Pings and closes wait too while paused. */
+ * pauses until drained(). Pings and closes wait too while paused. The
+ * session pauses the input itself while the pongs it owes a peer that
+ * pings and does not read are queued past the mark, and goes on at
+ * drained(); a resume of the application's then waits for that too. */
 CSHW_EXPORT void cshw_ws_pause(cshw_ws *ws, int paused);
 
 /* A ping with up to 125 bytes (-EINVAL past it). */
