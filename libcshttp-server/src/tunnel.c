@@ -107,6 +107,9 @@ int cshs_tunnel_write(cshs_tunnel *t, const void *data, size_t len)
     /* idle counters hold what a parked connection queues: not parked
      * while its queue changes */
     if (!t->serving) cshs__unpark(c);
+    /* an empty queue: the send deadline counts from now, not from the
+     * last write that made progress long ago */
+    if (!c->out) c->last_out_ms = cshs__now_ms();
     int r = cshs__out_write(c, data, len);
     if (r < 0) {
         t->error = r;
@@ -262,7 +265,8 @@ static void park_tunnel(cshs_worker *w, cshs_conn *c)
     if (s->o.tunnel_idle_timeout_ms)
         deadline = c->last_io_ms + (int64_t)s->o.tunnel_idle_timeout_ms;
     if (c->out && s->o.send_timeout_ms) {
-        int64_t d = c->last_io_ms + (int64_t)s->o.send_timeout_ms;
+        /* the client's reads do not put it off: only its taking output */
+        int64_t d = c->last_out_ms + (int64_t)s->o.send_timeout_ms;
         if (!deadline || d < deadline) deadline = d;
     }
     cshs_tunnel *t = c->tunnel;

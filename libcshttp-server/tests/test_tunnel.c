@@ -108,6 +108,18 @@ static void on_closed(cshs_tunnel *t, int why, void *arg)
 
 static const cshs_tunnel_ops echo = {on_open, on_data, on_drained, on_closed};
 
+/* /flood: each byte the client sends is answered with 64 KiB, and the
+ * tunnel keeps reading however much is queued (a protocol that does not
+ * pause): only the send deadline stops a client that never reads. */
+static void flood_data(cshs_tunnel *t, const char *p, size_t n, void *arg)
+{
+    (void)p, (void)arg;
+    static char big[65536];
+    for (size_t i = 0; i < n; i++) cshs_tunnel_write(t, big, sizeof big);
+}
+
+static const cshs_tunnel_ops flooding = {NULL, flood_data, NULL, on_closed};
+
 static void ws_handler(cshw_context *ctx);
 
 static void handler(cshw_context *ctx)
@@ -119,7 +131,9 @@ static void handler(cshw_context *ctx)
     }
     cshw_response *res = cshw_context_response(ctx);
     cshw_response_set_header(res, "X-Tunnel", "echo");
-    int r = cshs_upgrade(ctx, "echo", &echo, strcmp(path, "/push") == 0 ? &push_watch : NULL);
+    int r = strcmp(path, "/flood") == 0
+                ? cshs_upgrade(ctx, "echo", &flooding, NULL)
+                : cshs_upgrade(ctx, "echo", &echo, strcmp(path, "/push") == 0 ? &push_watch : NULL);
     if (r < 0) {
         cshw_response_set_status(res, cshw_error_status(r));
         cshw_response_printf(res, "%d", r);
@@ -484,6 +498,36 @@ static void test_idle_deadline(void **state)
 
 /* A tunnel opened by a handler that ran as a job, and a write made from
  * another thread through a watch on the tunnel's loop. */
+static void test_send_deadline_despite_reads(void **state)
+{
+    (void)state;
+    cshs_options o;
+    cshs_options_init(&o);
+    o.send_timeout_ms = 300;
+    o.sweep_interval_ms = 20;
+    unsigned port = start(&o);
+    int fd = dial(port, 4096);
+    const char req[] = "GET /flood HTTP/1.1\r\nHost: a\r\n"
+                       "Connection: Upgrade\r\nUpgrade: echo\r\n\r\n";
+    send_all(fd, req, strlen(req));
+    char head[1024];
+    assert_int_equal(recv_head(fd, head, sizeof head), 101);
+    /* a byte every 20 ms, nothing read: the client's bytes keep coming,
+     * its output never goes, and the send deadline ends it all the same */
+    int i = 0;
+    for (; i < 500 && atomic_load(&closed_calls) == 0; i++) {
+        if (send(fd, "x", 1, MSG_NOSIGNAL) < 0) break;
+        usleep(20000);
+    }
+    /* cut while the client still sent (10 s of it at most), not after */
+    assert_true(i < 500);
+    wait_closed(1);
+    assert_int_equal(atomic_load(&last_why), -ETIMEDOUT);
+    close(fd);
+    cshs_server_stop(srv, 1000);
+    cshs_server_free(srv);
+}
+
 static void test_job_and_push(void **state)
 {
     (void)state;
@@ -719,6 +763,7 @@ int main(void)
         cmocka_unit_test(test_idle_deadline),
         cmocka_unit_test(test_job_and_push),
         cmocka_unit_test(test_stop_ends_tunnels),
+        cmocka_unit_test(test_send_deadline_despite_reads),
         cmocka_unit_test(test_ws_post_from_threads),
         cmocka_unit_test(test_ws_ping_and_pong_deadline),
         cmocka_unit_test(test_ws_refusals),
