@@ -7,7 +7,8 @@
 # build-fuzz). Each target runs SECONDS (-max_total_time) on a work corpus,
 # fuzz/findings/<target>/corpus (git-ignored, kept between runs so coverage
 # accumulates), seeded from fuzz/corpus/<target>/ and fuzz/regressions/<target>/,
-# with the dictionary fuzz/http.dict. Crash reproducers go to
+# with the dictionary fuzz/<target>.dict when there is one, else
+# fuzz/http.dict. Crash reproducers go to
 # fuzz/findings/<target>/ (crash-*, leak-*, timeout-*, oom-*), the log to
 # fuzz/findings/<target>/fuzz.log.
 #
@@ -67,6 +68,8 @@ fuzz_one() {
     local before after new stats execs line rc
     before=$(ls "$out" | grep -E '^(crash|leak|timeout|oom|slow-unit)-' | sort)
     local log=$out/fuzz.log
+    local dict=$here/http.dict
+    [ -f "$here/$t.dict" ] && dict=$here/$t.dict
     local jobs=()
     if [ -n "${FUZZ_JOBS:-}" ] && [ "${FUZZ_JOBS}" -gt 1 ]; then
         jobs=(-fork="$FUZZ_JOBS" -ignore_crashes=0)
@@ -75,7 +78,7 @@ fuzz_one() {
     # shellcheck disable=SC2086
     ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1:symbolize=1} \
     UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
-        "$bin" "${jobs[@]}" -max_total_time="$seconds" -dict="$here/http.dict" \
+        "$bin" "${jobs[@]}" -max_total_time="$seconds" -dict="$dict" \
         -artifact_prefix="$out/" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
         ${FUZZ_ARGS:-} "$work" >"$log" 2>&1
     rc=$?

@@ -5,9 +5,10 @@
 
 Seeds are small, valid messages of every framing kind (pipelined, chunked with
 extensions and trailers, 1xx, HEAD, CONNECT, until-close...) plus the inputs
-of libcshttp/SMUGGLING.md, each in the input format of its target (setup bytes in front
-where the target has them, see each fuzz_*.c). Files are rewritten, never
-deleted: inputs added by hand or from fuzzing runs stay.
+of libcshttp/SMUGGLING.md, and masked WebSocket frames for fuzz_ws, each in
+the input format of its target (setup bytes in front where the target has
+them, see each fuzz_*.c). Files are rewritten, never deleted: inputs added by
+hand or from fuzzing runs stay.
 """
 import os
 import sys
@@ -187,6 +188,75 @@ CHUNKED = [
 ]
 
 
+# ---- fuzz_ws: client frames (RFC 6455 §5.2), masked ----------------------
+def ws_frame(b0, payload, key=b'\x37\xfa\x21\x3d', masked=True, form=None):
+    n = len(payload)
+    m = 0x80 if masked else 0
+    if form == 127 or (form is None and n > 65535):
+        head = bytes([b0, m | 127]) + n.to_bytes(8, 'big')
+    elif form == 126 or (form is None and n > 125):
+        head = bytes([b0, m | 126]) + n.to_bytes(2, 'big')
+    else:
+        head = bytes([b0, m | n])
+    if not masked:
+        return head + payload
+    return head + key + bytes(c ^ key[i % 4] for i, c in enumerate(payload))
+
+
+def ws_deflate(data, window=15):
+    """A message compressed as RFC 7692 §7.2.1 says: raw DEFLATE, a sync
+    flush, its 00 00 ff ff tail removed."""
+    import zlib
+    z = zlib.compressobj(6, zlib.DEFLATED, -window)
+    out = z.compress(data) + z.flush(zlib.Z_SYNC_FLUSH)
+    assert out.endswith(b'\x00\x00\xff\xff')
+    return out[:-4]
+
+
+def ws_close(code, reason=b''):
+    return ws_frame(0x88, code.to_bytes(2, 'big') + reason)
+
+
+# fuzz_ws: byte 0 bit 0 deflate, bits 1-2 window (15 12 9 8), bit 3 small
+# max_message (byte 1), bit 4 small max_fragments (byte 2 bits 0-2), bit 5
+# echo, bit 6 echo in parts, bit 7 a full queue now and then; byte 2 bits
+# 3-4 the pieces, bits 5-6 deflate_min; byte 3 the seed.
+HELLO_Z = bytes([0xf2, 0x48, 0xcd, 0xc9, 0xc9, 0x07, 0x00])  # RFC 7692 §7.2.3.1
+KOSME = 'κόσμε'.encode()
+WS = [
+    ('text', bytes([0x20, 0, 0x08, 1]), ws_frame(0x81, b'Hello')),
+    ('binary-300', bytes([0x20, 0, 0x10, 2]), ws_frame(0x82, bytes(range(256)) + b'x' * 44)),
+    ('fragmented-ping', bytes([0x20, 0, 0x00, 3]),
+     ws_frame(0x01, b'Hel') + ws_frame(0x89, b'ping') + ws_frame(0x00, b'') +
+     ws_frame(0x80, b'lo')),
+    ('close-1000', bytes([0x00, 0, 0x18, 4]), ws_frame(0x81, b'a') + ws_close(1000, b'bye')),
+    ('close-empty', bytes([0x00, 0, 0x08, 5]), ws_frame(0x8a, b'unasked') + ws_frame(0x88, b'')),
+    ('close-invalid-code', bytes([0x00, 0, 0x08, 6]), ws_close(1005)),
+    ('unmasked', bytes([0x00, 0, 0x08, 7]),
+     ws_frame(0x81, b'a') + ws_frame(0x81, b'b', masked=False)),
+    ('len64-non-minimal', bytes([0x20, 0, 0x10, 8]), ws_frame(0x82, b'12345', form=127) +
+     ws_frame(0x81, b'abc', form=126)),
+    ('utf8-fragments', bytes([0x20, 0, 0x00, 9]),
+     b''.join(ws_frame((0x01 if i == 0 else 0x00) | (0x80 if i == len(KOSME) - 1 else 0),
+                       KOSME[i:i + 1]) for i in range(len(KOSME)))),
+    ('utf8-surrogate', bytes([0x00, 0, 0x08, 10]), ws_frame(0x81, b'ok\xed\xa0\x80')),
+    ('limits', bytes([0x18, 2, 0x0a, 11]),
+     ws_frame(0x01, b'a') + ws_frame(0x00, b'b') + ws_frame(0x80, b'c') +
+     ws_frame(0x01, b'a') + ws_frame(0x00, b'b') + ws_frame(0x00, b'c') + ws_frame(0x80, b'd')),
+    ('deflate-hello', bytes([0x21, 0, 0x08 | 0x60, 12]), ws_frame(0xc1, HELLO_Z)),
+    ('deflate-fragments', bytes([0x21, 0, 0x00 | 0x20, 13]),
+     ws_frame(0x41, HELLO_Z[:3]) + ws_frame(0x89, b'') + ws_frame(0x80, HELLO_Z[3:]) +
+     ws_frame(0xc2, ws_deflate(b'abc' * 100))),
+    ('deflate-window-9', bytes([0x25, 0, 0x10 | 0x40, 14]),
+     ws_frame(0xc1, ws_deflate(b'the quick brown fox ' * 60, 9))),
+    ('deflate-parts-full-queue', bytes([0xe1, 0, 0x08, 15]),
+     ws_frame(0xc1, ws_deflate(b'echo me ' * 30)) + ws_frame(0x89, b'1') + ws_frame(0x89, b'2') +
+     ws_frame(0x81, b'plain')),
+    ('deflate-bomb', bytes([0x09, 8, 0x10, 16]), ws_frame(0xc2, ws_deflate(bytes(20000)))),
+    ('deflate-not-deflate', bytes([0x01, 0, 0x08, 17]), ws_frame(0xc1, b'\xff\xff\xff\xff')),
+]
+
+
 def write(target, name, data):
     d = os.path.join(CORPUS, target)
     os.makedirs(d, exist_ok=True)
@@ -230,6 +300,8 @@ def main():
     for name, method, data in RESPONSES_TO:
         write('fuzz_split', 'response-' + name, bytes([1 | (method << 2) | 0x10, 9, 9]) + data)
     write('fuzz_split', 'request-tiny-limits', bytes([0x40 | 0x10, 1, 2]) + REQUESTS[1][1])
+    for name, setup, frames in WS:
+        write('fuzz_ws', name, setup + frames)
     return 0
 
 
