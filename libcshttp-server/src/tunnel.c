@@ -261,6 +261,19 @@ static void end(cshs_worker *w, cshs_conn *c, int why)
 static void park_tunnel(cshs_worker *w, cshs_conn *c)
 {
     cshs_server *s = c->srv;
+    cshs_tunnel *t = c->tunnel;
+    /* the protocol's timers again: what this serve's callbacks did (a
+     * close begun, say) may bring one sooner; a ping they write goes out
+     * with the wait for output below, a close they make ends it now */
+    if (t->timer) {
+        t->serving = 1;
+        t->timer_at = t->timer(t->timer_arg, cshs__now_ms());
+        t->serving = 0;
+        if (t->closing || t->error) {
+            end(w, c, t->error);
+            return;
+        }
+    }
     int64_t deadline = 0;
     if (s->o.tunnel_idle_timeout_ms)
         deadline = c->last_io_ms + (int64_t)s->o.tunnel_idle_timeout_ms;
@@ -269,7 +282,6 @@ static void park_tunnel(cshs_worker *w, cshs_conn *c)
         int64_t d = c->last_out_ms + (int64_t)s->o.send_timeout_ms;
         if (!deadline || d < deadline) deadline = d;
     }
-    cshs_tunnel *t = c->tunnel;
     if (t->timer_at && (!deadline || t->timer_at < deadline)) deadline = t->timer_at;
     if ((c->out || c->tls_wait == POLLOUT) && cshs__conn_want_out(c) < 0) {
         end(w, c, -EIO);

@@ -197,6 +197,10 @@ static void ws_message(cshw_ws *ws, int type, const char *p, size_t n, void *arg
         cshw_ws_send(ws, type, p, n);
         return;
     }
+    if (n == 4 && memcmp(p, "quit", 4) == 0) { /* a close begun on the loop */
+        cshw_ws_close(ws, 4001, "quit");
+        return;
+    }
     if (n == 4 && memcmp(p, "keep", 4) == 0) {
         cshw_ws_retain(ws);
         atomic_store(&kept, ws);
@@ -226,9 +230,13 @@ static void ws_handler(cshw_context *ctx)
 {
     cshw_ws_options o;
     cshw_ws_options_init(&o);
-    if (strcmp(cshw_request_path(cshw_context_request(ctx)), "/ws-live") == 0) {
+    const char *path = cshw_request_path(cshw_context_request(ctx));
+    if (strcmp(path, "/ws-live") == 0) {
         o.ping_interval_ms = 60;
         o.pong_timeout_ms = 60;
+    } else if (strcmp(path, "/ws-quiet") == 0) { /* no pings: the close's own timer */
+        o.ping_interval_ms = 0;
+        o.close_timeout_ms = 100;
     }
     cshs_websocket(ctx, &o, &ws_app, NULL); /* a refusal is answered */
 }
@@ -697,6 +705,31 @@ static void test_ws_ping_and_pong_deadline(void **state)
     cshs_server_free(srv);
 }
 
+static void test_ws_close_timeout(void **state)
+{
+    (void)state;
+    atomic_store(&ws_closed_calls, 0);
+    cshs_options o;
+    cshs_options_init(&o);
+    o.sweep_interval_ms = 10;
+    unsigned port = start(&o);
+    int fd = ws_open(port, "/ws-quiet");
+    char p[128];
+    size_t n;
+    /* the application closes from its message callback; the peer never
+     * answers: close_timeout_ms later the connection ends (RFC 6455
+     * §7.1.1), pings off or not */
+    ws_send(fd, 0x1, "quit", 4);
+    assert_int_equal(ws_recv(fd, p, &n), 0x88);
+    assert_true(n == 6 && (unsigned char)p[0] == 4001 >> 8 && memcmp(p + 2, "quit", 4) == 0);
+    expect_eof(fd);
+    close(fd);
+    wait_ws_closed(1);
+    assert_int_equal(atomic_load(&ws_last_code), CSHW_WS_ABNORMAL);
+    cshs_server_stop(srv, 1000);
+    cshs_server_free(srv);
+}
+
 static void test_ws_stop_says_going_away(void **state)
 {
     (void)state;
@@ -768,6 +801,7 @@ int main(void)
         cmocka_unit_test(test_ws_ping_and_pong_deadline),
         cmocka_unit_test(test_ws_refusals),
         cmocka_unit_test(test_ws_stop_says_going_away),
+        cmocka_unit_test(test_ws_close_timeout),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

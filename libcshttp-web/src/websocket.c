@@ -305,10 +305,12 @@ static int payload(cshw_ws *ws, const char *in, size_t n)
         size_t before = ws->msg_len;
         int r = cshw__inflate(ws->inflater, piece, k, 0, &ws->msg, &ws->msg_len, &ws->msg_size,
                               ws->max_message);
-        if (r) return inflate_code(r);
-        if (ws->msg_type == CSHW_WS_TEXT &&
+        /* what came out is checked before a limit passed is: the first
+         * rule its bytes break, however they arrive */
+        if (ws->msg_type == CSHW_WS_TEXT && (r == 0 || r == 1) &&
             cshw__utf8_feed(&ws->utf8, (unsigned char *)ws->msg + before, ws->msg_len - before) < 0)
             return CSHW_WS_INVALID_DATA;
+        if (r) return inflate_code(r);
         in += k;
         n -= k;
     }
@@ -343,12 +345,12 @@ static int frame_end(cshw_ws *ws)
 {
     switch (ws->opcode) {
     case OP_PING:
-        /* §5.5.3: a pong with the ping's bytes, unless closing. A peer
-         * that pings and never reads would grow the queue without end
-         * (and each read would put off the send timeout): past the
-         * transport's mark, its input waits until the queue drains. */
-        if (!ws->close_sent && write_frame(ws, FIN | OP_PONG, ws->ctl, ws->ctl_len) == 1 &&
-            !ws->held) {
+        /* §5.5.2: a pong with the ping's bytes, our close sent or not
+         * (theirs ends the input). A peer that pings and never reads
+         * would grow the queue without end (and each read would put off
+         * the send timeout): past the transport's mark, its input waits
+         * until the queue drains. */
+        if (write_frame(ws, FIN | OP_PONG, ws->ctl, ws->ctl_len) == 1 && !ws->held) {
             ws->held = 1;
             if (ws->t.pause) ws->t.pause(ws->t.io, 1);
         }
@@ -365,10 +367,10 @@ static int frame_end(cshw_ws *ws)
         size_t before = ws->msg_len;
         int r = cshw__inflate(ws->inflater, NULL, 0, 1, &ws->msg, &ws->msg_len, &ws->msg_size,
                               ws->max_message);
-        if (r) return inflate_code(r);
-        if (ws->msg_type == CSHW_WS_TEXT &&
+        if (ws->msg_type == CSHW_WS_TEXT && (r == 0 || r == 1) &&
             cshw__utf8_feed(&ws->utf8, (unsigned char *)ws->msg + before, ws->msg_len - before) < 0)
             return CSHW_WS_INVALID_DATA;
+        if (r) return inflate_code(r);
     }
     if (ws->msg_type == CSHW_WS_TEXT && ws->utf8.need) return CSHW_WS_INVALID_DATA;
     int type = ws->msg_type;
@@ -460,6 +462,14 @@ int64_t cshw_ws_tick(cshw_ws *ws, int64_t now_ms)
         stop(ws);
         return 0;
     }
+    if (ws->app_paused || ws->held) {
+        /* not reading: a pong could not be heard, so silence says
+         * nothing (a peer that takes no output meets the owner's send
+         * deadline instead) */
+        ws->awaiting_pong = 0;
+        ws->last_heard = now_ms;
+        return ws->ping_interval_ms ? now_ms + ws->ping_interval_ms : 0;
+    }
     if (ws->awaiting_pong && ws->pong_timeout_ms) {
         int64_t due = ws->ping_at + ws->pong_timeout_ms;
         if (now_ms < due) return due;
@@ -513,7 +523,7 @@ int cshw_ws_send(cshw_ws *ws, int type, const void *data, size_t len)
     if (!can_send(ws)) return -EPIPE;
     if (ws->sending_part) return -EBUSY;
     ws->bytes_out += len;
-    if (ws->hs.deflate && len >= ws->deflate_min) {
+    if (ws->hs.deflate && len >= ws->deflate_min && len <= UINT32_MAX) {
         unsigned char *z;
         size_t zlen;
         if (cshw__deflate(data, len, ws->hs.server_window, &z, &zlen) == 0) {

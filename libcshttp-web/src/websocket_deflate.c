@@ -94,9 +94,11 @@ static int inflate_some(cshw__inflater *d, const unsigned char *in, size_t n, ch
             *size = want;
         }
         z->next_out = (Bytef *)*out + *len;
-        z->avail_out = (uInt)(*size - *len);
+        /* zlib counts in 32 bits: a larger room is offered in parts */
+        size_t room = *size - *len;
+        z->avail_out = (uInt)(room > UINT32_MAX ? UINT32_MAX : room);
         int r = inflate(z, Z_SYNC_FLUSH);
-        *len = *size - z->avail_out;
+        *len += (room > UINT32_MAX ? UINT32_MAX : room) - z->avail_out;
         if (*len > cap) return 1;
         if (r == Z_STREAM_END) {
             /* a final block ends a deflate stream; a sender may begin
