@@ -240,7 +240,7 @@ static int out_queue_file(cshs_conn *c, int fd, off_t off, uint64_t len)
 static void sent(cshs_conn *c, size_t n)
 {
     atomic_fetch_add_explicit(&c->loop->k.bytes_out, (uint64_t)n, memory_order_relaxed);
-    c->last_io_ms = c->last_out_ms = cshs__now_ms();
+    c->last_io_ms = cshs__now_ms();
 }
 
 /* Sends what is queued without waiting: 1 when all of it went, 0 when the

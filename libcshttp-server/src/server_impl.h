@@ -166,7 +166,6 @@ typedef struct cshs_conn {
     int after_run;     /* a handler's result, for the loop that takes it back */
     int64_t accept_ms;
     int64_t last_io_ms;               /* last read (body) or write progress (output) */
-    int64_t last_out_ms; /* last write progress, or a queue begun (a tunnel's send_timeout) */
     /* the minimum body rate's current window: its start and the body
      * bytes received by then (body_rate) */
     int64_t rate_mark_ms;

@@ -56,6 +56,9 @@ struct cshs_tunnel {
     int64_t (*timer)(void *arg, int64_t now_ms);
     void *timer_arg;
     int64_t timer_at;
+    /* the last time the client took output, or a write found the queue
+     * empty: the send deadline counts from it, whatever the client sends */
+    int64_t out_ms;
     /* the protocol's goodbye at a graceful stop (cshs__tunnel_set_stop) */
     void (*stop)(void *arg);
     void *stop_arg;
@@ -109,7 +112,7 @@ int cshs_tunnel_write(cshs_tunnel *t, const void *data, size_t len)
     if (!t->serving) cshs__unpark(c);
     /* an empty queue: the send deadline counts from now, not from the
      * last write that made progress long ago */
-    if (!c->out) c->last_out_ms = cshs__now_ms();
+    if (!c->out) t->out_ms = cshs__now_ms();
     int r = cshs__out_write(c, data, len);
     if (r < 0) {
         t->error = r;
@@ -279,7 +282,7 @@ static void park_tunnel(cshs_worker *w, cshs_conn *c)
         deadline = c->last_io_ms + (int64_t)s->o.tunnel_idle_timeout_ms;
     if (c->out && s->o.send_timeout_ms) {
         /* the client's reads do not put it off: only its taking output */
-        int64_t d = c->last_out_ms + (int64_t)s->o.send_timeout_ms;
+        int64_t d = t->out_ms + (int64_t)s->o.send_timeout_ms;
         if (!deadline || d < deadline) deadline = d;
     }
     if (t->timer_at && (!deadline || t->timer_at < deadline)) deadline = t->timer_at;
@@ -365,6 +368,17 @@ static int read_in(cshs_tunnel *t)
     return 0;
 }
 
+/* Sends what is queued; output taken moves the send deadline on (the
+ * engine's write stamps last_io_ms when it makes progress). */
+static int flush_out(cshs_tunnel *t)
+{
+    cshs_conn *c = t->c;
+    uint64_t before = c->out_bytes;
+    int f = cshs__out_flush(c);
+    if (c->out_bytes < before) t->out_ms = c->last_io_ms;
+    return f;
+}
+
 /* Output went under half the mark after a write said it was above it. */
 static int drained_now(const cshs_tunnel *t)
 {
@@ -381,7 +395,7 @@ void cshs__tunnel_event(cshs_worker *w, cshs_conn *c)
     /* a queue the socket took whole owes drained() at once: no event
      * for writability would come for it */
     for (int turn = 0; !t->error && !posted && !t->closing; turn++) {
-        int f = cshs__out_flush(c);
+        int f = flush_out(t);
         if (f < 0) {
             t->error = f;
             break;
@@ -392,7 +406,7 @@ void cshs__tunnel_event(cshs_worker *w, cshs_conn *c)
         }
         posted = read_in(t);
         if (t->error) break;
-        if (c->out && (f = cshs__out_flush(c)) < 0) {
+        if (c->out && (f = flush_out(t)) < 0) {
             t->error = f;
             break;
         }
