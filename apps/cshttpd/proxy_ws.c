@@ -124,7 +124,8 @@ static void on_origin(void *arg, int events)
         return;
     }
     int r = 0;
-    if (events & CSHS_TUNNEL_OUT) {
+    if ((events & CSHS_TUNNEL_OUT) && w->up_len) {
+        /* the client was paused for these bytes: it reads on once they went */
         r = push_up(w);
         if (r == 0) cshs_tunnel_resume(w->t);
     }

@@ -2228,6 +2228,16 @@ static int make_room(conn *cn)
     return 0;
 }
 
+/* A switched connection's buffer goes once the bytes read past the 101
+ * were taken: an idle tunnel holds none. */
+static void drop_buffer(conn *cn)
+{
+    if (cn->start < cn->end) return;
+    free(cn->buf);
+    cn->buf = NULL;
+    cn->cap = cn->start = cn->end = 0;
+}
+
 /* A 101 to a request that asked for it (RFC 9110 §15.2.2): the head is
  * the call's, the bytes after it the tunnel's first, and the connection
  * leaves its pool's count (as cshs_call_detach), never to go back. 1. */
@@ -2243,6 +2253,7 @@ static int switched(cshs_call *call)
     cn->start += m->head_length;
     call->state = K_SWITCHED;
     call->upgrade = NULL;
+    drop_buffer(cn); /* its reads go to the caller's buffer */
     if (cn->ssl) SSL_set_mode(cn->ssl, SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
     cshs_client *c = call->c;
     pthread_mutex_lock(&c->mu);
@@ -3735,6 +3746,7 @@ ssize_t cshs_call_tunnel_read(cshs_call *call, void *buf, size_t cap)
         if (n > cap) n = cap;
         memcpy(buf, cn->buf + cn->start, n);
         cn->start += n;
+        drop_buffer(cn);
         return (ssize_t)n;
     }
     if (cn->tunnel_dry) {

@@ -364,6 +364,25 @@ int cshs__out_write(cshs_conn *c, const void *data, size_t len)
     return out_queue_bytes(c, p, len);
 }
 
+ssize_t cshs__out_try(cshs_conn *c, const void *data, size_t len)
+{
+    if (c->out) return 0;
+    const char *p = data;
+    size_t done = 0;
+    while (done < len) {
+        ssize_t n = c->io->write(c, p + done, len - done);
+        if (n > 0) {
+            done += (size_t)n;
+            sent(c, (size_t)n);
+            continue;
+        }
+        if (n == -EAGAIN) break;
+        atomic_fetch_add(&c->srv->e_io, 1);
+        return n < 0 ? n : -EPIPE;
+    }
+    return (ssize_t)done;
+}
+
 int cshs__out_flush(cshs_conn *c)
 {
     return out_flush(c);
@@ -1602,6 +1621,14 @@ void cshs__conn_sweep(cshs_worker *w, cshs_conn *c, int64_t now_ms)
             unpark(c);
             cshs__tunnel_event(w, c);
             return;
+        }
+        if (kind == EXP_TUNNEL) {
+            /* output written while it was parked moved the deadline on */
+            int64_t d = cshs__tunnel_deadline(c);
+            if (d == 0 || d > now_ms) { /* 0: none now */
+                c->deadline_ms = d;
+                return;
+            }
         }
         if (kind == EXP_BODY) {
             /* the end of a window of the minimum rate that the body kept:

@@ -365,6 +365,10 @@ int cshs__temp_bytes(void *arg, int64_t delta);
 /* Output without waiting: what the socket takes now is sent, the rest
  * queued for the loop (no high-water mark). 0, or a negative error. */
 int cshs__out_write(cshs_conn *c, const void *data, size_t len);
+/* What the socket takes of data now when nothing is queued (0 when
+ * something is: it goes after that), queueing nothing: the bytes sent,
+ * or the socket's error. */
+ssize_t cshs__out_try(cshs_conn *c, const void *data, size_t len);
 /* Sends what is queued without waiting: 1 all of it, 0 the socket is
  * full (wait for c->tls_wait), or a negative error. */
 int cshs__out_flush(cshs_conn *c);
@@ -392,6 +396,11 @@ void cshs__tunnel_drop(cshs_conn *c, int why);
 void cshs__tunnel_set_timer(struct cshs_tunnel *t, int64_t (*fn)(void *arg, int64_t now_ms),
                             void *arg);
 int cshs__tunnel_timer_due(const cshs_conn *c, int64_t now_ms);
+/* The tunnel's deadline now (0: none): no byte either way for
+ * tunnel_idle_timeout_ms, output not taken for send_timeout_ms, the
+ * protocol's timer. The sweep asks it again before expiring a tunnel: a
+ * write made while it was parked moved it on. */
+int64_t cshs__tunnel_deadline(const cshs_conn *c);
 /* The protocol's goodbye at a graceful stop (a WebSocket's close frame):
  * fn runs once, on the loop's thread, and the tunnel is served (what it
  * wrote goes out; a cshs_tunnel_close there ends it). stopping: 1 when fn

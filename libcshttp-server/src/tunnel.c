@@ -107,6 +107,20 @@ int cshs_tunnel_write(cshs_tunnel *t, const void *data, size_t len)
     cshs_conn *c = t->c;
     if (len == 0) return 0;
     t->bytes_out += len;
+    if (!t->serving && !c->out) {
+        /* parked with nothing queued (a relay's or another thread's
+         * write): what the socket takes now needs no serve; the sweep
+         * sees the deadline this moved (cshs__tunnel_deadline) */
+        ssize_t n = cshs__out_try(c, data, len);
+        if (n < 0) {
+            t->error = (int)n;
+            poke(t);
+            return (int)n;
+        }
+        if ((size_t)n == len) return 0;
+        data = (const char *)data + n;
+        len -= (size_t)n;
+    }
     /* idle counters hold what a parked connection queues: not parked
      * while its queue changes */
     if (!t->serving) cshs__unpark(c);
@@ -258,12 +272,27 @@ static void end(cshs_worker *w, cshs_conn *c, int why)
     cshs__conn_end(w, c, why == 0);
 }
 
+int64_t cshs__tunnel_deadline(const cshs_conn *c)
+{
+    const cshs_server *s = c->srv;
+    const cshs_tunnel *t = c->tunnel;
+    int64_t deadline = 0;
+    if (s->o.tunnel_idle_timeout_ms)
+        deadline = c->last_io_ms + (int64_t)s->o.tunnel_idle_timeout_ms;
+    if (c->out && s->o.send_timeout_ms) {
+        /* the client's reads do not put it off: only its taking output */
+        int64_t d = t->out_ms + (int64_t)s->o.send_timeout_ms;
+        if (!deadline || d < deadline) deadline = d;
+    }
+    if (t->timer_at && (!deadline || t->timer_at < deadline)) deadline = t->timer_at;
+    return deadline;
+}
+
 /* Parked until the client sends, takes output, or the deadline: no byte
  * either way for tunnel_idle_timeout_ms, or output not taken for
  * send_timeout_ms. */
 static void park_tunnel(cshs_worker *w, cshs_conn *c)
 {
-    cshs_server *s = c->srv;
     cshs_tunnel *t = c->tunnel;
     /* the protocol's timers again: what this serve's callbacks did (a
      * close begun, say) may bring one sooner; a ping they write goes out
@@ -277,15 +306,7 @@ static void park_tunnel(cshs_worker *w, cshs_conn *c)
             return;
         }
     }
-    int64_t deadline = 0;
-    if (s->o.tunnel_idle_timeout_ms)
-        deadline = c->last_io_ms + (int64_t)s->o.tunnel_idle_timeout_ms;
-    if (c->out && s->o.send_timeout_ms) {
-        /* the client's reads do not put it off: only its taking output */
-        int64_t d = t->out_ms + (int64_t)s->o.send_timeout_ms;
-        if (!deadline || d < deadline) deadline = d;
-    }
-    if (t->timer_at && (!deadline || t->timer_at < deadline)) deadline = t->timer_at;
+    int64_t deadline = cshs__tunnel_deadline(c);
     if ((c->out || c->tls_wait == POLLOUT) && cshs__conn_want_out(c) < 0) {
         end(w, c, -EIO);
         return;
