@@ -15,6 +15,12 @@ CSV_FIELDS = ["workload", "variant", "server", "round", "tool", "status", "conne
               "keepalive_reqs", "idle_held", "idle_answered", "rss_0", "rss_1500", "rss_10000",
               "held_1500", "held_10000", "threads_0", "threads_1500", "threads_10000",
               "bytes_per_conn", "wall_s", "tls", "server_cpu_pct", "client_cpu_pct", "origin_cpu_us",
+              # WS idle: RSS and threads with 0, N and 2N idle WebSockets (rss_0 and threads_0
+              # above), the slope and its peers (bench/suite/ws.py)
+              "rss_n", "rss_2n", "threads_n", "threads_2n", "held_n", "held_2n", "bytes_per_ws",
+              "bytes_per_ws_n", "origin_rss_0", "origin_rss_n", "origin_rss_2n",
+              "origin_bytes_per_ws", "tunnels_n", "tunnels_2n", "idle_memory_n", "idle_memory_2n",
+              "idle_memory_per_ws",
               "note", "cmd"]
 GOOD = ("ok", "errors")
 # W2's ceiling as measured each round (bench_sleep_ceiling), a pseudo-server in the results
