@@ -28,8 +28,8 @@
 
 typedef struct post {
     struct post *next;
-    int type; /* CSHW_WS_TEXT or _BINARY; 0: a close, code in len */
-    int code;
+    int type; /* CSHW_WS_TEXT or _BINARY; 0: a close */
+    int code; /* the close's */
     size_t len;
     char data[];
 } post;
@@ -37,8 +37,7 @@ typedef struct post {
 typedef struct ws_link {
     cshw_ws *ws;
     cshs_tunnel *tunnel; /* NULL until open and after closed (the loop's) */
-    cshs_reactor *reactor;
-    size_t high_water;
+    cshs_reactor *reactor; /* set at open, under mu */
     _Atomic int full; /* the tunnel's queue is above high_water */
     pthread_mutex_t mu;
     /* under mu: */
