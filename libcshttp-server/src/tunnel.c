@@ -126,7 +126,7 @@ int cshs_tunnel_write(cshs_tunnel *t, const void *data, size_t len)
     if (!t->serving) cshs__unpark(c);
     /* an empty queue: the send deadline counts from now, not from the
      * last write that made progress long ago */
-    if (!c->out) t->out_ms = cshs__now_ms();
+    if (!c->out) t->out_ms = t->serving ? c->last_io_ms : cshs__now_ms(); /* serving: now enough */
     int r = cshs__out_write(c, data, len);
     if (r < 0) {
         t->error = r;

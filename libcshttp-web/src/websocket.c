@@ -429,6 +429,26 @@ int cshw_ws_input(cshw_ws *ws, const char *data, size_t len)
                 code = frame_begin(ws);
                 ws->in_payload = 1;
             }
+        } else if (ws->opcode < 8 && ws->fin && ws->frames == 1 && !ws->msg_deflated &&
+                   !ws->msg_len && ws->left <= SMALL_FRAME && ws->left <= len) {
+            /* a whole message of one small frame in this piece (an echo's,
+             * a chat's): checked and delivered from the stack, with no
+             * allocation; the same rules as below */
+            unsigned char m[SMALL_FRAME];
+            size_t k = (size_t)ws->left;
+            unmask(ws, m, data, k);
+            data += k;
+            len -= k;
+            ws->left = 0;
+            ws->in_payload = 0;
+            int type = ws->msg_type;
+            if (type == CSHW_WS_TEXT && (cshw__utf8_feed(&ws->utf8, m, k) < 0 || ws->utf8.need)) {
+                code = CSHW_WS_INVALID_DATA;
+            } else {
+                ws->bytes_in += k;
+                message_reset(ws);
+                ws->h.message(ws, type, (const char *)m, k, ws->arg);
+            }
         } else {
             size_t k = ws->left < len ? (size_t)ws->left : len;
             code = payload(ws, data, k);
