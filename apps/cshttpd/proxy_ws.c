@@ -20,7 +20,9 @@
 #include <string.h>
 #include <time.h>
 
+#include <cshttp/grammar.h>
 #include <cshttp/server/tunnel.h>
+#include <cshttp/span.h>
 #include <cshttp/web/request.h>
 #include <cshttp/web/response.h>
 
@@ -50,28 +52,26 @@ static int64_t mono_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* A token in the comma-separated lists of every `name` field (RFC 9110
+ * §5.6.1), compared without case. */
+static int lists(cshw_request *req, const char *name, const char *token)
+{
+    const char *values[16];
+    size_t n = cshw_request_header_all(req, name, values, 16), tl = strlen(token);
+    for (size_t i = 0; i < n && i < 16; i++) {
+        csh_list l;
+        csh_span e;
+        csh_list_init(&l, values[i], strlen(values[i]));
+        while (csh_list_next(&l, &e))
+            if (e.len == tl && csh_mem_ieq(values[i] + e.off, token, tl)) return 1;
+    }
+    return 0;
+}
+
 int proxy_ws_asked(cshw_request *req)
 {
-    if (strcmp(cshw_request_method(req), "GET") != 0 || cshw_request_version_minor(req) < 1)
-        return 0;
-    const char *v = cshw_request_header(req, "Upgrade");
-    const char *c = cshw_request_header(req, "Connection");
-    if (!v || !c) return 0;
-    /* token lists (RFC 9110 §7.8, §7.6.1), compared without case */
-    int up = 0, conn = 0;
-    for (const char *s = v; *s;) {
-        s += strspn(s, " \t,");
-        size_t n = strcspn(s, " \t,");
-        if (n == 9 && strncasecmp(s, "websocket", 9) == 0) up = 1;
-        s += n;
-    }
-    for (const char *s = c; *s;) {
-        s += strspn(s, " \t,");
-        size_t n = strcspn(s, " \t,");
-        if (n == 7 && strncasecmp(s, "upgrade", 7) == 0) conn = 1;
-        s += n;
-    }
-    return up && conn;
+    return strcmp(cshw_request_method(req), "GET") == 0 && cshw_request_version_minor(req) >= 1 &&
+           lists(req, "Upgrade", "websocket") && lists(req, "Connection", "upgrade");
 }
 
 static void arm(ws_tunnel *w);

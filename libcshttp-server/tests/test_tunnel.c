@@ -260,6 +260,7 @@ static unsigned start(const cshs_options *extra)
     cshs_server_set_streaming(srv, job_streams, NULL);
     cshs_server_set_log(srv, log_entry, NULL);
     atomic_store(&logged_101, 0);
+    atomic_store(&ws_closed_calls, 0);
     assert_int_equal(cshs_server_start(srv), 0);
     atomic_store(&closed_calls, 0);
     atomic_store(&opened_calls, 0);
@@ -640,10 +641,21 @@ static void wait_ws_closed(int n)
     assert_int_equal(atomic_load(&ws_closed_calls), n);
 }
 
+/* The server ended the socket: its end of input, closed() once with
+ * `code`, then the server goes. */
+static void ws_ended(int fd, int code)
+{
+    expect_eof(fd);
+    close(fd);
+    wait_ws_closed(1);
+    assert_int_equal(atomic_load(&ws_last_code), code);
+    cshs_server_stop(srv, 1000);
+    cshs_server_free(srv);
+}
+
 static void test_ws_post_from_threads(void **state)
 {
     (void)state;
-    atomic_store(&ws_closed_calls, 0);
     unsigned port = start(NULL);
     int fd = ws_open(port, "/ws");
     char p[128];
@@ -684,7 +696,6 @@ static void test_ws_post_from_threads(void **state)
 static void test_ws_ping_and_pong_deadline(void **state)
 {
     (void)state;
-    atomic_store(&ws_closed_calls, 0);
     cshs_options o;
     cshs_options_init(&o);
     o.sweep_interval_ms = 10; /* the loop runs the session's timers within it */
@@ -697,18 +708,12 @@ static void test_ws_ping_and_pong_deadline(void **state)
     ws_send(fd, 0xA, p, n);
     assert_int_equal(ws_recv(fd, p, &n), 0x89);
     /* not answered: the end, without a close frame (a dead peer) */
-    expect_eof(fd);
-    close(fd);
-    wait_ws_closed(1);
-    assert_int_equal(atomic_load(&ws_last_code), CSHW_WS_ABNORMAL);
-    cshs_server_stop(srv, 1000);
-    cshs_server_free(srv);
+    ws_ended(fd, CSHW_WS_ABNORMAL);
 }
 
 static void test_ws_close_timeout(void **state)
 {
     (void)state;
-    atomic_store(&ws_closed_calls, 0);
     cshs_options o;
     cshs_options_init(&o);
     o.sweep_interval_ms = 10;
@@ -722,18 +727,12 @@ static void test_ws_close_timeout(void **state)
     ws_send(fd, 0x1, "quit", 4);
     assert_int_equal(ws_recv(fd, p, &n), 0x88);
     assert_true(n == 6 && (unsigned char)p[0] == 4001 >> 8 && memcmp(p + 2, "quit", 4) == 0);
-    expect_eof(fd);
-    close(fd);
-    wait_ws_closed(1);
-    assert_int_equal(atomic_load(&ws_last_code), CSHW_WS_ABNORMAL);
-    cshs_server_stop(srv, 1000);
-    cshs_server_free(srv);
+    ws_ended(fd, CSHW_WS_ABNORMAL);
 }
 
 static void test_ws_stop_says_going_away(void **state)
 {
     (void)state;
-    atomic_store(&ws_closed_calls, 0);
     unsigned port = start(NULL);
     int fd = ws_open(port, "/ws");
     char p[128];
