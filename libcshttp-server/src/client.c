@@ -48,6 +48,7 @@
 #include "dial.h"
 #include "kept.h"
 #include "lookup.h"
+#include "sock_io.h"
 #include "cshttp_internal/error_table.h"
 #include "cshttp_internal/sized.h"
 
@@ -1690,7 +1691,7 @@ static ssize_t conn_read(conn *cn, void *buf, size_t cap, int64_t deadline_ms)
     for (;;) {
         short ev = POLLIN;
         if (!cn->ssl) {
-            ssize_t n = recv(cn->fd, buf, cap, 0);
+            ssize_t n = cshs__recv(cn->fd, buf, cap, 0);
             if (n >= 0) return n;
             if (errno == EINTR) continue;
             if (errno != EAGAIN && errno != EWOULDBLOCK) return -errno;
@@ -1754,7 +1755,7 @@ static int conn_send(cshs_call *call, struct iovec *iov, int n)
             mh.msg_iovlen = (size_t)(n - i);
             size_t offered = 0;
             for (int k = i; k < n; k++) offered += iov[k].iov_len;
-            ssize_t w = sendmsg(cn->fd, &mh, MSG_NOSIGNAL);
+            ssize_t w = cshs__sendmsg(cn->fd, &mh, MSG_NOSIGNAL);
             if (w < 0) {
                 if (errno == EINTR) continue;
                 if (errno != EAGAIN && errno != EWOULDBLOCK) return -errno;
@@ -2191,7 +2192,7 @@ static int body_done(cshs_call *call, int keep)
             char b;
             ssize_t n;
             if (!cn->ssl) {
-                n = recv(cn->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+                n = cshs__recv(cn->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
                 if (n < 0) n = errno == EWOULDBLOCK ? -EAGAIN : -errno;
             } else {
                 n = conn_read(cn, &b, 1, 0);
@@ -2360,7 +2361,7 @@ static int early_answer(cshs_call *call)
             if (n != -EAGAIN) call->peer_eof = 1;
             return head_parse(call);
         }
-        ssize_t n = recv(cn->fd, cn->buf + cn->end, cn->cap - cn->end, MSG_DONTWAIT);
+        ssize_t n = cshs__recv(cn->fd, cn->buf + cn->end, cn->cap - cn->end, MSG_DONTWAIT);
         if (n > 0) {
             cn->end += (size_t)n;
             e = head_parse(call);
@@ -2651,7 +2652,7 @@ static int async_step(cshs_call *call)
         }
         ssize_t n;
         if (!cn->ssl) {
-            n = recv(cn->fd, cn->buf + cn->end, cn->cap - cn->end, MSG_DONTWAIT);
+            n = cshs__recv(cn->fd, cn->buf + cn->end, cn->cap - cn->end, MSG_DONTWAIT);
             if (n < 0) n = errno == EWOULDBLOCK ? -EAGAIN : -errno;
             if (n == -EINTR) continue;
         } else {
@@ -3765,7 +3766,7 @@ ssize_t cshs_call_tunnel_write(cshs_call *call, const void *data, size_t len)
     if (len == 0) return 0;
     for (;;) {
         if (!cn->ssl) {
-            ssize_t w = send(cn->fd, data, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+            ssize_t w = cshs__send(cn->fd, data, len, MSG_NOSIGNAL | MSG_DONTWAIT);
             if (w >= 0) return w;
             if (errno == EINTR) continue;
             if (errno == EAGAIN || errno == EWOULDBLOCK) {

@@ -52,6 +52,7 @@
 #include <cshttp/web/response.h>
 
 #include "server_impl.h"
+#include "sock_io.h"
 
 #define STREAM_BUF 16384u     /* a streaming route's read buffer */
 #define TLS_FILE_CHUNK 16384u /* a file sent over TLS is read this much at a time */
@@ -79,7 +80,7 @@ static ssize_t plain_read(cshs_conn *c, void *buf, size_t len)
 {
     c->tls_wait = POLLIN;
     for (;;) {
-        ssize_t n = recv(c->fd, buf, len, 0);
+        ssize_t n = cshs__recv(c->fd, buf, len, 0);
         if (n >= 0) return n;
         if (errno == EINTR) continue;
         if (errno == EAGAIN || errno == EWOULDBLOCK) return -EAGAIN;
@@ -92,7 +93,7 @@ static ssize_t plain_read(cshs_conn *c, void *buf, size_t len)
 static ssize_t plain_write(cshs_conn *c, const void *buf, size_t len)
 {
     for (;;) {
-        ssize_t n = send(c->fd, buf, len, MSG_NOSIGNAL);
+        ssize_t n = cshs__send(c->fd, buf, len, MSG_NOSIGNAL);
         if (n >= 0) return n;
         if (errno == EINTR) continue;
         if (errno == EAGAIN || errno == EWOULDBLOCK) {
@@ -808,7 +809,7 @@ void cshs__reject(cshs_loop *l, int fd, const struct sockaddr *sa)
     out_clear(&c); /* what a full socket did not take is dropped */
     shutdown(fd, SHUT_WR);
     char sink[4096];
-    for (int i = 0; i < 16 && recv(fd, sink, sizeof sink, MSG_DONTWAIT) > 0; i++) {
+    for (int i = 0; i < 16 && cshs__recv(fd, sink, sizeof sink, MSG_DONTWAIT) > 0; i++) {
     }
     close(fd);
     atomic_fetch_add(&s->e_rejected, 1);
@@ -892,7 +893,7 @@ static int linger_read(cshs_conn *c)
     char sink[4096];
     for (;;) {
         if (c->lingered >= s->o.linger_bytes) return 1;
-        ssize_t n = recv(c->fd, sink, sizeof sink, 0);
+        ssize_t n = cshs__recv(c->fd, sink, sizeof sink, 0);
         if (n > 0) {
             c->lingered += (uint64_t)n;
             atomic_fetch_add_explicit(&c->loop->k.bytes_in, (uint64_t)n, memory_order_relaxed);
@@ -1678,7 +1679,7 @@ void cshs__conn_sweep(cshs_worker *w, cshs_conn *c, int64_t now_ms)
 static int plain_on_tls(cshs_worker *w, cshs_conn *c)
 {
     unsigned char b;
-    ssize_t n = recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+    ssize_t n = cshs__recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
         park_input(w, c);
         return 1;
