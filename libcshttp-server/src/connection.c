@@ -1741,7 +1741,7 @@ void cshs__conn_event(cshs_worker *w, cshs_conn *c)
         if (r == 1) break;
         if (r == -EAGAIN || r == -EINPROGRESS) {
             /* which way it waits: an event for writability alone is
-             * ignored unless a write waits for it (server.c) */
+             * ignored unless a write waits for it (loop.c) */
             c->tls_wait = r == -EAGAIN ? POLLIN : POLLOUT;
             park_input(w, c);
             return;

@@ -80,7 +80,7 @@ uint32_t cshs__kept_take_missed(cshs_kept *k, uint32_t mask);
 void cshs__kept_forget(cshs_kept *k);
 
 /* Whether the calling thread is r's: its loop's owner, between events
- * (server.c). */
+ * (loop.c). */
 int cshs__on_reactor(const cshs_reactor *r);
 
 /* Whether it was ever registered with a loop (its tag is set then and

@@ -1,5 +1,7 @@
-/* The server: listeners, event loops, threads, the supervisor, start and
- * graceful stop.
+/* The server: its making and settings, the access log's report, start and
+ * graceful stop. The parts it runs have a file each: listen.c (listeners,
+ * accepting), loop.c (the event loops), reactor.c (watches and kept
+ * sockets on the loops), threads.c (workers, spares, the supervisor).
  *
  * Thread model (README.md, "Threads"): `loops` event loops (one per core
  * by default), each an epoll set of its own in which its connections are
@@ -15,21 +17,14 @@
  * becomes a spare (Go's scheduler takes a P back from an M blocked in a
  * system call the same way). Spares beyond min_threads leave after
  * park_after_ms. */
-#include <arpa/inet.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <netinet/in.h>
-#include <poll.h>
 #include <sched.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
-#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -361,12 +356,12 @@ static void release_threads_state(cshs_server *s)
         for (cshs_conn *c = l->posted; c; c = c->post_next) c->posted = 0;
         l->posted = l->posted_tail = NULL;
         atomic_store(&l->nposted, 0);
-        bury(l);
+        cshs__bury(l);
         while (l->conns) {
             cshs_conn *c = l->conns;
             atomic_store(&c->busy, 0);
             cshs__conn_close(NULL, c);
-            bury(l);
+            cshs__bury(l);
         }
         l->returned = NULL;
         free(l->tunnel_buf);
@@ -378,7 +373,7 @@ static void release_threads_state(cshs_server *s)
 static void release_server(cshs_server *s)
 {
     cshs__tls_free(s);
-    loops_unref(s->loops);
+    cshs__loops_unref(s->loops);
     pthread_mutex_destroy(&s->tls_mu);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->sup_cv);
@@ -390,7 +385,7 @@ static void release_server(cshs_server *s)
 
 /* A worker's last act: an abandoned one that finds cshs_server_free
  * already called, and no other abandoned worker left, frees everything. */
-static void worker_exit(cshs_server *s, cshs_worker *w)
+void cshs__worker_exit(cshs_server *s, cshs_worker *w)
 {
     pthread_mutex_lock(&s->mu);
     w->exited = 1;
@@ -405,11 +400,11 @@ static void worker_exit(cshs_server *s, cshs_worker *w)
 static void wake_everyone(cshs_server *s)
 {
     for (unsigned i = 0; i < s->nloops; i++)
-        if (s->loops[i].evfd >= 0) wake_loop(&s->loops[i]);
+        if (s->loops[i].evfd >= 0) cshs__wake_loop(&s->loops[i]);
     pthread_mutex_lock(&s->mu);
     /* every spare taken off the list and posted: each then sees exiting */
     while (s->spares) {
-        cshs_worker *w = take_spare(s);
+        cshs_worker *w = cshs__take_spare(s);
         sem_post(&w->wake);
     }
     pthread_cond_broadcast(&s->sup_cv);
@@ -420,7 +415,7 @@ static void wake_everyone(cshs_server *s)
  * left. until_ms (0: no limit): a worker still inside a handler then is
  * abandoned (detached): a handler may block without end, and a stop has a
  * deadline. The server and what the abandoned workers use stay until the
- * last of them returns (worker_exit). Returns the number abandoned. */
+ * last of them returns (cshs__worker_exit). Returns the number abandoned. */
 static unsigned join_all(cshs_server *s, int64_t until_ms)
 {
     atomic_store(&s->exiting, 1);
@@ -482,14 +477,14 @@ int cshs_server_start(cshs_server *s)
     int tls = s->o.tls_cert && *s->o.tls_cert;
     if (tls && cshs__tls_init(s) < 0) r = -EIO;
     if (r == 0 && s->o.address && *s->o.address)
-        r = listen_tcp(s, s->o.address, s->o.port, 0, &s->lis[s->nlis++]);
+        r = cshs__listen_tcp(s, s->o.address, s->o.port, 0, &s->lis[s->nlis++]);
     if (r == 0 && s->o.address6 && *s->o.address6)
-        r = listen_tcp(s, s->o.address6, s->o.port, 0, &s->lis[s->nlis++]);
+        r = cshs__listen_tcp(s, s->o.address6, s->o.port, 0, &s->lis[s->nlis++]);
     if (r == 0 && tls && s->o.address && *s->o.address)
-        r = listen_tcp(s, s->o.address, s->o.tls_port, 1, &s->lis[s->nlis++]);
+        r = cshs__listen_tcp(s, s->o.address, s->o.tls_port, 1, &s->lis[s->nlis++]);
     if (r == 0 && tls && s->o.address6 && *s->o.address6)
-        r = listen_tcp(s, s->o.address6, s->o.tls_port, 1, &s->lis[s->nlis++]);
-    if (r == 0 && s->o.unix_path && *s->o.unix_path) r = listen_unix(s, &s->lis[s->nlis++]);
+        r = cshs__listen_tcp(s, s->o.address6, s->o.tls_port, 1, &s->lis[s->nlis++]);
+    if (r == 0 && s->o.unix_path && *s->o.unix_path) r = cshs__listen_unix(s, &s->lis[s->nlis++]);
     if (r == 0 && s->nlis == 0) r = -EINVAL;
     if (r < 0) goto fail;
     /* every loop waits on every listener; EPOLLEXCLUSIVE wakes one waiting
@@ -511,14 +506,14 @@ int cshs_server_start(cshs_server *s)
     if (r < 0) goto fail;
     pthread_mutex_lock(&s->mu);
     for (unsigned i = 0; i < s->nloops && r == 0; i++)
-        if (!spawn_worker(s, &s->loops[i], NULL, s->o.max_threads)) r = -EAGAIN;
+        if (!cshs__spawn_worker(s, &s->loops[i], NULL, s->o.max_threads)) r = -EAGAIN;
     /* spares ready for the first handlers that wait */
     unsigned keep = s->o.min_threads > s->nloops + 1 ? s->o.min_threads : s->nloops + 1;
-    while (r == 0 && s->nworkers < keep && spawn_worker(s, NULL, NULL, s->o.max_threads)) {
+    while (r == 0 && s->nworkers < keep && cshs__spawn_worker(s, NULL, NULL, s->o.max_threads)) {
     }
     pthread_mutex_unlock(&s->mu);
     if (r == 0) {
-        int e = pthread_create(&s->supervisor, NULL, supervisor_main, s);
+        int e = pthread_create(&s->supervisor, NULL, cshs__supervisor_main, s);
         if (e) {
             s->supervisor = 0;
             r = -e;
@@ -574,7 +569,7 @@ int cshs_server_stop(cshs_server *s, int deadline_ms)
     while (open_count(s) > 0 && cshs__now_ms() < until) {
         for (unsigned k = 0; k < s->nloops; k++) {
             atomic_store(&s->loops[k].next_sweep_ms, 0);
-            wake_loop(&s->loops[k]);
+            cshs__wake_loop(&s->loops[k]);
         }
         int64_t left = until - cshs__now_ms(); /* 10 ms a look, not past the deadline */
         struct timespec ts = {0, (long)(left < 10 ? (left > 0 ? left : 0) : 10) * 1000 * 1000};
@@ -589,7 +584,7 @@ int cshs_server_stop(cshs_server *s, int deadline_ms)
             for (cshs_conn *c = l->conns; c; c = c->next) shutdown(c->fd, SHUT_RDWR);
             pthread_mutex_unlock(&l->mu);
             atomic_store(&l->next_sweep_ms, 0);
-            wake_loop(l);
+            cshs__wake_loop(l);
         }
         /* the loops close what is not inside a handler */
         int64_t soon = cshs__now_ms() + 20;
@@ -605,7 +600,7 @@ int cshs_server_stop(cshs_server *s, int deadline_ms)
      * they hold (kept.h) would never be freed. */
     if (!cut) {
         atomic_store(&s->forced, 1);
-        for (unsigned k = 0; k < s->nloops; k++) wake_loop(&s->loops[k]);
+        for (unsigned k = 0; k < s->nloops; k++) cshs__wake_loop(&s->loops[k]);
         int64_t soon = cshs__now_ms() + 100;
         while (cshs__now_ms() < soon && watches_armed(s)) {
             struct timespec ts = {0, 2 * 1000 * 1000};
@@ -628,7 +623,7 @@ int cshs_server_stop(cshs_server *s, int deadline_ms)
 uint64_t cshs_server_loop_connections(const cshs_server *s, unsigned index)
 {
     if (!s || !s->started || index >= s->nloops) return 0;
-    return loop_load(&s->loops[index]);
+    return cshs__loop_load(&s->loops[index]);
 }
 
 unsigned cshs_server_handlers_running(cshs_server *s)

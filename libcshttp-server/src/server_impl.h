@@ -436,8 +436,8 @@ void cshs__worker_release(cshs_worker *w);
 cshs_later *cshs__later_new(struct cshs_server *s);
 void cshs__later_free(cshs_later *d);
 
-/* server.c: a connection's handler goes to another thread, or comes
- * back. cshs__offload: OFFLOAD_RUNS (a thread has it), OFFLOAD_WAITS
+/* A connection's handler goes to another thread (threads.c), or comes
+ * back (loop.c). cshs__offload: OFFLOAD_RUNS (a thread has it), OFFLOAD_WAITS
  * (queued for the next thread free), OFFLOAD_FULL (`bounded` and
  * max_waiting_handlers wait already: the caller declines it), or
  * OFFLOAD_NONE (no thread can ever take it: every thread runs a loop, as
@@ -457,6 +457,38 @@ void cshs__conn_input_events(cshs_conn *c, int on);
  * another thread meanwhile. */
 int64_t cshs__handler_begin(cshs_loop *l);
 int cshs__handler_end(cshs_loop *l, int64_t since);
+
+/* listen.c: the listeners, bound and listening (0, or -errno), and one
+ * connection accepted from a listener by the loop l's owner; a loop's
+ * connections now. */
+int cshs__listen_tcp(struct cshs_server *s, const char *address, unsigned port, int tls,
+                     cshs_listener *l);
+int cshs__listen_unix(struct cshs_server *s, cshs_listener *l);
+void cshs__accept_one(cshs_worker *w, cshs_loop *l, cshs_listener *lis);
+uint64_t cshs__loop_load(cshs_loop *l);
+
+/* reactor.c: an event of a watch, of a kept socket (with the generation
+ * its registration carried), given by the loop's owner; the loops freed by
+ * the last of the server and the kept sockets to let go of them. */
+void cshs__watch_event(cshs_loop *l, cshs_watch *w, uint32_t events);
+void cshs__kept_event(cshs_loop *l, cshs_kept *k, unsigned gen, uint32_t events);
+void cshs__loops_unref(cshs_loop *l);
+
+/* loop.c: a thread runs the loop l until it loses it or the server
+ * exits; the loop woken from its wait; connections closed on it freed. */
+void cshs__run_loop(cshs_worker *w, cshs_loop *l);
+void cshs__wake_loop(cshs_loop *l);
+void cshs__bury(cshs_loop *l);
+
+/* threads.c, under s->mu: a new worker thread (given the loop `loop` or
+ * the job `job` to start with; NULL at `limit` threads or when none can be
+ * made), a spare one (NULL: none); the supervisor's thread. server.c: a
+ * worker's last act. */
+cshs_worker *cshs__spawn_worker(struct cshs_server *s, cshs_loop *loop, cshs_conn *job,
+                                unsigned limit);
+cshs_worker *cshs__take_spare(struct cshs_server *s);
+void *cshs__supervisor_main(void *arg);
+void cshs__worker_exit(struct cshs_server *s, cshs_worker *w);
 
 /* One connection's bytes, plain or TLS: past the TLS handshake the
  * connection's life never asks which (connection.c: plain; tls.c: TLS).
