@@ -1,6 +1,5 @@
 /* The listeners (TCP, TLS, a Unix socket) and accepting: which loop a new
  * connection joins, its registration, and the changes to it later. */
-
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -12,6 +11,7 @@
 #include <unistd.h>
 
 #include "server_impl.h"
+#include "sock_io.h"
 
 /* ---- listeners ---- */
 
@@ -221,6 +221,40 @@ void cshs__accept_one(cshs_worker *w, cshs_loop *l, cshs_listener *lis)
         }
         cshs__conn_close(w, c);
     }
+}
+
+/* Beyond max_connections: the toolkit's 503 page, written without waiting
+ * (a new socket's buffer takes it), what the client already sent read so
+ * that close sends a FIN rather than a reset that could destroy the
+ * answer, and close. */
+void cshs__reject(cshs_loop *l, int fd, const struct sockaddr *sa)
+{
+    cshs_server *s = l->srv;
+    cshs_conn c;
+    memset(&c, 0, sizeof c);
+    c.fd = fd;
+    c.srv = s;
+    c.loop = l;
+    c.io = &cshs__plain_stream;
+    if (sa->sa_family == AF_INET || sa->sa_family == AF_INET6) {
+        cshs_conn *tmp = cshs__conn_new(s, fd, sa);
+        if (tmp) {
+            memcpy(c.remote, tmp->remote, sizeof c.remote);
+            c.remote_port = tmp->remote_port;
+            free(tmp);
+        }
+    } else {
+        strcpy(c.remote, "unix");
+    }
+    cshw_transport t = cshs__transport_of(&c);
+    cshw_exchange_refuse(&s->xcfg, &t, 503, "The server has too many connections.");
+    cshs__out_clear(&c); /* what a full socket did not take is dropped */
+    shutdown(fd, SHUT_WR);
+    char sink[4096];
+    for (int i = 0; i < 16 && cshs__recv(fd, sink, sizeof sink, MSG_DONTWAIT) > 0; i++) {
+    }
+    close(fd);
+    atomic_fetch_add(&s->e_rejected, 1);
 }
 
 /* The connection's registration as it stands: input unless muted,

@@ -1,6 +1,5 @@
 /* The event loops: the wait, the dispatch of each event, connections
  * given back by handlers' threads, posted work and the sweep. */
-
 #include <errno.h>
 #include <poll.h>
 #include <sys/epoll.h>

@@ -1,6 +1,5 @@
 /* The loops as reactors (reactor.h): one-shot watches armed from any
  * thread, kept sockets (kept.h) and the watches' deadlines. */
-
 #include <errno.h>
 #include <stdlib.h>
 #include <sys/epoll.h>

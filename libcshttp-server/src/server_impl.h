@@ -458,6 +458,63 @@ void cshs__conn_input_events(cshs_conn *c, int on);
 int64_t cshs__handler_begin(cshs_loop *l);
 int cshs__handler_end(cshs_loop *l, int64_t since);
 
+/* connection.c: a connection's life, and the parts of it that other
+ * files run. The connection whose handler runs inline on this thread and
+ * its worker (what cshs_defer finds); the one whose handler runs as a job
+ * here (what cshs_upgrade finds there). */
+extern _Thread_local cshs_conn *cshs__running_conn;
+extern _Thread_local cshs_worker *cshs__running_worker;
+extern _Thread_local cshs_conn *cshs__job_conn;
+/* A cshs_later from the worker's spares (or a new one: NULL when out of
+ * memory), and one given back to them. */
+cshs_later *cshs__later_take(cshs_worker *w, struct cshs_server *s);
+void cshs__later_put(cshs_worker *w, cshs_later *d);
+/* Waits for the client's next bytes on the loop (parked, with the
+ * deadline that applies). */
+void cshs__park_input(cshs_worker *w, cshs_conn *c);
+/* What follows an exchange (r from cshw_exchange_run or _resume; `ran`: a
+ * handler ran): 1 when the caller goes on with the connection (drive). */
+int cshs__after_exchange(cshs_worker *w, cshs_conn *c, int r, int ran);
+/* A deferred request's continuation: run now by the loop's owner
+ * (`owner`), or when due, posted to its loop. */
+void cshs__continuation_run(cshs_conn *c, int owner);
+void cshs__continuation_due(cshs_conn *c, int owner);
+/* Reads, runs and answers requests until the socket says EAGAIN, the
+ * output waits for the client, the handler leaves this thread, or the
+ * connection ends. */
+void cshs__drive(cshs_worker *w, cshs_conn *c);
+
+/* output.c: waits for `events` until until_ms (0: no limit; 0 ready,
+ * -ETIMEDOUT, -ECONNABORTED), a worker inside a handler only; the queue
+ * emptied; bytes or a file range queued behind what waits (0, or
+ * -ENOMEM); n bytes counted as sent; a handler's output above the
+ * high-water mark sent down to half of it, waiting for the client. */
+int cshs__wait_fd(cshs_conn *c, short events, int64_t until_ms);
+void cshs__out_clear(cshs_conn *c);
+int cshs__out_queue_bytes(cshs_conn *c, const char *p, size_t len);
+int cshs__out_queue_file(cshs_conn *c, int fd, off_t off, uint64_t len);
+void cshs__out_sent(cshs_conn *c, size_t n);
+int cshs__out_throttle(cshs_conn *c);
+
+/* transport.c: whether a streaming route's handler read past its body
+ * (bytes not yet taken); the body's deadline from `now`; a streaming
+ * body's next bytes, waiting within its deadlines when `wait`; the bytes
+ * queued for the client; the transport the exchange is given. */
+int cshs__stream_left(const cshs_conn *c);
+int64_t cshs__body_deadline(cshs_conn *c, int64_t now);
+int cshs__conn_peek(cshs_conn *c, const char **data, size_t *len, int wait);
+uint64_t cshs__transport_queued(void *io);
+cshw_transport cshs__transport_of(cshs_conn *c);
+
+/* deferred.c: a request waiting for its own client (CP_WAIT): the wait
+ * ends with err (0: what it waited for is there); 1 when it is over (the
+ * continuation posted); parked with its deadline; begun once the handler
+ * returned. */
+void cshs__wait_end(cshs_conn *c, int err);
+int cshs__wait_over(cshs_conn *c);
+void cshs__wait_park(cshs_conn *c);
+void cshs__wait_begin(cshs_worker *w, cshs_conn *c);
+
 /* listen.c: the listeners, bound and listening (0, or -errno), and one
  * connection accepted from a listener by the loop l's owner; a loop's
  * connections now. */

@@ -1,6 +1,5 @@
 /* The threads: workers (a loop's owner or a job's), spares, offloading a
  * handler, and the supervisor that hands a blocked loop to a spare. */
-
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
