@@ -15,8 +15,8 @@ static long voluntary_switches(void)
 }
 
 /* Whether a job's handler blocked is asked of the kernel (getrusage before
- * and after, about 1 µs each here: a third of a blocking application's
- * system calls per request) for the first of a run of handlers that
+ * and after: two system calls, a large part of what a blocking
+ * application's request costs) for the first of a run of handlers that
  * block, and then for one in BLOCKED_RECHECK_EVERY. In between, a handler
  * that took a quarter of grow_after_us or more is taken to have blocked as
  * the checked one did: a run of handlers that stop blocking but take long
@@ -65,7 +65,7 @@ void cshs__offload_more(cshs_loop *l)
 /* After a job's handler that blocked, its thread waits a little for the
  * connection's next request (next_request_wait_us), as a thread per
  * connection would: a client that sends it at once is served with no trip
- * through the loop and no other thread woken (W2: a loop's wake-up, its
+ * through the loop and no other thread woken (a loop's wake-up, its
  * read and a spare's wake-up less per request). Meanwhile the connection's
  * registration asks for no input, so the loop is not woken for what this
  * thread reads (one EPOLL_CTL_MOD while the thread keeps the connection,

@@ -330,12 +330,12 @@ void *cshs__supervisor_main(void *arg)
             served += atomic_load_explicit(&s->loops[i].k.requests, memory_order_relaxed);
         if (in_handler || served != last_served) quiet_since = cshs__now_ms();
         last_served = served;
-        /* While the handlers the looks meet are quick (W1's take
-         * microseconds, a TLS handshake's connection none at all), look
-         * less often, down to every 8 grow_after_us: each look wakes this
-         * thread, which on busy cores preempts a loop or its client (1,591
-         * of a handshake run's 3.3 context switches per connection were
-         * the supervisor's at one look per grow_after_us). A handler seen
+        /* While the handlers the looks meet are quick (microseconds; a TLS
+         * handshake's connection runs none at all), look less often, down
+         * to every 8 grow_after_us: each look wakes this thread, which on
+         * busy cores preempts a loop or its client (in a run of TLS
+         * handshakes, one look per grow_after_us made the supervisor's
+         * wake-ups most of the context switches). A handler seen
          * running for a quarter of grow_after_us brings the looks back to
          * every grow_after_us; so a handler that blocks after quick ones is
          * handed over within 8 grow_after_us, and after that within
