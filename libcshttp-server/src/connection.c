@@ -240,7 +240,7 @@ void cshs__park_input(cshs_worker *w, cshs_conn *c)
     }
     /* TLS may have to write before it reads (a handshake's flight, a
      * read that met a key update) */
-    if (c->tls_wait == POLLOUT && cshs__conn_want_out(c) < 0) {
+    if (c->io_wait == POLLOUT && cshs__conn_want_out(c) < 0) {
         deadline = now;
         kind = EXP_NOWAIT;
     }
@@ -754,7 +754,7 @@ void cshs__conn_event(cshs_worker *w, cshs_conn *c)
         if (r == -EAGAIN || r == -EINPROGRESS) {
             /* which way it waits: an event for writability alone is
              * ignored unless a write waits for it (loop.c) */
-            c->tls_wait = r == -EAGAIN ? POLLIN : POLLOUT;
+            c->io_wait = r == -EAGAIN ? POLLIN : POLLOUT;
             cshs__park_input(w, c);
             return;
         }

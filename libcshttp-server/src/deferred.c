@@ -105,7 +105,7 @@ void cshs__wait_park(cshs_conn *c)
     unsigned ms = drain ? s->o.send_timeout_ms : s->o.read_timeout_ms;
     int64_t deadline = ms ? c->last_io_ms + (int64_t)ms : 0;
     int kind = EXP_WAIT;
-    if ((drain || c->tls_wait == POLLOUT) && cshs__conn_want_out(c) < 0) {
+    if ((drain || c->io_wait == POLLOUT) && cshs__conn_want_out(c) < 0) {
         deadline = cshs__now_ms();
         kind = EXP_NOWAIT;
     }

@@ -246,7 +246,7 @@ static void serve_loop(cshs_worker *w, cshs_loop *l)
                  * write handler: no read is spent to see EAGAIN */
                 if (!c->closed && claim(c)) {
                     int idle_out = !(ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) &&
-                                   c->phase == CP_READ && c->tls_wait != POLLOUT;
+                                   c->phase == CP_READ && c->io_wait != POLLOUT;
                     if (ev & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) c->rdhup = 1;
                     if (!idle_out) cshs__conn_event(w, c);
                 } else if (!c->closed && (ev & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))) {

@@ -19,7 +19,7 @@
 
 static ssize_t plain_read(cshs_conn *c, void *buf, size_t len)
 {
-    c->tls_wait = POLLIN;
+    c->io_wait = POLLIN;
     for (;;) {
         ssize_t n = cshs__recv(c->fd, buf, len, 0);
         if (n >= 0) return n;
@@ -29,7 +29,7 @@ static ssize_t plain_read(cshs_conn *c, void *buf, size_t len)
     }
 }
 
-/* Writes set tls_wait only when they have to wait: after one that went,
+/* Writes set io_wait only when they have to wait: after one that went,
  * it still says what the last read waits for (park_input asks). */
 static ssize_t plain_write(cshs_conn *c, const void *buf, size_t len)
 {
@@ -38,7 +38,7 @@ static ssize_t plain_write(cshs_conn *c, const void *buf, size_t len)
         if (n >= 0) return n;
         if (errno == EINTR) continue;
         if (errno == EAGAIN || errno == EWOULDBLOCK) {
-            c->tls_wait = POLLOUT;
+            c->io_wait = POLLOUT;
             return -EAGAIN;
         }
         return -errno;
@@ -53,7 +53,7 @@ static ssize_t plain_sendfile(cshs_conn *c, int fd, off_t *off, size_t len)
         if (n == 0) return -EIO; /* the file is shorter than said */
         if (errno == EINTR) continue;
         if (errno == EAGAIN || errno == EWOULDBLOCK) {
-            c->tls_wait = POLLOUT;
+            c->io_wait = POLLOUT;
             return -EAGAIN;
         }
         return -errno;
@@ -186,7 +186,7 @@ void cshs__out_sent(cshs_conn *c, size_t n)
 }
 
 /* Sends what is queued without waiting: 1 when all of it went, 0 when the
- * socket is full (wait for c->tls_wait), or a negative error. */
+ * socket is full (wait for c->io_wait), or a negative error. */
 int cshs__out_flush(cshs_conn *c)
 {
     cshs_out *o;
@@ -247,7 +247,7 @@ int cshs__out_throttle(cshs_conn *c)
         if (r < 0) return r;
         if (r == 1) break;
         int64_t until = s->o.send_timeout_ms ? c->last_io_ms + (int64_t)s->o.send_timeout_ms : 0;
-        r = cshs__wait_fd(c, c->tls_wait, until);
+        r = cshs__wait_fd(c, c->io_wait, until);
         if (r == -ETIMEDOUT) atomic_fetch_add(&s->e_send, 1);
         if (r < 0) return r;
     }

@@ -160,7 +160,7 @@ typedef struct cshs_conn {
     char tls_drained;  /* TLS: OpenSSL's last read of the socket got less than it asked (tls.c) */
     char served;       /* an exchange has run (the next head waits keepalive_timeout_ms) */
     _Atomic char waits; /* WAITS_*: a deferred request waits (its client may leave) */
-    short tls_wait;    /* POLLIN or POLLOUT: the last read's wait, or a write's that had to */
+    short io_wait;      /* POLLIN or POLLOUT: the last read's wait, or a write's that had to */
     short expire_kind; /* EXP_*: which deadline deadline_ms is (a short: 256 bytes in all) */
     short tls_state;   /* TLS_* */
     int after_run;     /* a handler's result, for the loop that takes it back */
@@ -370,7 +370,7 @@ int cshs__out_write(cshs_conn *c, const void *data, size_t len);
  * or the socket's error. */
 ssize_t cshs__out_try(cshs_conn *c, const void *data, size_t len);
 /* Sends what is queued without waiting: 1 all of it, 0 the socket is
- * full (wait for c->tls_wait), or a negative error. */
+ * full (wait for c->io_wait), or a negative error. */
 int cshs__out_flush(cshs_conn *c);
 /* Waiting for the socket (counted idle) until deadline (EXP_* kind), and
  * back to being served. */
@@ -550,7 +550,7 @@ void cshs__worker_exit(struct cshs_server *s, cshs_worker *w);
 /* One connection's bytes, plain or TLS: past the TLS handshake the
  * connection's life never asks which (connection.c: plain; tls.c: TLS).
  * read and write: > 0 bytes, 0 at the end of input (read), -EAGAIN when
- * the socket has to be waited for, in the direction c->tls_wait says
+ * the socket has to be waited for, in the direction c->io_wait says
  * (POLLIN or POLLOUT: OpenSSL may want the other one), or -errno.
  * sendfile: up to len bytes of the file fd from *off (advanced), as write;
  * NULL when the bytes must be read and written (TLS). pending: bytes

@@ -157,7 +157,7 @@ int cshs__tls_handshake(cshs_conn *c)
 /* ---- the TLS stream (server_impl.h, cshs_stream_ops) ---- */
 
 /* -EAGAIN from OpenSSL may mean "wait to read" or "wait to write"
- * (tls_wait says which; a wait to write registers the socket for it,
+ * (io_wait says which; a wait to write registers the socket for it,
  * connection.c), and the edge of either brings the next try. Records are
  * read until the buffer is full, OpenSSL wants the socket, or OpenSSL holds
  * nothing more and its last read of the socket was short (tls_drained):
@@ -170,7 +170,7 @@ int cshs__tls_handshake(cshs_conn *c)
 static ssize_t tls_read(cshs_conn *c, void *buf, size_t len)
 {
     size_t got = 0;
-    c->tls_wait = POLLIN;
+    c->io_wait = POLLIN;
     while (got < len) {
         ERR_clear_error();
         errno = 0; /* SSL_ERROR_SYSCALL reads it: no stale value may pass for EAGAIN */
@@ -183,7 +183,7 @@ static ssize_t tls_read(cshs_conn *c, void *buf, size_t len)
         }
         r = map_error(c, r);
         if (r == -EINPROGRESS) {
-            c->tls_wait = POLLOUT;
+            c->io_wait = POLLOUT;
             r = -EAGAIN;
         }
         /* bytes read come first; the end or the error is met again */
@@ -199,10 +199,10 @@ static ssize_t tls_write(cshs_conn *c, const void *buf, size_t len)
     errno = 0;
     size_t n = 0;
     int r = SSL_write_ex(c->ssl, buf, len, &n);
-    if (r == 1) return (ssize_t)n; /* tls_wait stays the last read's (connection.c) */
-    c->tls_wait = POLLOUT;
+    if (r == 1) return (ssize_t)n; /* io_wait stays the last read's (connection.c) */
+    c->io_wait = POLLOUT;
     r = map_error(c, r);
-    if (r == -EAGAIN) c->tls_wait = POLLIN; /* OpenSSL wants to read first */
+    if (r == -EAGAIN) c->io_wait = POLLIN; /* OpenSSL wants to read first */
     if (r == -EINPROGRESS) return -EAGAIN;
     return r == 0 ? -EPIPE : r;
 }

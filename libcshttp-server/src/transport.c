@@ -189,7 +189,7 @@ int cshs__conn_peek(cshs_conn *c, const char **data, size_t *len, int wait)
                 }
                 if (rt < until) until = rt;
             }
-            int r = cshs__wait_fd(c, c->tls_wait, until);
+            int r = cshs__wait_fd(c, c->io_wait, until);
             if (r == 0) break;
             if (r != -ETIMEDOUT) return r;
         }

@@ -307,7 +307,7 @@ static void park_tunnel(cshs_worker *w, cshs_conn *c)
         }
     }
     int64_t deadline = cshs__tunnel_deadline(c);
-    if ((c->out || c->tls_wait == POLLOUT) && cshs__conn_want_out(c) < 0) {
+    if ((c->out || c->io_wait == POLLOUT) && cshs__conn_want_out(c) < 0) {
         end(w, c, -EIO);
         return;
     }
