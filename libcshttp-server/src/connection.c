@@ -191,8 +191,8 @@ void cshs__conn_close(cshs_worker *w, cshs_conn *c)
     close(c->fd);
     pthread_mutex_unlock(&l->mu);
     c->closed = 1;
-    c->link = l->graveyard;
-    l->graveyard = c;
+    c->link = l->closed_conns;
+    l->closed_conns = c;
     atomic_fetch_sub(&s->c_open, 1);
 }
 

@@ -149,20 +149,20 @@ static void sweep(cshs_worker *w, cshs_loop *l)
 /* Frees the closed connections, but those still on the posted list
  * (closed by an event after they were posted): they stay until
  * take_posted has taken them off. */
-void cshs__bury(cshs_loop *l)
+void cshs__free_closed(cshs_loop *l)
 {
-    cshs_conn *kept = NULL;
-    while (l->graveyard) {
-        cshs_conn *c = l->graveyard;
-        l->graveyard = c->link;
+    cshs_conn *still_posted = NULL;
+    while (l->closed_conns) {
+        cshs_conn *c = l->closed_conns;
+        l->closed_conns = c->link;
         if (c->posted) {
-            c->link = kept;
-            kept = c;
+            c->link = still_posted;
+            still_posted = c;
         } else {
             cshs__conn_free(c);
         }
     }
-    l->graveyard = kept;
+    l->closed_conns = still_posted;
 }
 
 /* Connections that stopped early to let others go first, and deferred
@@ -180,7 +180,7 @@ static void take_posted(cshs_worker *w, cshs_loop *l)
         c->post_next = NULL;
         c->posted = 0;
         atomic_fetch_sub_explicit(&l->nposted, 1, memory_order_relaxed);
-        if (c->closed) continue; /* the next cshs__bury frees it */
+        if (c->closed) continue; /* the next cshs__free_closed frees it */
         if (c->resume == RESUME_DEFERRED)
             cshs__conn_continue(w, c);
         else if (claim(c))
@@ -197,7 +197,7 @@ static void serve_loop(cshs_worker *w, cshs_loop *l)
         int next = atomic_load_explicit(&l->next, memory_order_relaxed);
         int nev = atomic_load_explicit(&l->nev, memory_order_relaxed);
         if (next >= nev) {
-            cshs__bury(l);
+            cshs__free_closed(l);
             /* between batches, so that no event taken meets a watch its
              * ready removed */
             int64_t now = cshs__now_ms();

@@ -356,12 +356,12 @@ static void release_threads_state(cshs_server *s)
         for (cshs_conn *c = l->posted; c; c = c->post_next) c->posted = 0;
         l->posted = l->posted_tail = NULL;
         atomic_store(&l->nposted, 0);
-        cshs__bury(l);
+        cshs__free_closed(l);
         while (l->conns) {
             cshs_conn *c = l->conns;
             atomic_store(&c->busy, 0);
             cshs__conn_close(NULL, c);
-            cshs__bury(l);
+            cshs__free_closed(l);
         }
         l->returned = NULL;
         free(l->tunnel_buf);

@@ -131,16 +131,16 @@ typedef struct cshs_stream_buf {
  * loop then ignores its events; the handler's thread gives it back through
  * the loop's returned list, and the loop reads on from where it stands).
  * Only the loop's owner closes it; its struct is freed after the batch of
- * events that may still point at it (the loop's graveyard). */
+ * events that may still point at it (the loop's closed_conns list). */
 typedef struct cshs_conn {
     int tag;
     int fd;
     struct cshs_server *srv;
     struct cshs_loop *loop;
     struct cshs_conn *prev, *next; /* the loop's list (changed under loop->mu) */
-    struct cshs_conn *link;        /* returned, graveyard or the server's waiting list */
+    struct cshs_conn *link;        /* returned, closed_conns or the server's waiting list */
     /* the posted list's own link: a posted connection an event closes
-     * meanwhile goes to the graveyard too, and stays there (bury) until
+     * meanwhile goes to closed_conns too, and stays there (cshs__free_closed) until
      * it is taken off the posted list */
     struct cshs_conn *post_next;
     _Atomic int busy;       /* a handler's thread has it (2: and the loop saw an event meanwhile) */
@@ -150,7 +150,7 @@ typedef struct cshs_conn {
     char resume;            /* how the loop that takes it back goes on (connection.c, RESUME_*) */
     char parked;            /* waiting for the socket (counted idle) */
     char posted;            /* on the loop's posted list */
-    char closed;            /* closed, in the graveyard */
+    char closed;            /* closed, on its loop's closed_conns */
     char close_after_write; /* CP_WRITE: close (lingering) once sent, else go on */
     char linger;            /* the close should linger (an error answer, unread input) */
     char eof;               /* the client's input ended */
@@ -214,7 +214,7 @@ typedef struct cshs_loop {
     cshs_conn *posted;   /* owner only: to go on with after this batch, first in first */
     cshs_conn *posted_tail;
     _Atomic int nposted;  /* on it (the supervisor's look: work waiting) */
-    cshs_conn *graveyard; /* owner only: closed, freed after the batch */
+    cshs_conn *closed_conns; /* owner only: closed, freed after the batch */
     struct epoll_event evs[CSHS_LOOP_BATCH];
     _Atomic int nev, next;            /* the batch being served: evs[next .. nev) wait */
     _Atomic int64_t handler_since_us; /* > 0: the owner runs a handler since; -1: taken */
@@ -417,9 +417,9 @@ int cshs__tunnel_hold_log(cshs_conn *c, const struct cshs_request_log *e);
  * continuation or a job), else NULL. */
 cshs_conn *cshs__handler_conn(void);
 
-/* Closes it (the loop's owner only); the struct waits in the graveyard. */
+/* Closes it (the loop's owner only); the struct waits on the loop's closed_conns. */
 void cshs__conn_close(cshs_worker *w, cshs_conn *c);
-/* Frees it: the graveyard after a batch, or everything at the end. */
+/* Frees it: closed_conns after a batch, or everything at the end. */
 void cshs__conn_free(cshs_conn *c);
 /* Bytes an idle connection holds beyond its struct (a head in progress). */
 uint64_t cshs__conn_idle_held(const cshs_conn *c);
@@ -535,7 +535,7 @@ void cshs__loops_unref(cshs_loop *l);
  * exits; the loop woken from its wait; connections closed on it freed. */
 void cshs__run_loop(cshs_worker *w, cshs_loop *l);
 void cshs__wake_loop(cshs_loop *l);
-void cshs__bury(cshs_loop *l);
+void cshs__free_closed(cshs_loop *l);
 
 /* threads.c, under s->mu: a new worker thread (given the loop `loop` or
  * the job `job` to start with; NULL at `limit` threads or when none can be
