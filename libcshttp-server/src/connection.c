@@ -116,12 +116,12 @@ void cshs__worker_release(cshs_worker *w)
     free(w->spare_x);
     w->spare_x = NULL;
     w->nspare_x = 0;
-    for (unsigned i = 0; i < w->nspare_later; i++) cshs__later_free(w->spare_later[i]);
-    free(w->spare_later);
-    w->spare_later = NULL;
-    w->nspare_later = 0;
-    cshs__later_free(w->own);
-    w->own = NULL;
+    for (unsigned i = 0; i < w->nspare_ctx; i++) cshs__handler_ctx_free(w->spare_ctx[i]);
+    free(w->spare_ctx);
+    w->spare_ctx = NULL;
+    w->nspare_ctx = 0;
+    cshs__handler_ctx_free(w->handler_ctx);
+    w->handler_ctx = NULL;
 }
 
 /* A parked connection waits for its socket (counted idle, no thread);
@@ -168,12 +168,12 @@ void cshs__conn_close(cshs_worker *w, cshs_conn *c)
     c->parked = 0;
     /* a tunnel still open: the server stops (a forced stop cuts it) */
     if (c->tunnel) cshs__tunnel_drop(c, atomic_load(&s->forced) ? -ECONNABORTED : -ECANCELED);
-    if (c->later) {
+    if (c->deferred) {
         /* a deferred request never resumed (the server's end, past a
          * forced stop): ended with a 503 rather than left active */
-        cshw_exchange_resume(c->x, &c->later->t, answer_unavailable, NULL);
-        cshs__later_free(c->later);
-        c->later = NULL;
+        cshw_exchange_resume(c->x, &c->deferred->t, answer_unavailable, NULL);
+        cshs__handler_ctx_free(c->deferred);
+        c->deferred = NULL;
     }
     if (c->io) c->io->close(c);
     cshs__out_clear(c);
@@ -415,8 +415,8 @@ void cshs__continuation_run(cshs_conn *c, int owner)
     c->resume = RESUME_DEFERRED;
     /* a continuation is never declined: its handler ran, and the queue
      * holds at most a connection's worth of them each */
-    if (c->later->job && cshs__offload(c->srv, c, 0) != OFFLOAD_NONE) return;
-    c->later->job = 0; /* no thread can take it: the loop runs it */
+    if (c->deferred->job && cshs__offload(c->srv, c, 0) != OFFLOAD_NONE) return;
+    c->deferred->job = 0; /* no thread can take it: the loop runs it */
     if (owner)
         cshs__conn_post(c);
     else
@@ -447,7 +447,7 @@ void cshs__continuation_due(cshs_conn *c, int owner)
 static int after_handler(cshs_worker *w, cshs_conn *c, int r, int owner)
 {
     if (!owner) w->lost = 1; /* the loop was handed over: this thread leaves it */
-    if (r == CSHW_EXCHANGE_DEFERRED && c->later->wait_for) {
+    if (r == CSHW_EXCHANGE_DEFERRED && c->deferred->wait_for) {
         /* it waits for its own client: the loop's to watch */
         if (owner) {
             cshs__wait_begin(w, c);
@@ -461,12 +461,12 @@ static int after_handler(cshs_worker *w, cshs_conn *c, int r, int owner)
         /* the handler returned; when its resume came first, the
          * continuation is due */
         atomic_store(&c->waits, WAITS_FREE);
-        if (atomic_fetch_sub(&c->later->pending, 1) == 1) cshs__continuation_due(c, owner);
+        if (atomic_fetch_sub(&c->deferred->pending, 1) == 1) cshs__continuation_due(c, owner);
         return 0;
     }
-    if (c->later) { /* the deferred request ended: its context is kept */
-        cshs__later_put(w, c->later);
-        c->later = NULL;
+    if (c->deferred) { /* the deferred request ended: its context is kept */
+        cshs__handler_ctx_put(w, c->deferred);
+        c->deferred = NULL;
     }
     if (!owner) {
         /* this handler held the loop past grow_after_us with events
@@ -482,19 +482,19 @@ static int after_handler(cshs_worker *w, cshs_conn *c, int r, int owner)
 
 /* Runs a ready request's handler on the loop's thread. 0 when the
  * connection left this thread (after_handler). The transport lives in the
- * worker's cshs_later, which a deferring handler takes along: the
+ * worker's cshs_handler_ctx, which a deferring handler takes along: the
  * exchange writes through it later. */
 static int run_inline(cshs_worker *w, cshs_conn *c, int *r)
 {
     cshs_loop *l = c->loop;
-    cshs_later *own = w->own;
+    cshs_handler_ctx *hctx = w->handler_ctx;
     /* busy first: a thread that takes the loop over leaves c alone */
     atomic_store_explicit(&c->busy, 1, memory_order_relaxed);
     int64_t start = cshs__handler_begin(l);
-    own->t = cshs__transport_of(c);
+    hctx->t = cshs__transport_of(c);
     cshs__running_conn = c;
     cshs__running_worker = w;
-    *r = cshw_exchange_run(c->x, own->ctx, &own->t);
+    *r = cshw_exchange_run(c->x, hctx->ctx, &hctx->t);
     cshs__running_conn = NULL;
     return after_handler(w, c, *r, cshs__handler_end(l, start));
 }
@@ -508,7 +508,7 @@ void cshs__conn_continue(cshs_worker *w, cshs_conn *c)
      * earlier short read */
     if (atomic_exchange(&c->busy, 1) != 1) cshw_exchange_recheck(c->x);
     int64_t start = cshs__handler_begin(l);
-    cshs_later *d = c->later;
+    cshs_handler_ctx *d = c->deferred;
     d->t = cshs__transport_of(c);
     cshs__running_conn = c;
     cshs__running_worker = w;
@@ -663,7 +663,7 @@ void cshs__conn_sweep(cshs_worker *w, cshs_conn *c, int64_t now_ms)
         else if (kind == EXP_IDLE || kind == EXP_TUNNEL)
             atomic_fetch_add(&s->e_idle, 1);
         else if (kind == EXP_WAIT)
-            atomic_fetch_add(c->later->wait_for == WAIT_DRAIN ? &s->e_send : &s->e_body, 1);
+            atomic_fetch_add(c->deferred->wait_for == WAIT_DRAIN ? &s->e_send : &s->e_body, 1);
     }
     /* a deferred request waiting for its client: its continuation is
      * told (and ends it) */

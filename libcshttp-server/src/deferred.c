@@ -7,13 +7,13 @@
 
 #include "server_impl.h"
 
-#define SPARE_LATER_MAX 64 /* cshs_later a worker keeps for handlers that defer */
+#define SPARE_CTX_MAX 64 /* cshs_handler_ctx a worker keeps for handlers that defer */
 
-/* ---- the state a deferred request takes along (cshs_later) ---- */
+/* ---- the state a deferred request takes along (cshs_handler_ctx) ---- */
 
-cshs_later *cshs__later_new(cshs_server *s)
+cshs_handler_ctx *cshs__handler_ctx_new(cshs_server *s)
 {
-    cshs_later *d = calloc(1, sizeof *d);
+    cshs_handler_ctx *d = calloc(1, sizeof *d);
     if (!d) return NULL;
     if (!(d->ctx = cshw_context_new(s->o.web))) {
         free(d);
@@ -23,7 +23,7 @@ cshs_later *cshs__later_new(cshs_server *s)
     return d;
 }
 
-void cshs__later_free(cshs_later *d)
+void cshs__handler_ctx_free(cshs_handler_ctx *d)
 {
     if (!d) return;
     cshw_context_free(d->ctx);
@@ -32,21 +32,21 @@ void cshs__later_free(cshs_later *d)
 
 /* For a worker whose own went with a deferred request: one it kept, or a
  * new one. NULL when out of memory. */
-cshs_later *cshs__later_take(cshs_worker *w, cshs_server *s)
+cshs_handler_ctx *cshs__handler_ctx_take(cshs_worker *w, cshs_server *s)
 {
-    if (w->nspare_later) return w->spare_later[--w->nspare_later];
-    return cshs__later_new(s);
+    if (w->nspare_ctx) return w->spare_ctx[--w->nspare_ctx];
+    return cshs__handler_ctx_new(s);
 }
 
 /* A deferred request's, its request ended: kept for the next one (up to
- * SPARE_LATER_MAX, then freed). Each worker keeps its own: no lock. */
-void cshs__later_put(cshs_worker *w, cshs_later *d)
+ * SPARE_CTX_MAX, then freed). Each worker keeps its own: no lock. */
+void cshs__handler_ctx_put(cshs_worker *w, cshs_handler_ctx *d)
 {
-    if (!w->spare_later) w->spare_later = calloc(SPARE_LATER_MAX, sizeof *w->spare_later);
-    if (w->spare_later && w->nspare_later < SPARE_LATER_MAX)
-        w->spare_later[w->nspare_later++] = d;
+    if (!w->spare_ctx) w->spare_ctx = calloc(SPARE_CTX_MAX, sizeof *w->spare_ctx);
+    if (w->spare_ctx && w->nspare_ctx < SPARE_CTX_MAX)
+        w->spare_ctx[w->nspare_ctx++] = d;
     else
-        cshs__later_free(d);
+        cshs__handler_ctx_free(d);
 }
 
 static void nothing_more(cshw_context *ctx, void *arg);
@@ -63,7 +63,7 @@ static void nothing_more(cshw_context *ctx, void *arg);
 
 void cshs__wait_end(cshs_conn *c, int err)
 {
-    cshs_later *d = c->later;
+    cshs_handler_ctx *d = c->deferred;
     cshs__unpark(c);
     if (err && d->wait_for == WAIT_DRAIN) cshs__out_clear(c);
     d->wait_for = WAIT_NONE;
@@ -78,7 +78,7 @@ void cshs__wait_end(cshs_conn *c, int err)
 /* 1 when the wait is over (the continuation posted). */
 int cshs__wait_over(cshs_conn *c)
 {
-    cshs_later *d = c->later;
+    cshs_handler_ctx *d = c->deferred;
     int err = 0, ready;
     if (d->wait_for == WAIT_DRAIN) {
         int f = cshs__out_flush(c);
@@ -101,7 +101,7 @@ int cshs__wait_over(cshs_conn *c)
 void cshs__wait_park(cshs_conn *c)
 {
     cshs_server *s = c->srv;
-    int drain = c->later->wait_for == WAIT_DRAIN;
+    int drain = c->deferred->wait_for == WAIT_DRAIN;
     unsigned ms = drain ? s->o.send_timeout_ms : s->o.read_timeout_ms;
     int64_t deadline = ms ? c->last_io_ms + (int64_t)ms : 0;
     int kind = EXP_WAIT;
@@ -130,7 +130,7 @@ static void wait_for(cshs_deferred *d, int what, void (*fn)(cshw_context *ctx, v
 {
     cshs_conn *c = (cshs_conn *)d;
     if (!c) return;
-    cshs_later *l = c->later;
+    cshs_handler_ctx *l = c->deferred;
     l->fn = fn ? fn : nothing_more;
     l->arg = arg;
     l->job = 0;
@@ -152,27 +152,27 @@ cshs_deferred *cshs_defer(cshw_context *ctx)
     cshs_conn *c = cshs__running_conn;
     cshs_worker *w = cshs__running_worker;
     /* only a handler run inline (not a job), once per run */
-    if (!c || !ctx || (c->later && atomic_load(&c->later->pending) != 0)) return NULL;
-    if (!c->later || ctx != c->later->ctx) {
-        if (ctx != w->own->ctx) return NULL;
+    if (!c || !ctx || (c->deferred && atomic_load(&c->deferred->pending) != 0)) return NULL;
+    if (!c->deferred || ctx != c->deferred->ctx) {
+        if (ctx != w->handler_ctx->ctx) return NULL;
         /* the context (and the transport the exchange holds) goes with
          * the request; the worker takes another */
-        cshs_later *spare = cshs__later_take(w, c->srv);
+        cshs_handler_ctx *spare = cshs__handler_ctx_take(w, c->srv);
         if (!spare) return NULL;
         if (cshw_exchange_defer(c->x) < 0) {
-            cshs__later_put(w, spare);
+            cshs__handler_ctx_put(w, spare);
             return NULL;
         }
-        c->later = w->own;
-        c->later->wait_error = 0;
-        w->own = spare;
+        c->deferred = w->handler_ctx;
+        c->deferred->wait_error = 0;
+        w->handler_ctx = spare;
     } else if (cshw_exchange_defer(c->x) < 0) {
         return NULL;
     }
-    c->later->fn = NULL;
-    c->later->abort_fn = NULL;
-    c->later->wait_for = WAIT_NONE;
-    atomic_store(&c->later->pending, 2);
+    c->deferred->fn = NULL;
+    c->deferred->abort_fn = NULL;
+    c->deferred->wait_for = WAIT_NONE;
+    atomic_store(&c->deferred->pending, 2);
     atomic_fetch_add_explicit(&c->srv->c_deferred, 1, memory_order_relaxed);
     return (cshs_deferred *)c;
 }
@@ -193,7 +193,7 @@ static void nothing_more(cshw_context *ctx, void *arg)
 static void resume(cshs_conn *c, void (*fn)(cshw_context *ctx, void *arg), void *arg, int job)
 {
     if (!c) return;
-    cshs_later *d = c->later;
+    cshs_handler_ctx *d = c->deferred;
     d->fn = fn ? fn : nothing_more;
     d->arg = arg;
     d->job = (char)job;
@@ -209,8 +209,8 @@ void cshs_deferred_on_abort(cshs_deferred *d, void (*fn)(void *arg), void *arg)
 {
     cshs_conn *c = (cshs_conn *)d;
     if (!c) return;
-    c->later->abort_fn = fn;
-    c->later->abort_arg = arg;
+    c->deferred->abort_fn = fn;
+    c->deferred->abort_arg = arg;
 }
 
 void cshs__conn_client_left(cshs_conn *c)
@@ -219,7 +219,7 @@ void cshs__conn_client_left(cshs_conn *c)
      * go on beside the callback (continuation_due leaves it to us) */
     char st = WAITS_FREE;
     if (!atomic_compare_exchange_strong(&c->waits, &st, WAITS_ABORTING)) return;
-    cshs_later *d = c->later;
+    cshs_handler_ctx *d = c->deferred;
     void (*fn)(void *) = d->abort_fn;
     d->abort_fn = NULL;
     /* not once resumed: what it waited for is over */

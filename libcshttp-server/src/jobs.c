@@ -109,18 +109,18 @@ void cshs__conn_job(cshs_worker *w, cshs_conn *c)
         if (deferred) {
             /* a deferred request's continuation that may wait
              * (cshs_deferred_run): it cannot defer again here */
-            cshs_later *d = c->later;
+            cshs_handler_ctx *d = c->deferred;
             c->resume = RESUME_AFTER_RUN;
             d->job = 0;
             d->t = t;
             cshs__job_conn = c;
             r = cshw_exchange_resume(c->x, &d->t, d->fn, d->arg);
             cshs__job_conn = NULL;
-            cshs__later_put(w, d);
-            c->later = NULL;
+            cshs__handler_ctx_put(w, d);
+            c->deferred = NULL;
         } else {
             cshs__job_conn = c;
-            r = cshw_exchange_run(c->x, w->own->ctx, &t);
+            r = cshw_exchange_run(c->x, w->handler_ctx->ctx, &t);
             cshs__job_conn = NULL;
         }
         /* A handler that blocked (the thread waited in the kernel) keeps

@@ -80,12 +80,12 @@ typedef struct cshs_out {
 
 /* What a handler runs with: its context, and the transport and the
  * continuation of a request that answers later (cshs_defer). A worker
- * runs the handlers of its loop with its own (w->own); a handler that
- * defers takes it along with its connection (c->later) until the request
+ * runs the handlers of its loop with its own (w->handler_ctx); a handler that
+ * defers takes it along with its connection (c->deferred) until the request
  * ends, and the worker takes a spare one (each worker keeps its own, up
- * to SPARE_LATER_MAX) or a new one. An idle connection holds none of it:
- * a pointer rather than 72 bytes (cshs_idle_connection_bytes). */
-typedef struct cshs_later {
+ * to SPARE_CTX_MAX) or a new one. An idle connection holds none of it:
+ * a pointer rather than the struct (cshs_idle_connection_bytes). */
+typedef struct cshs_handler_ctx {
     cshw_context *ctx;
     cshw_transport t; /* the exchange writes through it until the request ends */
     /* The continuation (cshs_deferred_resume). pending counts the two
@@ -105,7 +105,7 @@ typedef struct cshs_later {
      * with it) */
     char wait_for;
     int wait_error;
-} cshs_later;
+} cshs_handler_ctx;
 
 enum { WAIT_NONE = 0, WAIT_DRAIN, WAIT_BODY };
 
@@ -176,7 +176,7 @@ typedef struct cshs_conn {
     cshs_out *out, *out_tail;         /* queued output */
     size_t out_bytes;                 /* bytes (not file ranges) queued */
     struct cshs_stream_buf *sb;       /* streaming routes: the bytes the handler's reads use */
-    struct cshs_later *later;         /* a request that answers later (cshs_defer), else NULL */
+    struct cshs_handler_ctx *deferred; /* a request that answers later (cshs_defer), else NULL */
     struct cshs_tunnel *tunnel;       /* switched protocols (cshs_upgrade, tunnel.c), else NULL */
     uint64_t lingered;                /* bytes discarded while lingering */
     uint16_t remote_port;
@@ -243,11 +243,12 @@ typedef struct cshs_loop {
 typedef struct cshs_worker {
     struct cshs_server *srv;
     pthread_t thread;
-    struct cshs_later *own;  /* its handlers' context (a deferring one takes it along) */
+    struct cshs_handler_ctx
+        *handler_ctx;        /* its handlers' context (a deferring one takes it along) */
     cshw_exchange **spare_x; /* exchanges kept for the next requests (no malloc per request) */
     unsigned nspare_x;
-    struct cshs_later **spare_later; /* kept for handlers that defer (their own goes) */
-    unsigned nspare_later;
+    struct cshs_handler_ctx **spare_ctx; /* kept for handlers that defer (their own goes) */
+    unsigned nspare_ctx;
     sem_t wake;      /* a spare waits here for its assignment: posted once by
                         whoever takes it off the spare list (not by itself) */
     cshs_loop *loop; /* assigned loop (under srv->mu until taken) */
@@ -428,13 +429,13 @@ void cshs__reject(struct cshs_loop *l, int fd, const struct sockaddr *sa);
 /* Watches past their deadline (all of them at a forced stop) are given 0
  * (the loop's owner, between batches). */
 void cshs__expire_watches(cshs_loop *l, int64_t now_ms);
-/* Frees a worker's own cshs_later and the spares it kept (at the
+/* Frees a worker's own cshs_handler_ctx and the spares it kept (at the
  * worker's end). */
 void cshs__worker_release(cshs_worker *w);
-/* A new cshs_later with a context of the server's (NULL: out of memory),
+/* A new cshs_handler_ctx with a context of the server's (NULL: out of memory),
  * and its end. */
-cshs_later *cshs__later_new(struct cshs_server *s);
-void cshs__later_free(cshs_later *d);
+cshs_handler_ctx *cshs__handler_ctx_new(struct cshs_server *s);
+void cshs__handler_ctx_free(cshs_handler_ctx *d);
 
 /* A connection's handler goes to another thread (threads.c), or comes
  * back (loop.c). cshs__offload: OFFLOAD_RUNS (a thread has it), OFFLOAD_WAITS
@@ -465,10 +466,10 @@ int cshs__handler_end(cshs_loop *l, int64_t since);
 extern _Thread_local cshs_conn *cshs__running_conn;
 extern _Thread_local cshs_worker *cshs__running_worker;
 extern _Thread_local cshs_conn *cshs__job_conn;
-/* A cshs_later from the worker's spares (or a new one: NULL when out of
+/* A cshs_handler_ctx from the worker's spares (or a new one: NULL when out of
  * memory), and one given back to them. */
-cshs_later *cshs__later_take(cshs_worker *w, struct cshs_server *s);
-void cshs__later_put(cshs_worker *w, cshs_later *d);
+cshs_handler_ctx *cshs__handler_ctx_take(cshs_worker *w, struct cshs_server *s);
+void cshs__handler_ctx_put(cshs_worker *w, cshs_handler_ctx *d);
 /* Waits for the client's next bytes on the loop (parked, with the
  * deadline that applies). */
 void cshs__park_input(cshs_worker *w, cshs_conn *c);

@@ -144,15 +144,15 @@ cshs_worker *cshs__spawn_worker(cshs_server *s, cshs_loop *loop, cshs_conn *job,
     w->srv = s;
     w->loop = loop;
     w->job = job;
-    w->own = cshs__later_new(s);
-    if (!w->own) {
+    w->handler_ctx = cshs__handler_ctx_new(s);
+    if (!w->handler_ctx) {
         free(w);
         return NULL;
     }
     sem_init(&w->wake, 0, 0);
     if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
         sem_destroy(&w->wake);
-        cshs__later_free(w->own);
+        cshs__handler_ctx_free(w->handler_ctx);
         free(w);
         return NULL;
     }

@@ -45,13 +45,13 @@ static ssize_t t_read(void *io, void *buf, size_t cap)
  * body's next bytes, with the loop: cshs_deferred_on_drain, _on_body). */
 static int on_loop_deferred(const cshs_conn *c)
 {
-    return cshs__running_conn == c && c->later;
+    return cshs__running_conn == c && c->deferred;
 }
 
 static int t_write(void *io, const void *data, size_t len)
 {
     cshs_conn *c = io;
-    if (c->later && c->later->wait_error) return c->later->wait_error;
+    if (c->deferred && c->deferred->wait_error) return c->deferred->wait_error;
     int r = cshs__out_write(c, data, len);
     if (r < 0) return r;
     if (c->out_bytes > c->srv->o.write_high_water && !on_loop_deferred(c))
@@ -144,7 +144,7 @@ int64_t cshs__body_deadline(cshs_conn *c, int64_t now)
 int cshs__conn_peek(cshs_conn *c, const char **data, size_t *len, int wait)
 {
     cshs_server *s = c->srv;
-    if (c->later && c->later->wait_error) return c->later->wait_error;
+    if (c->deferred && c->deferred->wait_error) return c->deferred->wait_error;
     if (cshs__stream_left(c)) {
         *data = c->sb->data + c->sb->pos;
         *len = c->sb->len - c->sb->pos;
@@ -203,8 +203,8 @@ int cshs__conn_peek(cshs_conn *c, const char **data, size_t *len, int wait)
 static int t_peek(void *io, const char **data, size_t *len)
 {
     cshs_conn *c = io;
-    int nowait =
-        cshs__running_conn == c && (c->later || cshw_exchange_streams(c->x) == CSHS_STREAM_ON_LOOP);
+    int nowait = cshs__running_conn == c &&
+                 (c->deferred || cshw_exchange_streams(c->x) == CSHS_STREAM_ON_LOOP);
     return cshs__conn_peek(c, data, len, !nowait);
 }
 
