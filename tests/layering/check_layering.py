@@ -15,8 +15,9 @@
       namespace (cshttp/web/..., cshttp/server.h) and by where the included
       file actually is, so "../../libcshttp-server/..." is caught too.
 
-  (d) the engine's client (libcshttp-server/src/client.c and its public
-      header cshttp/server/client.h) uses libcshttp for responses and
+  (d) the engine's client (libcshttp-server/src/client.c, its other
+      sources src/client_*.c and .h, and its public header
+      cshttp/server/client.h) uses libcshttp for responses and
       nothing of the toolkit: following its includes through the
       workspace's own headers, it reaches cshttp/parser.h and no header of
       libcshttp-web (server_impl.h, which brings the toolkit, included).
@@ -213,6 +214,15 @@ CLIENT_FILES = ("libcshttp-server/src/client.c",
                 "libcshttp-server/include/cshttp/server/client.h")
 
 
+def client_files(root):
+    """CLIENT_FILES and the client's other sources (src/client_*.c, .h)."""
+    src = os.path.join(root, "libcshttp-server", "src")
+    more = sorted(os.path.join("libcshttp-server", "src", n) for n in
+                  (os.listdir(src) if os.path.isdir(src) else [])
+                  if n.startswith("client_") and n.endswith((".c", ".h")))
+    return list(CLIENT_FILES) + more
+
+
 def include_closure(root, tier, path, seen):
     """Every workspace file `path` reaches through its includes, and the
     namespaces of includes that resolve to no file: {(path or None, name)}."""
@@ -239,7 +249,7 @@ def check_client(root):
     """(d): the client reaches libcshttp's parser and nothing of the toolkit."""
     problems = []
     parser_h = os.path.realpath(os.path.join(root, "libcshttp", "include", "cshttp", "parser.h"))
-    for rel in CLIENT_FILES:
+    for rel in client_files(root):
         path = os.path.join(root, rel)
         if not os.path.isfile(path):
             problems.append("(d) %s: missing" % rel)
@@ -347,6 +357,9 @@ VIOLATIONS = [
      '#include <cshttp/server/client.h>\n#include <cshttp/web/request.h>\n', {"d"}),
     ("libcshttp-server/src/client.c",
      '#include <cshttp/server/client.h>\n#include <cshttp/server.h>\n', {"d"}),
+    ("libcshttp-server/src/client_pool.c",
+     '#include <cshttp/server/client.h>\n#include "server_impl.h"\n', {"d"}),
+    ("libcshttp-server/src/client_impl.h", '#include <cshttp/web/request.h>\n', {"d"}),
     ("libcshttp-server/include/cshttp/server/client.h",
      '#include <cshttp/parser.h>\n#include <cshttp/web/not_yet_written.h>\n', {"d"}),
     ("libcshttp-server/include/cshttp/server/client.h", '#include <stddef.h>\n', {"d"}),
