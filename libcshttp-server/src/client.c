@@ -349,15 +349,9 @@ int cshs_call_write(cshs_call *call, const void *data, size_t len)
 static int send_again(cshs_call *call)
 {
     count_retry(call);
-    conn *cn = NULL;
-    int e = cshs__client_acquire(call->c, call->p, call->acquire_ms, call->connect_ms, 1, &cn);
-    if (e < 0) {
-        call->state = K_FAILED;
-        call->err = e;
-        return e;
-    }
-    call->cn = cn;
-    call->reused = cn->uses > 0;
+    int e = cshs__client_call_acquire(call, 1);
+    if (e < 0) return e;
+    conn *cn = call->cn;
     call->retryable = 0;
     call->bytes_sent = 0;
     call->err = 0;
@@ -440,12 +434,7 @@ int cshs_call_detach(cshs_call *call)
     if (!call || !call->cn || call->state != K_BODY_IN) return -EINVAL;
     conn *cn = call->cn;
     if (cn->detached) return 0;
-    cshs_client *c = call->c;
-    pthread_mutex_lock(&c->mu);
-    cn->detached = 1;
-    call->p->detached++;
-    cshs__client_dropped(c, call->p); /* a place for the next request: a waiter's open */
-    cshs__client_unlock_and_serve(c);
+    cshs__client_detach(call);
     return 0;
 }
 

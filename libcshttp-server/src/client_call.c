@@ -539,14 +539,10 @@ int cshs__client_call_new(cshs_client *c, const cshs_client_request *r, int keep
     return 0;
 }
 
-int cshs__client_call_start(cshs_client *c, const cshs_client_request *r, int fresh, int keep_head,
-                            cshs_call **out)
+int cshs__client_call_acquire(cshs_call *call, int fresh)
 {
-    int e = cshs__client_call_new(c, r, keep_head, out);
-    if (e < 0) return e;
-    cshs_call *call = *out;
     conn *cn = NULL;
-    e = cshs__client_acquire(c, call->p, call->acquire_ms, call->connect_ms, fresh, &cn);
+    int e = cshs__client_acquire(call->c, call->p, call->acquire_ms, call->connect_ms, fresh, &cn);
     if (e < 0) {
         call->state = K_FAILED;
         call->err = e;
@@ -554,6 +550,17 @@ int cshs__client_call_start(cshs_client *c, const cshs_client_request *r, int fr
     }
     call->cn = cn;
     call->reused = cn->uses > 0;
+    return 0;
+}
+
+int cshs__client_call_start(cshs_client *c, const cshs_client_request *r, int fresh, int keep_head,
+                            cshs_call **out)
+{
+    int e = cshs__client_call_new(c, r, keep_head, out);
+    if (e < 0) return e;
+    cshs_call *call = *out;
+    e = cshs__client_call_acquire(call, fresh);
+    if (e < 0) return e;
     e = cshs__client_send_head(call, r);
     if (e < 0) return e;
     call->state = r->body_mode == CSHS_CLIENT_BODY_WHOLE || r->body_mode == CSHS_CLIENT_BODY_FILE

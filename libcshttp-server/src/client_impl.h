@@ -371,6 +371,10 @@ int cshs__client_open_job_add(cshs_client *c, pool *p, struct cshs_call *for_cal
 void cshs__client_give(cshs_client *c, pool *p, conn *cn);
 /* Under the lock: takes what async waiters were handed, to be served after it. */
 handed_work cshs__client_take_handed(cshs_client *c);
+/* The call's connection leaves its pool for good (cshs_call_detach, a
+ * switch of protocols): it no longer counts, and its place goes to the
+ * next request, a waiter's open. */
+void cshs__client_detach(cshs_call *call);
 /* Lets go of the lock, then serves what was handed under it. */
 void cshs__client_unlock_and_serve(cshs_client *c);
 /* 1 when nothing can serve a waiter of `p` before its backoff ends. */
@@ -415,6 +419,9 @@ int cshs__client_send_head(cshs_call *call, const cshs_client_request *r);
 /* A call made for a request, with no connection yet: its pool found (or made) and used. */
 int cshs__client_call_new(cshs_client *c, const cshs_client_request *r, int keep_head,
                           cshs_call **out);
+/* A connection for the call, from its pool (a new one when `fresh`):
+ * 0, or the error the call then failed with. */
+int cshs__client_call_acquire(cshs_call *call, int fresh);
 /* Starts a call: made, given a connection (a newly opened one when `fresh`), its head sent. */
 int cshs__client_call_start(cshs_client *c, const cshs_client_request *r, int fresh, int keep_head,
                             cshs_call **out);

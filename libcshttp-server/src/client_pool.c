@@ -251,6 +251,16 @@ handed_work cshs__client_take_handed(cshs_client *c)
 }
 
 /* Lets go of the lock, then serves what was handed under it. */
+void cshs__client_detach(cshs_call *call)
+{
+    cshs_client *c = call->c;
+    pthread_mutex_lock(&c->mu);
+    call->cn->detached = 1;
+    call->p->detached++;
+    cshs__client_dropped(c, call->p); /* a place for the next request: a waiter's open */
+    cshs__client_unlock_and_serve(c);
+}
+
 void cshs__client_unlock_and_serve(cshs_client *c)
 {
     handed_work hw = cshs__client_take_handed(c);
@@ -594,15 +604,9 @@ void cshs_client_tick(cshs_client *c)
             pp = &p->next;
         }
     }
-    handed_work hw = cshs__client_take_handed(c);
-    pthread_mutex_unlock(&c->mu);
-    cshs__client_serve_handed(c, hw);
-
-    while (closing) {
-        conn *n = closing->next;
-        cshs__client_conn_close(closing);
-        closing = n;
-    }
+    cshs__client_unlock_and_serve(c);
+    cshs__client_close_list(closing);
+    closing = NULL;
     for (tick_job *j = jobs; j; j = j->next) {
         if (!j->cn)
             j->result = cshs__client_open_start(j->p, c->o.connect_timeout_ms, &j->cn);
@@ -633,14 +637,8 @@ void cshs_client_tick(cshs_client *c)
         }
         free(j);
     }
-    hw = cshs__client_take_handed(c);
-    pthread_mutex_unlock(&c->mu);
-    cshs__client_serve_handed(c, hw);
-    while (closing) {
-        conn *n = closing->next;
-        cshs__client_conn_close(closing);
-        closing = n;
-    }
+    cshs__client_unlock_and_serve(c);
+    cshs__client_close_list(closing);
 }
 
 void *cshs__client_tick_main(void *arg)

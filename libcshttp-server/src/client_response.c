@@ -85,6 +85,20 @@ void cshs__client_drop_buffer(conn *cn)
     cn->cap = cn->start = cn->end = 0;
 }
 
+/* The final head m, parsed at the start of the connection's buffer,
+ * copied into the call (NUL-terminated) and consumed. 0, or -ENOMEM. */
+static int take_head(cshs_call *call, const csh_message *m)
+{
+    conn *cn = call->cn;
+    call->head = malloc(m->head_length + 1);
+    if (!call->head) return -ENOMEM;
+    memcpy(call->head, cn->buf + cn->start, m->head_length);
+    call->head[m->head_length] = 0;
+    call->head_len = m->head_length;
+    cn->start += m->head_length;
+    return 0;
+}
+
 /* A 101 to a request that asked for it (RFC 9110 §15.2.2): the head is
  * the call's, the bytes after it the tunnel's first, and the connection
  * leaves its pool's count (as cshs_call_detach), never to go back. 1. */
@@ -92,22 +106,12 @@ static int switched(cshs_call *call)
 {
     conn *cn = call->cn;
     const csh_message *m = &call->parser.msg;
-    call->head = malloc(m->head_length + 1);
-    if (!call->head) return -ENOMEM;
-    memcpy(call->head, cn->buf + cn->start, m->head_length);
-    call->head[m->head_length] = 0;
-    call->head_len = m->head_length;
-    cn->start += m->head_length;
+    if (take_head(call, m) < 0) return -ENOMEM;
     call->state = K_SWITCHED;
     call->upgrade = NULL;
     cshs__client_drop_buffer(cn); /* its reads go to the caller's buffer */
     if (cn->ssl) SSL_set_mode(cn->ssl, SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
-    cshs_client *c = call->c;
-    pthread_mutex_lock(&c->mu);
-    cn->detached = 1;
-    call->p->detached++;
-    cshs__client_dropped(c, call->p); /* a place for the next request: a waiter's open */
-    cshs__client_unlock_and_serve(c);
+    cshs__client_detach(call);
     return 1;
 }
 
@@ -132,12 +136,7 @@ int cshs__client_head_parse(cshs_call *call)
             continue;
         }
         if (m->flags & CSH_MSG_TUNNEL) return CSHS_CLIENT_E_MALFORMED;
-        call->head = malloc(m->head_length + 1);
-        if (!call->head) return -ENOMEM;
-        memcpy(call->head, cn->buf + cn->start, m->head_length);
-        call->head[m->head_length] = 0;
-        call->head_len = m->head_length;
-        cn->start += m->head_length;
+        if (take_head(call, m) < 0) return -ENOMEM;
         csh_body_init(&call->body, m, NULL, 0, NULL, 0);
         call->state = K_BODY_IN;
         return 1;
