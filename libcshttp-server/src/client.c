@@ -215,7 +215,7 @@ static void call_destroy(cshs_call *call)
     if (!call) return;
     /* a tunnel's wait still armed: given up (on its reactor's thread) */
     if (call->state == K_SWITCHED && call->cn && call->cn->waiting == call) {
-        cshs__kept_disarm(&call->cn->kw, call->cn->kw.w.reg);
+        cshs__persistent_disarm(&call->cn->pw, call->cn->pw.w.reg);
         call->cn->waiting = NULL;
     }
     if (call->cn) cshs__client_release(call->c, call->p, call->cn, 0);

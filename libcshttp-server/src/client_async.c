@@ -96,13 +96,13 @@ int cshs__client_watch_arm(cshs_call *call, cshs_reactor *r, uint32_t events, in
                            void (*ready)(cshs_watch *w, uint32_t events))
 {
     conn *cn = call->cn;
-    int e = cshs__kept_register(&cn->kw, r, cn->fd);
+    int e = cshs__persistent_register(&cn->pw, r, cn->fd);
     if (e < 0) return e;
     cn->waiting = call;
-    cn->kw.w.events = events;
-    cn->kw.w.deadline_ms = deadline_ms;
-    cn->kw.w.ready = ready;
-    cn->kw.w.arg = cn;
+    cn->pw.w.events = events;
+    cn->pw.w.deadline_ms = deadline_ms;
+    cn->pw.w.ready = ready;
+    cn->pw.w.arg = cn;
     atomic_store(&call->watched, cn);
     if (atomic_load(&call->cancel_wanted)) {
         atomic_store(&call->watched, NULL);
@@ -110,7 +110,7 @@ int cshs__client_watch_arm(cshs_call *call, cshs_reactor *r, uint32_t events, in
         cshs__client_call_fail(call, CSHS_CLIENT_E_CANCELED);
         return 1;
     }
-    e = cshs__kept_arm(&cn->kw);
+    e = cshs__persistent_arm(&cn->pw);
     if (e < 0) {
         cn->waiting = NULL;
         atomic_store_explicit(&call->watched, NULL, memory_order_relaxed);
@@ -137,13 +137,13 @@ static void async_ready(cshs_watch *w, uint32_t events)
     if (events) {
         r = async_step(call);
         if (r == 0) { /* more to come: armed again */
-            r = cshs__kept_arm(&cn->kw);
+            r = cshs__persistent_arm(&cn->pw);
             if (r == 0) return;
         }
     } else if (call->state != K_HEAD_WAIT) {
         r = 1; /* the head is here: cshs_call_read waits for the body */
     }
-    if (r == 1 && cshs__client_body_from_socket(call)) cshs__kept_mute(&cn->kw);
+    if (r == 1 && cshs__client_body_from_socket(call)) cshs__persistent_mute(&cn->pw);
     /* the watch is inert now: the connection may go back or be closed */
     cn->waiting = NULL;
     async_settle(call, r);
@@ -205,7 +205,7 @@ int cshs_call_cancel(cshs_call *call)
         /* published: armed within a moment, on this reactor or another
          * thread, or given up there on seeing the flag (the request's
          * continuation waits for this callback's end: the call stays) */
-        while (!cshs__kept_disarm(&cn->kw, call->rx)) {
+        while (!cshs__persistent_disarm(&cn->pw, call->rx)) {
             if (atomic_load(&call->watched) != cn) return 1;
             sched_yield();
         }

@@ -205,11 +205,11 @@ void cshs__client_conn_close(conn *cn)
     }
     cshs__lookup_release(cn->lookup); /* a look-up in flight ends by itself */
     cn->lookup = NULL;
-    cshs__kept_forget(&cn->kw); /* before the close: the loop lets go of it */
+    cshs__persistent_forget(&cn->pw); /* before the close: the loop lets go of it */
     if (cn->fd >= 0) close(cn->fd);
     free(cn->buf);
     cn->buf = NULL;
-    if (!cshs__kept_ever(&cn->kw)) {
+    if (!cshs__persistent_ever(&cn->pw)) {
         free(cn);
         return;
     }
@@ -239,11 +239,11 @@ conn *cshs__client_conn_alloc(pool *p)
     if (cn) {
         /* a retired one: its registration (not registered; its generation
          * goes on, read by a loop that holds a stale event) is left as is */
-        memset((char *)cn + sizeof cn->kw, 0, sizeof *cn - sizeof cn->kw);
+        memset((char *)cn + sizeof cn->pw, 0, sizeof *cn - sizeof cn->pw);
     } else {
         cn = calloc(1, sizeof *cn);
         if (!cn) return NULL;
-        cn->kw.w.fd = -1;
+        cn->pw.w.fd = -1;
     }
     cn->buf = malloc(CONN_BUF);
     cn->c = c;
@@ -491,7 +491,7 @@ int cshs__client_conn_quiet(conn *cn)
 }
 
 /* Whether an idle connection's socket has to be looked at (conn_quiet)
- * before it is reused. One registered with a reactor (kept.h) has the
+ * before it is reused. One registered with a reactor (persistent_watch.h) has the
  * origin's FIN, or bytes nobody asked for, given there as an event while
  * idle: it is looked at only after such an event (or any event that came
  * while it was not waited on there, as the end of a long body read by a
@@ -502,8 +502,8 @@ int cshs__client_conn_quiet(conn *cn)
  * again. The others (waited on by threads alone) are always looked at. */
 int cshs__client_conn_needs_look(conn *cn)
 {
-    if (!cn->kw.w.reg || cn->kw.muted) return 1; /* muted: no event comes */
-    return cshs__kept_take_missed(&cn->kw, EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR) != 0;
+    if (!cn->pw.w.reg || cn->pw.muted) return 1; /* muted: no event comes */
+    return cshs__persistent_take_missed(&cn->pw, EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR) != 0;
 }
 
 /* Under the lock. */

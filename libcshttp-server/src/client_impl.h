@@ -19,7 +19,7 @@
 #include <cshttp/server/client.h>
 
 #include "dial.h"
-#include "kept.h"
+#include "persistent_watch.h"
 #include "lookup.h"
 
 #define CONN_BUF 16384     /* a connection's buffer: the head built, the response read */
@@ -38,14 +38,14 @@ enum { C_IDLE = 0, C_BUSY, C_OPENING };
 
 typedef struct conn {
     /* The socket's registration with the reactor it was last waited on
-     * (kept.h): from the first wait there (its connect on a reactor, or
+     * (persistent_watch.h): from the first wait there (its connect on a reactor, or
      * cshs_call_end_async) to its close, so that a wait costs no epoll_ctl
      * and an event while idle is seen (take_idle). Armed while `waiting`
      * waits, or while it connects on the reactor. A connection that was
      * registered is not freed when it closes but kept on the client's
      * `retired` list for the next connection: a loop may still hold an
      * event of it (dropped by its generation). */
-    cshs_kept kw; /* first: a stale event of the loop reads its tag */
+    cshs_persistent_watch pw; /* first: a stale event of the loop reads its tag */
     struct conn *next_retired;
     struct conn *prev, *next; /* idle list (MRU first) or opening list */
     pool *p;
@@ -167,7 +167,7 @@ struct cshs_client {
      * failed (FIFO), and connects to start for them on a reactor */
     struct cshs_call *handed, *handed_tail;
     struct open_job *open_jobs;
-    /* closed connections that were registered with a reactor (conn.kw),
+    /* closed connections that were registered with a reactor (conn.pw),
      * reused for the next ones, freed with the client */
     pthread_mutex_t retired_mu;
     struct conn *retired;

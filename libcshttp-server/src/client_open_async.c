@@ -67,7 +67,7 @@ static void open_ready(cshs_watch *w, uint32_t events)
         r = cshs__client_open_advance(c, cn, &want);
         if (r == 0) { /* the TLS handshake goes on: armed again */
             w->events = want == POLLIN ? EPOLLIN | EPOLLRDHUP : EPOLLOUT;
-            if (cshs__kept_arm(&cn->kw) == 0) return;
+            if (cshs__persistent_arm(&cn->pw) == 0) return;
             r = CSHS_CLIENT_E_CONNECT;
         }
     }
@@ -97,11 +97,11 @@ static void race_ready(cshs_watch *w, uint32_t events);
 /* Arms attempt cn for its connect's end, and for its deadline. */
 static int race_arm(race *rc, conn *cn, int newest)
 {
-    cn->kw.w.events = EPOLLOUT;
-    cn->kw.w.deadline_ms = newest ? cshs__dial_wake_ms(&rc->d) : rc->d.deadline_ms;
-    cn->kw.w.ready = race_ready;
-    cn->kw.w.arg = cn;
-    return cshs__kept_arm(&cn->kw);
+    cn->pw.w.events = EPOLLOUT;
+    cn->pw.w.deadline_ms = newest ? cshs__dial_wake_ms(&rc->d) : rc->d.deadline_ms;
+    cn->pw.w.ready = race_ready;
+    cn->pw.w.arg = cn;
+    return cshs__persistent_arm(&cn->pw);
 }
 
 /* Takes attempt cn out of the race once the dial counted its end (it is
@@ -136,7 +136,8 @@ static int race_start(race *rc)
         cn->state = C_OPENING;
         cn->race = rc;
         rc->att[rc->d.inflight - 1] = cn;
-        if (cshs__kept_register(&cn->kw, rc->rx, fd) == 0 && race_arm(rc, cn, 1) == 0) return 1;
+        if (cshs__persistent_register(&cn->pw, rc->rx, fd) == 0 && race_arm(rc, cn, 1) == 0)
+            return 1;
         cshs__dial_abandon(&rc->d, CSHS_CLIENT_E_CONNECT);
         race_remove(rc, cn);
         cshs__client_conn_close(cn);
@@ -197,9 +198,9 @@ static void race_ready(cshs_watch *w, uint32_t events)
         cshs__client_conn_close(other);
     }
     cn->opened_for = rc->own;
-    cn->kw.w.deadline_ms = rc->d.deadline_ms;
+    cn->pw.w.deadline_ms = rc->d.deadline_ms;
     free(rc);
-    cn->kw.w.ready = open_ready;
+    cn->pw.w.ready = open_ready;
     open_ready(w, events);
 }
 
@@ -235,7 +236,7 @@ static void lookup_ready(cshs_watch *w, uint32_t events)
     struct addrinfo *res = NULL;
     int r;
     if (!events || !cshs__lookup_done(lc->lookup, &res, &r)) {
-        if (events && cshs__kept_arm(&lc->kw) == 0) return; /* not yet: no such event */
+        if (events && cshs__persistent_arm(&lc->pw) == 0) return; /* not yet: no such event */
         r = CSHS_CLIENT_E_RESOLVE; /* not within the connect's time, or the reactor stops */
     }
     lc->race = NULL;
@@ -246,7 +247,7 @@ static void lookup_ready(cshs_watch *w, uint32_t events)
 
 /* The name of an open on a reactor, looked up on a thread of its own
  * (lookup.h) whose end is an event on the reactor (an eventfd, kept
- * registered as a connection's socket is, kept.h). 0, or an error. */
+ * registered as a connection's socket is, persistent_watch.h). 0, or an error. */
 static int lookup_async(race *rc)
 {
     conn *lc = cshs__client_conn_alloc(rc->p);
@@ -266,14 +267,14 @@ static int lookup_async(race *rc)
         cshs__client_conn_close(lc);
         return e;
     }
-    int e = cshs__kept_register(&lc->kw, rc->rx, lc->fd);
+    int e = cshs__persistent_register(&lc->pw, rc->rx, lc->fd);
     if (e == 0) {
-        lc->kw.w.events = EPOLLIN;
-        lc->kw.w.deadline_ms = rc->started_ms + (int64_t)rc->connect_ms;
-        lc->kw.w.ready = lookup_ready;
-        lc->kw.w.arg = lc;
+        lc->pw.w.events = EPOLLIN;
+        lc->pw.w.deadline_ms = rc->started_ms + (int64_t)rc->connect_ms;
+        lc->pw.w.ready = lookup_ready;
+        lc->pw.w.arg = lc;
         /* last: from here the reactor's thread may run lookup_ready */
-        e = cshs__kept_arm(&lc->kw);
+        e = cshs__persistent_arm(&lc->pw);
     }
     if (e < 0) {
         lc->race = NULL;

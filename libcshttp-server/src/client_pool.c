@@ -201,7 +201,7 @@ static void wake_opener(cshs_client *c, pool *p)
 static waiter *next_waiter(pool *p, const conn *cn)
 {
     waiter *first = p->wq;
-    const cshs_reactor *rx = cn->kw.w.reg;
+    const cshs_reactor *rx = cn->pw.w.reg;
     if (!rx || (first->call && first->call->rx == rx)) return first;
     int looked = 1;
     for (waiter *w = first->next; w && looked < OWN_REACTOR_LOOK; w = w->next, looked++) {
@@ -325,7 +325,7 @@ conn *cshs__client_take_idle(cshs_client *c, pool *p, cshs_reactor *rx, int64_t 
         conn *cn = p->idle;
         if (rx)
             for (conn *o = p->idle; o; o = o->next)
-                if (o->kw.w.reg == rx) {
+                if (o->pw.w.reg == rx) {
                     cn = o;
                     break;
                 }

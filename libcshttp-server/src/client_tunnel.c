@@ -90,7 +90,7 @@ int cshs_call_tunnel_wait(cshs_call *call, cshs_reactor *r, int events, int64_t 
     if (cn->waiting == call) {
         /* one armed: replaced, unless its event was taken already (its
          * ready runs in this batch, and may wait anew) */
-        if (!cshs__kept_disarm(&cn->kw, r)) return 0;
+        if (!cshs__persistent_disarm(&cn->pw, r)) return 0;
         cn->waiting = NULL;
         atomic_store_explicit(&call->watched, NULL, memory_order_relaxed);
     }

@@ -258,8 +258,8 @@ static void serve_loop(cshs_worker *w, cshs_loop *l)
                 if (!atomic_load(&s->stopping)) cshs__accept_one(w, l, ptr);
             } else if (tag == TAG_WATCH) {
                 cshs__watch_event(l, ptr, l->evs[next].events);
-            } else if (tag == TAG_KEPT) {
-                cshs__kept_event(l, ptr, (unsigned)(data >> 48), l->evs[next].events);
+            } else if (tag == TAG_PERSISTENT) {
+                cshs__persistent_event(l, ptr, (unsigned)(data >> 48), l->evs[next].events);
             } else {
                 take_returned(w, l);
             }

@@ -1,5 +1,5 @@
 /* The loops as reactors (reactor.h): one-shot watches armed from any
- * thread, kept sockets (kept.h) and the watches' deadlines. */
+ * thread, persistent watches (persistent_watch.h) and the watches' deadlines. */
 #include <errno.h>
 #include <stdlib.h>
 #include <sys/epoll.h>
@@ -113,9 +113,9 @@ void cshs__watch_event(cshs_loop *l, cshs_watch *w, uint32_t events)
     if (armed) w->ready(w, events);
 }
 
-/* ---- kept sockets (kept.h) ---- */
+/* ---- persistent watches (persistent_watch.h) ---- */
 
-/* The loops are freed by the last of the server and the kept sockets
+/* The loops are freed by the last of the server and the persistent watches
  * registered with them to let go. */
 static void loops_ref(cshs_loop *l)
 {
@@ -132,7 +132,7 @@ void cshs__loops_unref(cshs_loop *l)
 
 /* The socket's registration with l (ADD or MOD) for `events`; its data
  * is the struct's address and generation. 0, or errno. */
-static int kept_ctl(cshs_loop *l, cshs_kept *k, int op, uint32_t events)
+static int persistent_ctl(cshs_loop *l, cshs_persistent_watch *k, int op, uint32_t events)
 {
     unsigned gen = atomic_load_explicit(&k->gen, memory_order_relaxed);
     struct epoll_event ev;
@@ -143,7 +143,7 @@ static int kept_ctl(cshs_loop *l, cshs_kept *k, int op, uint32_t events)
 
 /* Under l->mu: the socket leaves l (not armed any more); an event of it
  * that l has taken already is dropped by its generation. */
-static void kept_leave(cshs_loop *l, cshs_kept *k)
+static void persistent_leave(cshs_loop *l, cshs_persistent_watch *k)
 {
     if (k->w.armed) {
         unlist(l, &k->w);
@@ -154,16 +154,16 @@ static void kept_leave(cshs_loop *l, cshs_kept *k)
     k->w.reg = NULL;
 }
 
-int cshs__kept_register(cshs_kept *k, cshs_reactor *r, int fd)
+int cshs__persistent_register(cshs_persistent_watch *k, cshs_reactor *r, int fd)
 {
     if (!k || !r || (uint64_t)(uintptr_t)k > CSHS_EV_PTR_MASK) return -EINVAL;
     cshs_loop *l = (cshs_loop *)r;
     if (k->w.reg == r && k->w.fd == fd) return 0;
     if (k->w.reg) { /* registered with another loop: it leaves that one */
         epoll_ctl(((cshs_loop *)k->w.reg)->epfd, EPOLL_CTL_DEL, k->w.fd, NULL);
-        cshs__kept_forget(k);
+        cshs__persistent_forget(k);
     }
-    __atomic_store_n(&k->w.tag, TAG_KEPT, __ATOMIC_RELAXED);
+    __atomic_store_n(&k->w.tag, TAG_PERSISTENT, __ATOMIC_RELAXED);
     k->w.fd = fd;
     k->muted = 0;
     atomic_store(&k->missed, 0);
@@ -171,22 +171,22 @@ int cshs__kept_register(cshs_kept *k, cshs_reactor *r, int fd)
     pthread_mutex_lock(&l->mu);
     k->w.reg = r;
     pthread_mutex_unlock(&l->mu);
-    int e = kept_ctl(l, k, EPOLL_CTL_ADD, CSHS_KEPT_EVENTS);
-    if (e) cshs__kept_forget(k);
+    int e = persistent_ctl(l, k, EPOLL_CTL_ADD, CSHS_PERSISTENT_EVENTS);
+    if (e) cshs__persistent_forget(k);
     return -e;
 }
 
-/* What an armed kept socket is given: its events, and errors. */
-static uint32_t kept_wants(const cshs_kept *k)
+/* What an armed persistent watch is given: its events, and errors. */
+static uint32_t persistent_wants(const cshs_persistent_watch *k)
 {
     return k->w.events | EPOLLERR | EPOLLHUP;
 }
 
-int cshs__kept_arm(cshs_kept *k)
+int cshs__persistent_arm(cshs_persistent_watch *k)
 {
     if (!k || !k->w.reg || !k->w.ready) return -EINVAL;
     cshs_loop *l = (cshs_loop *)k->w.reg;
-    uint32_t want = kept_wants(k);
+    uint32_t want = persistent_wants(k);
     int e = 0;
     /* all under the lock: once armed, the event may be given (and its
      * ready close the socket) as soon as the lock is let go */
@@ -197,7 +197,7 @@ int cshs__kept_arm(cshs_kept *k)
          * before it, say), or the registration asked for none (muted):
          * epoll looks at the socket again and raises the event if the
          * socket is ready, to be given once armed */
-        e = kept_ctl(l, k, EPOLL_CTL_MOD, CSHS_KEPT_EVENTS);
+        e = persistent_ctl(l, k, EPOLL_CTL_MOD, CSHS_PERSISTENT_EVENTS);
         if (!e) k->muted = 0;
     }
     if (!e && !k->w.armed) {
@@ -209,7 +209,7 @@ int cshs__kept_arm(cshs_kept *k)
     return -e;
 }
 
-int cshs__kept_mute(cshs_kept *k)
+int cshs__persistent_mute(cshs_persistent_watch *k)
 {
     if (!k || !k->w.reg) return 0;
     cshs_loop *l = (cshs_loop *)k->w.reg;
@@ -217,14 +217,14 @@ int cshs__kept_mute(cshs_kept *k)
     pthread_mutex_lock(&l->mu);
     if (!k->muted) {
         /* EPOLLERR and EPOLLHUP still come: remembered as missed */
-        e = kept_ctl(l, k, EPOLL_CTL_MOD, EPOLLET);
+        e = persistent_ctl(l, k, EPOLL_CTL_MOD, EPOLLET);
         if (!e) k->muted = 1;
     }
     pthread_mutex_unlock(&l->mu);
     return -e;
 }
 
-int cshs__kept_disarm(cshs_kept *k, cshs_reactor *r)
+int cshs__persistent_disarm(cshs_persistent_watch *k, cshs_reactor *r)
 {
     cshs_loop *l = (cshs_loop *)r;
     pthread_mutex_lock(&l->mu);
@@ -237,25 +237,25 @@ int cshs__kept_disarm(cshs_kept *k, cshs_reactor *r)
     return armed;
 }
 
-uint32_t cshs__kept_take_missed(cshs_kept *k, uint32_t mask)
+uint32_t cshs__persistent_take_missed(cshs_persistent_watch *k, uint32_t mask)
 {
     return atomic_fetch_and(&k->missed, ~mask) & mask;
 }
 
-void cshs__kept_forget(cshs_kept *k)
+void cshs__persistent_forget(cshs_persistent_watch *k)
 {
     if (!k || !k->w.reg) return;
     cshs_loop *l = (cshs_loop *)k->w.reg;
     pthread_mutex_lock(&l->mu);
-    kept_leave(l, k);
+    persistent_leave(l, k);
     pthread_mutex_unlock(&l->mu);
     cshs__loops_unref(l); /* after the server's free, the last one frees the loops */
 }
 
-/* An event of a kept socket (the loop's owner): given when armed for it,
+/* An event of a persistent watch (the loop's owner): given when armed for it,
  * else remembered; one of a socket that has left since (another
  * generation) is dropped. */
-void cshs__kept_event(cshs_loop *l, cshs_kept *k, unsigned gen, uint32_t events)
+void cshs__persistent_event(cshs_loop *l, cshs_persistent_watch *k, unsigned gen, uint32_t events)
 {
     pthread_mutex_lock(&l->mu);
     if ((atomic_load_explicit(&k->gen, memory_order_relaxed) & 0xffff) != gen) {
@@ -263,7 +263,7 @@ void cshs__kept_event(cshs_loop *l, cshs_kept *k, unsigned gen, uint32_t events)
         return;
     }
     /* w.events is the owner's while not armed: read only when armed */
-    int give = k->w.armed && (events & kept_wants(k));
+    int give = k->w.armed && (events & persistent_wants(k));
     if (give) {
         unlist(l, &k->w);
         k->w.armed = 0;
@@ -289,7 +289,7 @@ void cshs__expire_watches(cshs_loop *l, int64_t now_ms)
         }
         unlist(l, w);
         w->armed = 0;
-        if (w->tag != TAG_KEPT) make_inert(l, w); /* a kept socket stays registered */
+        if (w->tag != TAG_PERSISTENT) make_inert(l, w); /* a persistent watch stays registered */
         w->next = due;
         due = w;
     }

@@ -597,7 +597,7 @@ int cshs_server_stop(cshs_server *s, int deadline_ms)
      * before the loops go: a client's open on a reactor whose name is
      * still being looked up, say, which no connection of the server
      * waits for. Without this they would stay registered, and the loops
-     * they hold (kept.h) would never be freed. */
+     * they hold (persistent_watch.h) would never be freed. */
     if (!cut) {
         atomic_store(&s->forced, 1);
         for (unsigned k = 0; k < s->nloops; k++) cshs__wake_loop(&s->loops[k]);

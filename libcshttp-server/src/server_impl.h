@@ -18,14 +18,20 @@
 #include <cshttp/web/context.h>
 #include <cshttp/web/exchange.h>
 
-#include "kept.h"
+#include "persistent_watch.h"
 
 /* What an epoll registration points at: the first member of each. */
-enum { TAG_CONN = 1, TAG_LISTENER = 2, TAG_WAKE = 3, TAG_WATCH = 4, TAG_KEPT = CSHS_TAG_KEPT };
+enum {
+    TAG_CONN = 1,
+    TAG_LISTENER = 2,
+    TAG_WAKE = 3,
+    TAG_WATCH = 4,
+    TAG_PERSISTENT = CSHS_TAG_PERSISTENT
+};
 
 /* An event's data: the registration's address in its low 48 bits (a user
- * space address on x86-64 and arm64), and a kept socket's generation
- * (kept.h) in the high 16. */
+ * space address on x86-64 and arm64), and a persistent watch's generation
+ * (persistent_watch.h) in the high 16. */
 #define CSHS_EV_PTR_MASK ((UINT64_C(1) << 48) - 1)
 
 /* Events a loop takes per epoll_wait. */
@@ -229,8 +235,8 @@ typedef struct cshs_loop {
      * all (cshs__expire_watches), under mu; read by the owner */
     _Atomic int64_t watch_due_ms;
     unsigned index, count; /* this loop's place among the server's, and their number */
-    /* the first loop's: the server (1) and the kept sockets registered
-     * with any loop (kept.h) hold the loops; the last to let go frees them */
+    /* the first loop's: the server (1) and the persistent watches registered
+     * with any loop (persistent_watch.h) hold the loops; the last to let go frees them */
     _Atomic unsigned refs;
     /* owner only: tunnels' reads land here, one at a time (tunnel.c),
      * so an idle tunnel holds no buffer; made at the first */
@@ -525,11 +531,11 @@ int cshs__listen_unix(struct cshs_server *s, cshs_listener *l);
 void cshs__accept_one(cshs_worker *w, cshs_loop *l, cshs_listener *lis);
 uint64_t cshs__loop_load(cshs_loop *l);
 
-/* reactor.c: an event of a watch, of a kept socket (with the generation
+/* reactor.c: an event of a watch, of a persistent watch (with the generation
  * its registration carried), given by the loop's owner; the loops freed by
- * the last of the server and the kept sockets to let go of them. */
+ * the last of the server and the persistent watches to let go of them. */
 void cshs__watch_event(cshs_loop *l, cshs_watch *w, uint32_t events);
-void cshs__kept_event(cshs_loop *l, cshs_kept *k, unsigned gen, uint32_t events);
+void cshs__persistent_event(cshs_loop *l, cshs_persistent_watch *k, unsigned gen, uint32_t events);
 void cshs__loops_unref(cshs_loop *l);
 
 /* loop.c: a thread runs the loop l until it loses it or the server

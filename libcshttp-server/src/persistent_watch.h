@@ -1,4 +1,5 @@
-/* Private to the engine: a socket kept registered with one loop.
+/* Private to the engine: a persistent watch, a socket that stays
+ * registered with one loop for as long as it is open.
  *
  * cshs_reactor_arm (reactor.h) arms a watch for one event, an epoll_ctl
  * each time. A socket that is waited on again and again, as a pooled
@@ -19,11 +20,11 @@
  * that the struct must stay readable while a loop may still hold such an
  * event: its owner (the client) reuses it for its next connections and
  * frees it only once the loops it was registered with have stopped. The
- * loops, in turn, are freed by the last of the server and the kept
- * sockets registered with them to let go, so a client may close its
+ * loops, in turn, are freed by the last of the server and the persistent
+ * watches registered with them to let go, so a client may close its
  * connections after the server was freed. */
-#ifndef CSHS_KEPT_H
-#define CSHS_KEPT_H
+#ifndef CSHS_PERSISTENT_WATCH_H
+#define CSHS_PERSISTENT_WATCH_H
 
 #include <stdatomic.h>
 #include <stdint.h>
@@ -31,53 +32,53 @@
 
 #include <cshttp/server/reactor.h>
 
-/* The tag of a kept socket's registration (server_impl.h's TAG_*). */
-#define CSHS_TAG_KEPT 5
+/* The tag of a persistent watch's registration (server_impl.h's TAG_*). */
+#define CSHS_TAG_PERSISTENT 5
 
 /* The registration's events: all of them, for as long as it lasts. */
-#define CSHS_KEPT_EVENTS (EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET)
+#define CSHS_PERSISTENT_EVENTS (EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET)
 
-typedef struct cshs_kept {
+typedef struct cshs_persistent_watch {
     /* first (the tag): w.fd, w.events (those to be given while armed,
      * besides EPOLLERR and EPOLLHUP), w.deadline_ms, w.ready and w.arg are
-     * the owner's to set before each cshs__kept_arm; w.reg is the loop the
+     * the owner's to set before each cshs__persistent_arm; w.reg is the loop the
      * socket is registered with (NULL: none), w.armed and the deadline
      * list are the loop's, under its lock */
     cshs_watch w;
     _Atomic uint32_t missed; /* events that came while not armed */
-    int muted;               /* registered for no event (cshs__kept_mute); under the loop's lock */
-    _Atomic unsigned gen;    /* bumped under the loop's lock when the socket leaves it */
-} cshs_kept;
+    int muted; /* registered for no event (cshs__persistent_mute); under the loop's lock */
+    _Atomic unsigned gen; /* bumped under the loop's lock when the socket leaves it */
+} cshs_persistent_watch;
 
 /* Registers fd with r (leaving the loop it was registered with, if
  * another). 0, or -errno (EINVAL: r is not an engine loop, or the struct's
  * address does not fit an event's 48 bits). The owner's thread. */
-int cshs__kept_register(cshs_kept *k, cshs_reactor *r, int fd);
+int cshs__persistent_register(cshs_persistent_watch *k, cshs_reactor *r, int fd);
 
 /* Armed for one event of w.events (or EPOLLERR, EPOLLHUP) on its loop,
  * or for its deadline: w.ready runs on the loop's thread. 0, or -errno
  * from the EPOLL_CTL_MOD that looks again after a missed event (not
  * armed then). Registered first. Any thread. */
-int cshs__kept_arm(cshs_kept *k);
+int cshs__persistent_arm(cshs_persistent_watch *k);
 
 /* No event while a thread reads the socket itself (a long response body),
  * which would wake the loop for each piece that arrives: the registration
  * asks for none (one EPOLL_CTL_MOD) until the next arm asks for them again
  * (another, which raises the event if the socket is ready). 0, or -errno.
  * Not armed; the owner's thread. */
-int cshs__kept_mute(cshs_kept *k);
+int cshs__persistent_mute(cshs_persistent_watch *k);
 
 /* Disarms it when it is armed on r (under r's lock, as the loop gives
  * an event): 1, and its ready will not run; 0 when it was not (not yet
  * armed, or its event given). On r's thread. */
-int cshs__kept_disarm(cshs_kept *k, cshs_reactor *r);
+int cshs__persistent_disarm(cshs_persistent_watch *k, cshs_reactor *r);
 
 /* The missed events among `mask`, forgotten. */
-uint32_t cshs__kept_take_missed(cshs_kept *k, uint32_t mask);
+uint32_t cshs__persistent_take_missed(cshs_persistent_watch *k, uint32_t mask);
 
 /* The socket is about to close: it leaves its loop (nothing when it is
  * registered with none). Not armed. */
-void cshs__kept_forget(cshs_kept *k);
+void cshs__persistent_forget(cshs_persistent_watch *k);
 
 /* Whether the calling thread is r's: its loop's owner, between events
  * (loop.c). */
@@ -85,10 +86,10 @@ int cshs__on_reactor(const cshs_reactor *r);
 
 /* Whether it was ever registered with a loop (its tag is set then and
  * stays): a loop may still hold an event of it, so its owner keeps the
- * struct readable (kept.h's Lifetime). */
-static inline int cshs__kept_ever(const cshs_kept *k)
+ * struct readable (persistent_watch.h's Lifetime). */
+static inline int cshs__persistent_ever(const cshs_persistent_watch *k)
 {
-    return __atomic_load_n(&k->w.tag, __ATOMIC_RELAXED) == CSHS_TAG_KEPT;
+    return __atomic_load_n(&k->w.tag, __ATOMIC_RELAXED) == CSHS_TAG_PERSISTENT;
 }
 
 #endif
