@@ -19,7 +19,7 @@
  * list while it is being opened). The zero-timeout poll() of idle sockets
  * is done under the lock. What the lock's holder hands to async waiters
  * (cshs_client_send_async: a connection, an error, a connect to start)
- * waits on the client's handed list and is served by the same thread
+ * waits on the client's due list and is served by the same thread
  * right after it lets go of the lock (unlock_and_serve). */
 #include <errno.h>
 #include <pthread.h>

@@ -91,7 +91,7 @@ typedef struct waiter {
     struct waiter *prev, *next;
     /* cshs_client_send_async's waiter (the call's own): no thread waits;
      * whatever hands it a connection or fails it puts the call on the
-     * client's `handed` list, served after the lock is let go */
+     * client's `due` list, served after the lock is let go */
     struct cshs_call *call;
     pthread_cond_t cv; /* the others': their thread waits on it */
     conn *got;         /* handed over by a release or an open */
@@ -163,9 +163,9 @@ struct cshs_client {
     struct cshs_call *spare_calls;
     unsigned nspare_calls;
     /* under mu, taken whole by the thread that let go of the lock and
-     * served unlocked (serve_handed): async waiters given a connection or
+     * served unlocked (serve_due): async waiters given a connection or
      * failed (FIFO), and connects to start for them on a reactor */
-    struct cshs_call *handed, *handed_tail;
+    struct cshs_call *due, *due_tail;
     struct open_job *open_jobs;
     /* closed connections that were registered with a reactor (conn.pw),
      * reused for the next ones, freed with the client */
@@ -227,11 +227,11 @@ struct cshs_call {
     struct cshs_call *next_spare; /* on the client's spare_calls */
     /* cshs_client_send_async: the request (its strings are the caller's
      * until done runs), the reactor that waits for its head, its place in
-     * the pool's queue, and its link on the client's handed list */
+     * the pool's queue, and its link on the client's due list */
     cshs_client_request rq;
     cshs_reactor *rx;
     waiter aw;
-    struct cshs_call *handed_next;
+    struct cshs_call *due_next;
     /* the connection whose watch awaits its head (cshs_call_end_async),
      * set before the arm: cshs_call_cancel ends the call when it finds
      * that watch still armed, under the reactor's lock */
@@ -290,11 +290,11 @@ typedef struct {
 } sigpipe_guard;
 
 /* What async waiters were handed, taken under the lock to be served
- * after it (serve_handed). */
-typedef struct handed_work {
+ * after it (serve_due). */
+typedef struct due_work {
     struct cshs_call *calls;
     open_job *jobs;
-} handed_work;
+} due_work;
 
 /* conn_read's deadline for a read that never waits */
 #define CONN_NOWAIT (-1)
@@ -364,13 +364,13 @@ void cshs__client_wq_remove(pool *p, waiter *w);
 /* Under the lock: takes a connection off its pool's idle list. */
 void cshs__client_idle_remove(pool *p, conn *cn);
 /* Under the lock: an async waiter, served with what it got once the lock is let go. */
-void cshs__client_hand(cshs_client *c, waiter *w);
+void cshs__client_make_due(cshs_client *c, waiter *w);
 /* Under the lock: a connect to start for async waiters on a call's reactor; 0: no memory. */
 int cshs__client_open_job_add(cshs_client *c, pool *p, struct cshs_call *for_call, int own);
 /* Under the lock: a usable connection goes to a waiter, or to the idle list. */
 void cshs__client_give(cshs_client *c, pool *p, conn *cn);
 /* Under the lock: takes what async waiters were handed, to be served after it. */
-handed_work cshs__client_take_handed(cshs_client *c);
+due_work cshs__client_take_due(cshs_client *c);
 /* The call's connection leaves its pool for good (cshs_call_detach, a
  * switch of protocols): it no longer counts, and its place goes to the
  * next request, a waiter's open. */
@@ -465,6 +465,6 @@ int cshs__client_retry_async(cshs_call *call);
 /* cshs_call_end_async for a streamed body: its end sent, then its head awaited. */
 int cshs__client_stream_end(cshs_call *call, cshs_reactor *r, void (*done)(void *arg), void *arg);
 /* Serves what was handed under the lock: connects started, async waiters served. */
-void cshs__client_serve_handed(cshs_client *c, handed_work hw);
+void cshs__client_serve_due(cshs_client *c, due_work hw);
 
 #endif

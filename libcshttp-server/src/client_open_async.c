@@ -33,7 +33,7 @@ static void open_ended(cshs_client *c, pool *p, conn *cn, int r, struct cshs_cal
             cn->state = C_BUSY;
             own->aw.got = cn;
             cshs__client_record_wait(p, own->aw.since_us);
-            cshs__client_hand(c, &own->aw);
+            cshs__client_make_due(c, &own->aw);
         } else {
             cshs__client_give(c, p, cn);
         }
@@ -43,16 +43,16 @@ static void open_ended(cshs_client *c, pool *p, conn *cn, int r, struct cshs_cal
         if (own) { /* as any request now: it waits, or fails at a dead end */
             if (cshs__client_dead_end(p, now_ms())) {
                 own->aw.err = r;
-                cshs__client_hand(c, &own->aw);
+                cshs__client_make_due(c, &own->aw);
             } else {
                 cshs__client_enqueue_async(c, p, &own->aw);
             }
         }
     }
-    handed_work hw = cshs__client_take_handed(c);
+    due_work hw = cshs__client_take_due(c);
     pthread_mutex_unlock(&c->mu);
     cshs__client_conn_close(cn);
-    cshs__client_serve_handed(c, hw);
+    cshs__client_serve_due(c, hw);
 }
 
 /* Its socket was ready (or, given 0, the connect's deadline passed, or

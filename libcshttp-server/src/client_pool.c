@@ -134,15 +134,15 @@ void cshs__client_idle_remove(pool *p, conn *cn)
 
 /* An async waiter, out of the queue with a connection or an error: served
  * (its request sent, or its call failed) once the lock is let go. */
-void cshs__client_hand(cshs_client *c, waiter *w)
+void cshs__client_make_due(cshs_client *c, waiter *w)
 {
     cshs_call *call = w->call;
-    call->handed_next = NULL;
-    if (c->handed_tail)
-        c->handed_tail->handed_next = call;
+    call->due_next = NULL;
+    if (c->due_tail)
+        c->due_tail->due_next = call;
     else
-        c->handed = call;
-    c->handed_tail = call;
+        c->due = call;
+    c->due_tail = call;
 }
 
 /* Under the lock: a connect to start for async waiters on `rx` (counted
@@ -222,7 +222,7 @@ void cshs__client_give(cshs_client *c, pool *p, conn *cn)
         w->got = cn;
         cshs__client_record_wait(p, w->since_us);
         if (w->call)
-            cshs__client_hand(c, w);
+            cshs__client_make_due(c, w);
         else
             pthread_cond_signal(&w->cv);
         return;
@@ -237,15 +237,15 @@ static void fail_waiter(cshs_client *c, pool *p, waiter *w, int err)
     cshs__client_wq_remove(p, w);
     w->err = err;
     if (w->call)
-        cshs__client_hand(c, w);
+        cshs__client_make_due(c, w);
     else
         pthread_cond_signal(&w->cv);
 }
 
-handed_work cshs__client_take_handed(cshs_client *c)
+due_work cshs__client_take_due(cshs_client *c)
 {
-    handed_work hw = {c->handed, c->open_jobs};
-    c->handed = c->handed_tail = NULL;
+    due_work hw = {c->due, c->open_jobs};
+    c->due = c->due_tail = NULL;
     c->open_jobs = NULL;
     return hw;
 }
@@ -263,9 +263,9 @@ void cshs__client_detach(cshs_call *call)
 
 void cshs__client_unlock_and_serve(cshs_client *c)
 {
-    handed_work hw = cshs__client_take_handed(c);
+    due_work hw = cshs__client_take_due(c);
     pthread_mutex_unlock(&c->mu);
-    cshs__client_serve_handed(c, hw);
+    cshs__client_serve_due(c, hw);
 }
 
 /* 1 when nothing can serve a waiter of `p` before its backoff ends: a
@@ -467,7 +467,7 @@ int cshs__client_acquire(cshs_client *c, pool *p, unsigned acquire_ms, unsigned 
                 }
                 continue;
             }
-            if (c->handed || c->open_jobs) { /* not left behind while this one sleeps */
+            if (c->due || c->open_jobs) { /* not left behind while this one sleeps */
                 cshs__client_unlock_and_serve(c);
                 pthread_mutex_lock(&c->mu);
                 continue;
@@ -499,10 +499,10 @@ void cshs__client_release(cshs_client *c, pool *p, conn *cn, int keep)
     } else {
         cshs__client_dropped(c, p);
     }
-    handed_work hw = cshs__client_take_handed(c);
+    due_work hw = cshs__client_take_due(c);
     pthread_mutex_unlock(&c->mu);
     if (!keep) cshs__client_conn_close(cn);
-    cshs__client_serve_handed(c, hw);
+    cshs__client_serve_due(c, hw);
 }
 
 /* Under the lock: an async call joins its pool's queue. */

@@ -264,7 +264,7 @@ int cshs__client_retry_async(cshs_call *call)
           cshs__client_open_job_add(c, p, call, 1))) {
         if (cshs__client_dead_end(p, now)) {
             w->err = p->last_error;
-            cshs__client_hand(c, w);
+            cshs__client_make_due(c, w);
         } else {
             cshs__client_enqueue_async(c, p, w);
         }
@@ -277,7 +277,7 @@ int cshs__client_retry_async(cshs_call *call)
 /* An async waiter handed a connection (its request sent, its head
  * awaited) or an error (its call failed); done runs unless the head is
  * awaited or the request is sent again (the retry rule). */
-static void start_handed(cshs_call *call)
+static void start_due(cshs_call *call)
 {
     if (call->aw.got) {
         call->cn = call->aw.got;
@@ -288,7 +288,7 @@ static void start_handed(cshs_call *call)
     call->done(call->done_arg); /* last: it may free the call */
 }
 
-void cshs__client_serve_handed(cshs_client *c, handed_work hw)
+void cshs__client_serve_due(cshs_client *c, due_work hw)
 {
     for (open_job *j = hw.jobs, *nx; j; j = nx) {
         nx = j->next;
@@ -296,8 +296,8 @@ void cshs__client_serve_handed(cshs_client *c, handed_work hw)
         free(j);
     }
     for (cshs_call *k = hw.calls, *nx; k; k = nx) {
-        nx = k->handed_next;
-        start_handed(k);
+        nx = k->due_next;
+        start_due(k);
     }
 }
 
