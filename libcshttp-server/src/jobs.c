@@ -66,7 +66,7 @@ void cshs__offload_more(cshs_loop *l)
  * connection's next request (next_request_wait_us), as a thread per
  * connection would: a client that sends it at once is served with no trip
  * through the loop and no other thread woken (a loop's wake-up, its
- * read and a spare's wake-up less per request). Meanwhile the connection's
+ * read and a parked worker's wake-up less per request). Meanwhile the connection's
  * registration asks for no input, so the loop is not woken for what this
  * thread reads (one EPOLL_CTL_MOD while the thread keeps the connection,
  * and one when it gives it back: give_back_input). 1 when input came: an

@@ -269,7 +269,7 @@ static const opt_def defs[] = {
     {"max_waiting_handlers", T_SIZE, O(max_waiting_handlers),
      "handlers waiting for a thread at max_threads; beyond it: 503"},
     {"park_after_ms", T_UINT, O(park_after_ms),
-     "a spare thread beyond min_threads leaves idle this long"},
+     "a parked worker beyond min_threads leaves after idling this long"},
     {"max_connections", T_UINT, O(max_connections), "beyond it: 503 and close"},
     {"header_timeout_ms", T_UINT, O(header_timeout_ms), "request head deadline (0: off)"},
     {"keepalive_timeout_ms", T_UINT, O(keepalive_timeout_ms),

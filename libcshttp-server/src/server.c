@@ -1,7 +1,7 @@
 /* The server: its making and settings, the access log's report, start and
  * graceful stop. The parts it runs have a file each: listen.c (listeners,
  * accepting), loop.c (the event loops), reactor.c (watches and kept
- * sockets on the loops), threads.c (workers, spares, the supervisor).
+ * sockets on the loops), threads.c (workers, parked workers, the supervisor).
  *
  * Thread model (README.md, "Threads"): `loops` event loops (one per core
  * by default), each an epoll set of its own in which its connections are
@@ -12,10 +12,10 @@
  * longer than grow_after_us) are run on other threads instead, as jobs,
  * and their connections given back to the loop. A handler that blocks
  * unannounced while its loop has events waiting loses the loop: after
- * grow_after_us the supervisor hands the loop to a spare thread, and the
+ * grow_after_us the supervisor hands the loop to a parked worker, and the
  * old owner, once its handler returns, gives its connection back and
- * becomes a spare (Go's scheduler takes a P back from an M blocked in a
- * system call the same way). Spares beyond min_threads leave after
+ * parks (Go's scheduler takes a P back from an M blocked in a
+ * system call the same way). Parked workers beyond min_threads leave after
  * park_after_ms. */
 #include <errno.h>
 #include <sched.h>
@@ -402,9 +402,9 @@ static void wake_everyone(cshs_server *s)
     for (unsigned i = 0; i < s->nloops; i++)
         if (s->loops[i].evfd >= 0) cshs__wake_loop(&s->loops[i]);
     pthread_mutex_lock(&s->mu);
-    /* every spare taken off the list and posted: each then sees exiting */
-    while (s->spares) {
-        cshs_worker *w = cshs__take_spare(s);
+    /* every parked worker taken off the list and posted: each then sees exiting */
+    while (s->parked) {
+        cshs_worker *w = cshs__take_parked(s);
         sem_post(&w->wake);
     }
     pthread_cond_broadcast(&s->sup_cv);
@@ -507,7 +507,7 @@ int cshs_server_start(cshs_server *s)
     pthread_mutex_lock(&s->mu);
     for (unsigned i = 0; i < s->nloops && r == 0; i++)
         if (!cshs__spawn_worker(s, &s->loops[i], NULL, s->o.max_threads)) r = -EAGAIN;
-    /* spares ready for the first handlers that wait */
+    /* parked workers ready for the first handlers that wait */
     unsigned keep = s->o.min_threads > s->nloops + 1 ? s->o.min_threads : s->nloops + 1;
     while (r == 0 && s->nworkers < keep && cshs__spawn_worker(s, NULL, NULL, s->o.max_threads)) {
     }
@@ -685,7 +685,7 @@ int cshs_server_counters_sized(const cshs_server *s, cshs_counters *out, size_t 
     }
     o->idle_memory = o->connections_idle * sizeof(cshs_conn) + idle_buffers;
     o->workers_busy = atomic_load(&m->c_busy);
-    o->workers_parked = atomic_load(&m->c_spare);
+    o->workers_parked = atomic_load(&m->c_parked);
     pthread_mutex_lock(&m->mu);
     o->workers_total = m->alive;
     pthread_mutex_unlock(&m->mu);

@@ -259,8 +259,8 @@ typedef struct cshs_worker {
                         whoever takes it off the spare list (not by itself) */
     cshs_loop *loop; /* assigned loop (under srv->mu until taken) */
     cshs_conn *job;  /* assigned handler (under srv->mu until taken) */
-    struct cshs_worker *next_spare;
-    int on_spares; /* on srv->spares (under srv->mu) */
+    struct cshs_worker *next_parked;
+    int on_parked; /* on srv->parked (under srv->mu) */
     int lost;      /* its loop was handed over while it ran a handler */
     pid_t tid;     /* the kernel's id of the thread */
     int exited;    /* the thread returned (under srv->mu) */
@@ -302,12 +302,12 @@ struct cshs_server {
     } ticks[8]; /* cshs_server_add_tick, called by the supervisor */
     unsigned nticks;
 
-    pthread_mutex_t mu; /* the workers, spares, jobs */
+    pthread_mutex_t mu; /* the workers, the parked ones, jobs */
     pthread_cond_t sup_cv, stopped_cv;
     cshs_worker **workers;
     unsigned nworkers;   /* under mu */
     unsigned alive;      /* threads not exited, under mu */
-    cshs_worker *spares; /* waiting for an assignment, most recent first */
+    cshs_worker *parked; /* parked workers waiting for an assignment, most recent first */
     /* Handlers waiting for a thread (max_threads reached), first in first
      * out through cshs_conn.link, under mu; each connection busy. A thread
      * takes the next when its job ends, before it becomes a spare. */
@@ -321,7 +321,7 @@ struct cshs_server {
     int started, stopped;
 
     _Atomic uint64_t c_open, c_total;
-    _Atomic uint64_t c_busy, c_spare; /* threads in handlers; spares waiting */
+    _Atomic uint64_t c_busy, c_parked; /* threads in handlers; parked workers */
     /* 1 while the supervisor sleeps a long wait (no loop inside a handler):
      * the loop that enters one wakes it, once */
     _Atomic int sup_sleeping;
@@ -550,7 +550,7 @@ void cshs__free_closed(cshs_loop *l);
  * worker's last act. */
 cshs_worker *cshs__spawn_worker(struct cshs_server *s, cshs_loop *loop, cshs_conn *job,
                                 unsigned limit);
-cshs_worker *cshs__take_spare(struct cshs_server *s);
+cshs_worker *cshs__take_parked(struct cshs_server *s);
 void *cshs__supervisor_main(void *arg);
 void cshs__worker_exit(struct cshs_server *s, cshs_worker *w);
 

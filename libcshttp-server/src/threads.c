@@ -1,5 +1,5 @@
-/* The threads: workers (a loop's owner or a job's), spares, offloading a
- * handler, and the supervisor that hands a blocked loop to a spare. */
+/* The threads: workers (a loop's owner or a job's), parked workers, offloading a
+ * handler, and the supervisor that hands a blocked loop to a parked worker. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -65,11 +65,11 @@ static void *worker_main(void *arg)
         }
         if ((w->job = next_waiting(s))) continue;
         if (atomic_load(&s->exiting)) break;
-        /* a spare: the most recently used is the first one given work */
-        w->next_spare = s->spares;
-        s->spares = w;
-        w->on_spares = 1;
-        atomic_fetch_add(&s->c_spare, 1);
+        /* parked: the most recently used is the first one given work */
+        w->next_parked = s->parked;
+        s->parked = w;
+        w->on_parked = 1;
+        atomic_fetch_add(&s->c_parked, 1);
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
         ts.tv_sec += (time_t)(s->o.park_after_ms / 1000);
@@ -78,9 +78,9 @@ static void *worker_main(void *arg)
             ts.tv_sec++;
             ts.tv_nsec -= 1000000000L;
         }
-        /* The wait takes no lock: whoever takes this spare off the list
+        /* The wait takes no lock: whoever takes this parked worker off the list
          * assigns it under the mutex and posts after unlocking, so the
-         * spare wakes without meeting the mutex its waker holds (a
+         * worker wakes without meeting the mutex its waker holds (a
          * condition variable's wait would take it again at once). */
         pthread_mutex_unlock(&s->mu);
         int timed_out = 0;
@@ -91,7 +91,7 @@ static void *worker_main(void *arg)
             }
         }
         pthread_mutex_lock(&s->mu);
-        if (timed_out && !w->on_spares) {
+        if (timed_out && !w->on_parked) {
             /* taken meanwhile: the post is on its way */
             pthread_mutex_unlock(&s->mu);
             while (sem_wait(&w->wake) != 0) {
@@ -100,14 +100,14 @@ static void *worker_main(void *arg)
             timed_out = 0;
         }
         if (timed_out) {
-            /* still on the spare list: taken off it */
-            for (cshs_worker **p = &s->spares; *p; p = &(*p)->next_spare)
+            /* still on the parked list: taken off it */
+            for (cshs_worker **p = &s->parked; *p; p = &(*p)->next_parked)
                 if (*p == w) {
-                    *p = w->next_spare;
-                    atomic_fetch_sub(&s->c_spare, 1);
+                    *p = w->next_parked;
+                    atomic_fetch_sub(&s->c_parked, 1);
                     break;
                 }
-            w->on_spares = 0;
+            w->on_parked = 0;
             if (atomic_load(&s->exiting)) break;
             /* idle for park_after_ms beyond the threads kept: leaves, and
              * its slot with it (a server that grows and shrinks for days
@@ -161,19 +161,19 @@ cshs_worker *cshs__spawn_worker(cshs_server *s, cshs_loop *loop, cshs_conn *job,
     return w;
 }
 
-/* A spare (under s->mu), or NULL. */
-cshs_worker *cshs__take_spare(cshs_server *s)
+/* A parked worker (under s->mu), or NULL. */
+cshs_worker *cshs__take_parked(cshs_server *s)
 {
-    cshs_worker *w = s->spares;
+    cshs_worker *w = s->parked;
     if (w) {
-        s->spares = w->next_spare;
-        w->on_spares = 0;
-        atomic_fetch_sub(&s->c_spare, 1);
+        s->parked = w->next_parked;
+        w->on_parked = 0;
+        atomic_fetch_sub(&s->c_parked, 1);
     }
     return w;
 }
 
-/* A handler that waits runs on another thread: a spare, or a new one;
+/* A handler that waits runs on another thread: a parked worker, or a new one;
  * with max_threads running, it waits in the server's queue for the first
  * thread whose job ends (server_impl.h says what each result asks of the
  * caller). A queue is kept only while some thread besides the loops'
@@ -183,7 +183,7 @@ int cshs__offload(cshs_server *s, cshs_conn *c, int bounded)
     /* a deferred request's connection is busy already, and stays so */
     int was = atomic_exchange(&c->busy, 1);
     pthread_mutex_lock(&s->mu);
-    cshs_worker *w = cshs__take_spare(s);
+    cshs_worker *w = cshs__take_parked(s);
     int post = w != NULL, how = OFFLOAD_RUNS;
     if (w)
         w->job = c;
@@ -249,11 +249,11 @@ static int thread_blocked(pid_t tid)
 }
 
 /* Hands loop l, whose owner has been in a handler since `since`, to a
- * spare or new thread. */
+ * parked or new thread. */
 static void hand_over(cshs_server *s, cshs_loop *l, int64_t since, int blocked)
 {
     pthread_mutex_lock(&s->mu);
-    cshs_worker *w = cshs__take_spare(s);
+    cshs_worker *w = cshs__take_parked(s);
     int fresh = 0, post = 0;
     if (!w) {
         /* at max_threads too: the loop's old owner becomes one of the
@@ -271,14 +271,14 @@ static void hand_over(cshs_server *s, cshs_loop *l, int64_t since, int blocked)
             atomic_fetch_add(&s->c_handovers, 1);
             post = !fresh;
         } else if (!fresh) {
-            /* the handler returned meanwhile: the spare stays one (it was
+            /* the handler returned meanwhile: the worker stays parked (it was
              * not posted, and on the list again it is owed no post) */
-            w->next_spare = s->spares;
-            s->spares = w;
-            w->on_spares = 1;
-            atomic_fetch_add(&s->c_spare, 1);
+            w->next_parked = s->parked;
+            s->parked = w;
+            w->on_parked = 1;
+            atomic_fetch_add(&s->c_parked, 1);
         }
-        /* a fresh thread with nothing to do becomes a spare by itself */
+        /* a fresh thread with nothing to do parks by itself */
     }
     pthread_mutex_unlock(&s->mu);
     if (post) sem_post(&w->wake);

@@ -84,7 +84,7 @@ typedef struct cshs_options {
      * may use: its affinity mask, or its cgroup's CPU quota if lower).
      * Quick handlers run on the loop's thread; a handler that takes longer
      * than grow_after_us (default 1000) while its loop has events waiting
-     * loses the loop to a spare thread (within 8 grow_after_us when the
+     * loses the loop to a parked worker (within 8 grow_after_us when the
      * handlers before it were quick: the supervisor then looks less
      * often), and for offload_ms after a handler
      * took that long (default 1000; 0: never) that loop's handlers run on
@@ -93,7 +93,7 @@ typedef struct cshs_options {
      * max(min_threads, loops + 1) (default min_threads 2), at most
      * max_threads (default 256: blocked handlers each hold one), and a
      * thread more per loop whose handler blocks then (it is handed over
-     * all the same); a spare beyond them leaves after park_after_ms
+     * all the same); a parked worker beyond them leaves after park_after_ms
      * (default 2000) idle. */
     unsigned loops;
     unsigned offload_ms;

@@ -98,7 +98,7 @@ typedef struct cshs_counters {
     uint64_t bytes_in, bytes_out;
     uint64_t idle_memory; /* bytes the engine holds for idle connections */
     /* threads: running handlers that wait (offloaded), all of them, and
-     * spares waiting for work */
+     * parked workers waiting for work */
     uint64_t workers_busy, workers_total, workers_parked;
     /* errors by kind */
     uint64_t err_parse;        /* heads refused with 4xx/5xx */
