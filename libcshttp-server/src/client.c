@@ -32,6 +32,7 @@
 #include <openssl/ssl.h>
 
 #include "client_impl.h"
+#include "list.h"
 #include "cshttp_internal/error_table.h"
 #include "cshttp_internal/sized.h"
 
@@ -227,8 +228,7 @@ static void call_destroy(cshs_call *call)
     pthread_mutex_lock(&c->mu);
     call->p->users--;
     if (c->nspare_calls < SPARE_CALLS_MAX) {
-        call->next_spare = c->spare_calls;
-        c->spare_calls = call;
+        CSHS_STACK_PUSH(c->spare_calls, call, next_spare);
         c->nspare_calls++;
         call = NULL;
     }

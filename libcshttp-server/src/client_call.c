@@ -20,6 +20,7 @@
 #include <cshttp/grammar.h>
 
 #include "client_impl.h"
+#include "list.h"
 #include "sock_io.h"
 
 /* ---- a call's I/O: the calling thread, poll() on its one socket ---- */
@@ -484,9 +485,9 @@ int cshs__client_call_new(cshs_client *c, const cshs_client_request *r, int keep
     if (e < 0) return e;
     if (!r->origin) return -EINVAL;
     pthread_mutex_lock(&c->mu);
-    cshs_call *call = c->spare_calls;
-    if (call) {
-        c->spare_calls = call->next_spare;
+    cshs_call *call = NULL;
+    if (c->spare_calls) {
+        CSHS_STACK_POP(c->spare_calls, call, next_spare);
         c->nspare_calls--;
     }
     pool *p = cshs__client_pool_find(c, r->origin); /* an origin string seen before */

@@ -25,6 +25,7 @@
 #include <openssl/x509v3.h>
 
 #include "client_impl.h"
+#include "list.h"
 
 /* ---- SIGPIPE: OpenSSL writes with write(2), which raises it on a socket
  * the origin closed. Blocked around TLS I/O on this thread, and a SIGPIPE
@@ -156,8 +157,7 @@ pool *cshs__client_pool_get(cshs_client *c, const origin_id *id, const char *giv
     p->tls = id->tls;
     p->host_is_ip = id->host_is_ip;
     p->c = c;
-    p->next = c->pools;
-    c->pools = p;
+    CSHS_STACK_PUSH(c->pools, p, next);
     return p;
 }
 
@@ -215,8 +215,7 @@ void cshs__client_conn_close(conn *cn)
     }
     cshs_client *c = cn->c;
     pthread_mutex_lock(&c->retired_mu);
-    cn->next_retired = c->retired;
-    c->retired = cn;
+    CSHS_STACK_PUSH(c->retired, cn, next_retired);
     pthread_mutex_unlock(&c->retired_mu);
 }
 
@@ -233,8 +232,8 @@ conn *cshs__client_conn_alloc(pool *p)
 {
     cshs_client *c = p->c;
     pthread_mutex_lock(&c->retired_mu);
-    conn *cn = c->retired;
-    if (cn) c->retired = cn->next_retired;
+    conn *cn = NULL;
+    if (c->retired) CSHS_STACK_POP(c->retired, cn, next_retired);
     pthread_mutex_unlock(&c->retired_mu);
     if (cn) {
         /* a retired one: its registration (not registered; its generation

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "client_impl.h"
+#include "list.h"
 #include "cshttp_internal/sized.h"
 
 /* ---- the acquire-wait histogram ---- */
@@ -97,15 +98,7 @@ static int can_open(const pool *p, unsigned pool_size, int64_t now)
 
 void cshs__client_wq_remove(pool *p, waiter *w)
 {
-    if (w->prev)
-        w->prev->next = w->next;
-    else
-        p->wq = w->next;
-    if (w->next)
-        w->next->prev = w->prev;
-    else
-        p->wq_tail = w->prev;
-    w->prev = w->next = NULL;
+    CSHS_QUEUE_REMOVE(p->wq, p->wq_tail, w, prev, next);
     w->queued = 0;
     p->nwaiters--;
 }
@@ -114,21 +107,13 @@ static void idle_push(pool *p, conn *cn)
 {
     cn->state = C_IDLE;
     cn->idle_ms = now_ms();
-    cn->prev = NULL;
-    cn->next = p->idle;
-    if (p->idle) p->idle->prev = cn;
-    p->idle = cn;
+    CSHS_LIST_PUSH(p->idle, cn, prev, next);
     p->nidle++;
 }
 
 void cshs__client_idle_remove(pool *p, conn *cn)
 {
-    if (cn->prev)
-        cn->prev->next = cn->next;
-    else
-        p->idle = cn->next;
-    if (cn->next) cn->next->prev = cn->prev;
-    cn->prev = cn->next = NULL;
+    CSHS_LIST_REMOVE(p->idle, cn, prev, next);
     p->nidle--;
 }
 
@@ -137,12 +122,7 @@ void cshs__client_idle_remove(pool *p, conn *cn)
 void cshs__client_make_due(cshs_client *c, waiter *w)
 {
     cshs_call *call = w->call;
-    call->due_next = NULL;
-    if (c->due_tail)
-        c->due_tail->due_next = call;
-    else
-        c->due = call;
-    c->due_tail = call;
+    CSHS_FIFO_APPEND(c->due, c->due_tail, call, due_next);
 }
 
 /* Under the lock: a connect to start for async waiters on `rx` (counted
@@ -156,8 +136,7 @@ int cshs__client_open_job_add(cshs_client *c, pool *p, struct cshs_call *for_cal
     j->rx = for_call->rx;
     j->connect_ms = for_call->connect_ms;
     j->own = own ? for_call : NULL;
-    j->next = c->open_jobs;
-    c->open_jobs = j;
+    CSHS_STACK_PUSH(c->open_jobs, j, next);
     p->nopening++;
     return 1;
 }
@@ -343,8 +322,7 @@ conn *cshs__client_take_idle(cshs_client *c, pool *p, cshs_reactor *rx, int64_t 
             return cn;
         }
         cshs__client_dropped(c, p);
-        cn->next = *stale;
-        *stale = cn;
+        CSHS_STACK_PUSH(*stale, cn, next);
     }
     return NULL;
 }
@@ -376,8 +354,7 @@ int cshs__client_acquire(cshs_client *c, pool *p, unsigned acquire_ms, unsigned 
             while (lru->next) lru = lru->next;
             cshs__client_idle_remove(p, lru);
             p->open--;
-            lru->next = stale;
-            stale = lru;
+            CSHS_STACK_PUSH(stale, lru, next);
         }
         if (p->open + p->nopening < c->o.pool_size && now >= p->backoff_until_ms) {
             /* the retry's own connection, opened outside the queue; when
@@ -403,12 +380,8 @@ int cshs__client_acquire(cshs_client *c, pool *p, unsigned acquire_ms, unsigned 
     }
     if (!*out) {
         w.queued = 1;
-        w.prev = p->wq_tail;
-        if (p->wq_tail)
-            p->wq_tail->next = &w;
-        else
-            p->wq = &w;
-        p->wq_tail = &w;
+        waiter *me = &w;
+        CSHS_QUEUE_APPEND(p->wq, p->wq_tail, me, prev, next);
         p->nwaiters++;
         for (;;) {
             if (w.got) {
@@ -424,8 +397,7 @@ int cshs__client_acquire(cshs_client *c, pool *p, unsigned acquire_ms, unsigned 
                 cshs__client_idle_remove(p, cn);
                 if (!cshs__client_conn_fresh(c, cn, now_ms())) {
                     p->open--;
-                    cn->next = stale;
-                    stale = cn;
+                    CSHS_STACK_PUSH(stale, cn, next);
                     continue;
                 }
                 cshs__client_wq_remove(p, &w);
@@ -509,13 +481,7 @@ void cshs__client_release(cshs_client *c, pool *p, conn *cn, int keep)
 void cshs__client_enqueue_async(cshs_client *c, pool *p, waiter *w)
 {
     w->queued = 1;
-    w->prev = p->wq_tail;
-    w->next = NULL;
-    if (p->wq_tail)
-        p->wq_tail->next = w;
-    else
-        p->wq = w;
-    p->wq_tail = w;
+    CSHS_QUEUE_APPEND(p->wq, p->wq_tail, w, prev, next);
     p->nwaiters++;
     wake_opener(c, p);
 }
@@ -563,20 +529,17 @@ void cshs_client_tick(cshs_client *c)
                 continue;
             cshs__client_idle_remove(p, cn);
             p->open--;
-            cn->next = closing;
-            closing = cn;
+            CSHS_STACK_PUSH(closing, cn, next);
         }
         /* the connections the tick is opening: looked at unlocked */
         while (p->opening) {
             tick_job *j = calloc(1, sizeof *j);
             if (!j) break;
-            conn *cn = p->opening;
-            p->opening = cn->next;
-            cn->next = NULL;
+            conn *cn;
+            CSHS_STACK_POP(p->opening, cn, next);
             j->p = p;
             j->cn = cn;
-            j->next = jobs;
-            jobs = j;
+            CSHS_STACK_PUSH(jobs, j, next);
         }
         /* min_idle: one more per tick */
         if (c->o.min_idle && p->nidle + p->nopening < c->o.min_idle &&
@@ -585,8 +548,7 @@ void cshs_client_tick(cshs_client *c)
             if (j) {
                 p->nopening++;
                 j->p = p;
-                j->next = jobs;
-                jobs = j;
+                CSHS_STACK_PUSH(jobs, j, next);
             }
         }
         if (p->wq) wake_opener(c, p);
@@ -622,8 +584,7 @@ void cshs_client_tick(cshs_client *c)
             p->nopening--;
             cshs__client_open_failed(c, p, j->result);
             if (j->cn) {
-                j->cn->next = closing;
-                closing = j->cn;
+                CSHS_STACK_PUSH(closing, j->cn, next);
             }
         } else if (j->result == 1) {
             p->nopening--;
@@ -632,8 +593,7 @@ void cshs_client_tick(cshs_client *c)
             j->cn->born_ms = now_ms();
             cshs__client_give(c, p, j->cn);
         } else { /* on its way: the next tick looks again */
-            j->cn->next = p->opening;
-            p->opening = j->cn;
+            CSHS_STACK_PUSH(p->opening, j->cn, next);
         }
         free(j);
     }

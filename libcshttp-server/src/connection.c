@@ -45,6 +45,7 @@
 #include <cshttp/web/error.h>
 #include <cshttp/web/response.h>
 
+#include "list.h"
 #include "server_impl.h"
 #include "sock_io.h"
 
@@ -183,16 +184,11 @@ void cshs__conn_close(cshs_worker *w, cshs_conn *c)
     /* the descriptor closes under the lock: a forced stop shuts down the
      * sockets of the list under it, and must not meet a reused number */
     pthread_mutex_lock(&l->mu);
-    if (c->prev)
-        c->prev->next = c->next;
-    else
-        l->conns = c->next;
-    if (c->next) c->next->prev = c->prev;
+    CSHS_LIST_REMOVE(l->conns, c, prev, next);
     close(c->fd);
     pthread_mutex_unlock(&l->mu);
     c->closed = 1;
-    c->link = l->closed_conns;
-    l->closed_conns = c;
+    CSHS_STACK_PUSH(l->closed_conns, c, link);
     atomic_fetch_sub(&s->c_open, 1);
 }
 
@@ -397,12 +393,7 @@ void cshs__conn_post(cshs_conn *c)
     cshs_loop *l = c->loop;
     if (c->posted) return;
     c->posted = 1;
-    c->post_next = NULL;
-    if (l->posted)
-        l->posted_tail->post_next = c;
-    else
-        l->posted = c;
-    l->posted_tail = c;
+    CSHS_FIFO_APPEND(l->posted, l->posted_tail, c, post_next);
     atomic_fetch_add_explicit(&l->nposted, 1, memory_order_relaxed);
 }
 

@@ -10,6 +10,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "list.h"
 #include "server_impl.h"
 #include "sock_io.h"
 
@@ -133,22 +134,14 @@ static void loop_link(cshs_loop *t, cshs_conn *c)
     c->loop = t;
     atomic_fetch_add_explicit(&t->k.idle, 1, memory_order_relaxed);
     pthread_mutex_lock(&t->mu);
-    c->prev = NULL;
-    c->next = t->conns;
-    if (t->conns) t->conns->prev = c;
-    t->conns = c;
+    CSHS_LIST_PUSH(t->conns, c, prev, next);
     pthread_mutex_unlock(&t->mu);
 }
 
 static void loop_unlink(cshs_loop *t, cshs_conn *c)
 {
     pthread_mutex_lock(&t->mu);
-    if (c->prev)
-        c->prev->next = c->next;
-    else
-        t->conns = c->next;
-    if (c->next) c->next->prev = c->prev;
-    c->prev = c->next = NULL;
+    CSHS_LIST_REMOVE(t->conns, c, prev, next);
     pthread_mutex_unlock(&t->mu);
     atomic_fetch_sub_explicit(&t->k.idle, 1, memory_order_relaxed);
 }

@@ -5,6 +5,7 @@
 #include <sys/epoll.h>
 #include <unistd.h>
 
+#include "list.h"
 #include "server_impl.h"
 
 /* ---- the loops ---- */
@@ -63,8 +64,7 @@ void cshs__give_back(cshs_conn *c)
 {
     cshs_loop *l = c->loop;
     pthread_mutex_lock(&l->mu);
-    c->link = l->returned;
-    l->returned = c;
+    CSHS_STACK_PUSH(l->returned, c, link);
     pthread_mutex_unlock(&l->mu);
     cshs__wake_loop(l);
 }
@@ -94,17 +94,13 @@ static void take_returned(cshs_worker *w, cshs_loop *l)
     l->returned = NULL;
     pthread_mutex_unlock(&l->mu);
     /* given back last first: served in the order they came */
-    cshs_conn *rev = NULL;
+    cshs_conn *rev = NULL, *c;
     while (list) {
-        cshs_conn *n = list->link;
-        list->link = rev;
-        rev = list;
-        list = n;
+        CSHS_STACK_POP(list, c, link);
+        CSHS_STACK_PUSH(rev, c, link);
     }
     while (rev) {
-        cshs_conn *c = rev;
-        rev = c->link;
-        c->link = NULL;
+        CSHS_STACK_POP(rev, c, link);
         if (w->lost) {
             /* this thread lost the loop in a handler met here: the rest
              * go back on the list for the new owner */
@@ -153,11 +149,10 @@ void cshs__free_closed(cshs_loop *l)
 {
     cshs_conn *still_posted = NULL;
     while (l->closed_conns) {
-        cshs_conn *c = l->closed_conns;
-        l->closed_conns = c->link;
+        cshs_conn *c;
+        CSHS_STACK_POP(l->closed_conns, c, link);
         if (c->posted) {
-            c->link = still_posted;
-            still_posted = c;
+            CSHS_STACK_PUSH(still_posted, c, link);
         } else {
             cshs__conn_free(c);
         }
@@ -174,10 +169,8 @@ void cshs__free_closed(cshs_loop *l)
 static void take_posted(cshs_worker *w, cshs_loop *l)
 {
     for (int n = atomic_load_explicit(&l->nposted, memory_order_relaxed); n > 0 && !w->lost; n--) {
-        cshs_conn *c = l->posted;
-        l->posted = c->post_next;
-        if (!l->posted) l->posted_tail = NULL;
-        c->post_next = NULL;
+        cshs_conn *c;
+        CSHS_FIFO_POP(l->posted, l->posted_tail, c, post_next);
         c->posted = 0;
         atomic_fetch_sub_explicit(&l->nposted, 1, memory_order_relaxed);
         if (c->closed) continue; /* the next cshs__free_closed frees it */

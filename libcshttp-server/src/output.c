@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "list.h"
 #include "server_impl.h"
 #include "sock_io.h"
 
@@ -98,9 +99,8 @@ int cshs__wait_fd(cshs_conn *c, short events, int64_t until_ms)
 
 static void out_pop(cshs_conn *c)
 {
-    cshs_out *o = c->out;
-    c->out = o->next;
-    if (!c->out) c->out_tail = NULL;
+    cshs_out *o;
+    CSHS_FIFO_POP(c->out, c->out_tail, o, next);
     if (o->fd >= 0) close(o->fd);
     c->out_bytes -= o->n - o->pos;
     free(o);
@@ -113,11 +113,7 @@ void cshs__out_clear(cshs_conn *c)
 
 static void out_append(cshs_conn *c, cshs_out *o)
 {
-    if (c->out_tail)
-        c->out_tail->next = o;
-    else
-        c->out = o;
-    c->out_tail = o;
+    CSHS_FIFO_APPEND(c->out, c->out_tail, o, next);
 }
 
 int cshs__out_queue_bytes(cshs_conn *c, const char *p, size_t len)

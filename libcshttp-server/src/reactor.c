@@ -4,18 +4,14 @@
 #include <stdlib.h>
 #include <sys/epoll.h>
 
+#include "list.h"
 #include "server_impl.h"
 
 /* ---- the loops as reactors (reactor.h) ---- */
 
 static void unlist(cshs_loop *l, cshs_watch *w)
 {
-    if (w->prev)
-        w->prev->next = w->next;
-    else
-        l->watches = w->next;
-    if (w->next) w->next->prev = w->prev;
-    w->prev = w->next = NULL;
+    CSHS_LIST_REMOVE(l->watches, w, prev, next);
 }
 
 /* Under l->mu: the loop wakes by w's deadline. */
@@ -29,10 +25,7 @@ static void note_deadline(cshs_loop *l, const cshs_watch *w)
 /* Under l->mu: w goes on l's list of armed watches (their deadlines). */
 static void enlist(cshs_loop *l, cshs_watch *w)
 {
-    w->prev = NULL;
-    w->next = l->watches;
-    if (l->watches) l->watches->prev = w;
-    l->watches = w;
+    CSHS_LIST_PUSH(l->watches, w, prev, next);
 }
 
 /* Under l->mu: the watch's registration in l, inert (no event reported
@@ -290,15 +283,13 @@ void cshs__expire_watches(cshs_loop *l, int64_t now_ms)
         unlist(l, w);
         w->armed = 0;
         if (w->tag != TAG_PERSISTENT) make_inert(l, w); /* a persistent watch stays registered */
-        w->next = due;
-        due = w;
+        CSHS_STACK_PUSH(due, w, next);
     }
     atomic_store_explicit(&l->watch_due_ms, earliest, memory_order_relaxed);
     pthread_mutex_unlock(&l->mu);
     while (due) {
-        cshs_watch *w = due;
-        due = w->next;
-        w->next = NULL;
+        cshs_watch *w;
+        CSHS_STACK_POP(due, w, next);
         w->ready(w, 0);
     }
 }

@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "list.h"
 #include "server_impl.h"
 
 /* ---- threads ---- */
@@ -20,11 +21,9 @@
  * loops. */
 static cshs_conn *next_waiting(cshs_server *s)
 {
-    cshs_conn *c = s->waiting;
-    if (!c || atomic_load(&s->exiting)) return NULL;
-    s->waiting = c->link;
-    if (!s->waiting) s->waiting_tail = NULL;
-    c->link = NULL;
+    if (!s->waiting || atomic_load(&s->exiting)) return NULL;
+    cshs_conn *c;
+    CSHS_FIFO_POP(s->waiting, s->waiting_tail, c, link);
     s->nwaiting--;
     atomic_fetch_sub(&s->c_waiting, 1);
     atomic_fetch_add(&s->c_offloaded, 1);
@@ -66,8 +65,7 @@ static void *worker_main(void *arg)
         if ((w->job = next_waiting(s))) continue;
         if (atomic_load(&s->exiting)) break;
         /* parked: the most recently used is the first one given work */
-        w->next_parked = s->parked;
-        s->parked = w;
+        CSHS_STACK_PUSH(s->parked, w, next_parked);
         w->on_parked = 1;
         atomic_fetch_add(&s->c_parked, 1);
         struct timespec ts;
@@ -164,9 +162,9 @@ cshs_worker *cshs__spawn_worker(cshs_server *s, cshs_loop *loop, cshs_conn *job,
 /* A parked worker (under s->mu), or NULL. */
 cshs_worker *cshs__take_parked(cshs_server *s)
 {
-    cshs_worker *w = s->parked;
-    if (w) {
-        s->parked = w->next_parked;
+    cshs_worker *w = NULL;
+    if (s->parked) {
+        CSHS_STACK_POP(s->parked, w, next_parked);
         w->on_parked = 0;
         atomic_fetch_sub(&s->c_parked, 1);
     }
@@ -195,12 +193,7 @@ int cshs__offload(cshs_server *s, cshs_conn *c, int bounded)
         } else if (bounded && s->nwaiting >= s->o.max_waiting_handlers) {
             how = OFFLOAD_FULL;
         } else {
-            c->link = NULL;
-            if (s->waiting_tail)
-                s->waiting_tail->link = c;
-            else
-                s->waiting = c;
-            s->waiting_tail = c;
+            CSHS_FIFO_APPEND(s->waiting, s->waiting_tail, c, link);
             s->nwaiting++;
             atomic_fetch_add(&s->c_waiting, 1);
             how = OFFLOAD_WAITS;
@@ -273,8 +266,7 @@ static void hand_over(cshs_server *s, cshs_loop *l, int64_t since, int blocked)
         } else if (!fresh) {
             /* the handler returned meanwhile: the worker stays parked (it was
              * not posted, and on the list again it is owed no post) */
-            w->next_parked = s->parked;
-            s->parked = w;
+            CSHS_STACK_PUSH(s->parked, w, next_parked);
             w->on_parked = 1;
             atomic_fetch_add(&s->c_parked, 1);
         }

@@ -24,6 +24,7 @@
 #include <cshttp/web/error.h>
 #include <cshttp/web/response.h>
 
+#include "list.h"
 #include "server_impl.h"
 
 typedef struct post {
@@ -216,11 +217,7 @@ static int post_one(cshw_ws *ws, int type, int code, const void *data, size_t le
         free(p);
         return r;
     }
-    if (l->tail)
-        l->tail->next = p;
-    else
-        l->head = p;
-    l->tail = p;
+    CSHS_FIFO_APPEND(l->head, l->tail, p, next);
     if (!l->kicked) {
         uint64_t one = 1;
         l->kicked = 1;
