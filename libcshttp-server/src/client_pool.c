@@ -327,6 +327,25 @@ conn *cshs__client_take_idle(cshs_client *c, pool *p, cshs_reactor *rx, int64_t 
     return NULL;
 }
 
+/* Under the lock: a connection to p opened by this thread with the lock
+ * let go (what is due served, the stale connections closed first), the
+ * lock taken again. 0 with *out, counted open, or the open's error. */
+static int open_unlocked(cshs_client *c, pool *p, unsigned connect_ms, conn **stale, conn **out)
+{
+    p->nopening++;
+    cshs__client_unlock_and_serve(c);
+    cshs__client_close_list(*stale);
+    *stale = NULL;
+    int e = cshs__client_open_blocking(c, p, connect_ms, out);
+    pthread_mutex_lock(&c->mu);
+    p->nopening--;
+    if (e == 0) {
+        p->open++;
+        p->opens++;
+    }
+    return e;
+}
+
 /* Takes a connection for a request: the most recently used idle one, or
  * one this thread opens, or one handed over while it waits (client.h).
  * `fresh`: a retry, which opens its own connection when it can and
@@ -359,17 +378,9 @@ int cshs__client_acquire(cshs_client *c, pool *p, unsigned acquire_ms, unsigned 
         if (p->open + p->nopening < c->o.pool_size && now >= p->backoff_until_ms) {
             /* the retry's own connection, opened outside the queue; when
              * that fails, it waits like any request */
-            p->nopening++;
-            cshs__client_unlock_and_serve(c);
-            cshs__client_close_list(stale);
-            stale = NULL;
             conn *cn = NULL;
-            int e = cshs__client_open_blocking(c, p, connect_ms, &cn);
-            pthread_mutex_lock(&c->mu);
-            p->nopening--;
+            int e = open_unlocked(c, p, connect_ms, &stale, &cn);
             if (e == 0) {
-                p->open++;
-                p->opens++;
                 cn->state = C_BUSY;
                 cshs__client_record_wait(p, w.since_us);
                 *out = cn;
@@ -413,19 +424,11 @@ int cshs__client_acquire(cshs_client *c, pool *p, unsigned acquire_ms, unsigned 
                 break;
             }
             if (can_open(p, c->o.pool_size, now)) {
-                p->nopening++;
                 w.opening = 1;
-                cshs__client_unlock_and_serve(c);
-                cshs__client_close_list(stale);
-                stale = NULL;
                 conn *cn = NULL;
-                int e = cshs__client_open_blocking(c, p, connect_ms, &cn);
-                pthread_mutex_lock(&c->mu);
+                int e = open_unlocked(c, p, connect_ms, &stale, &cn);
                 w.opening = 0;
-                p->nopening--;
                 if (e == 0) {
-                    p->open++;
-                    p->opens++;
                     /* to the first waiter: this one, or one before it */
                     cshs__client_give(c, p, cn);
                 } else {
