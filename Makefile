@@ -51,7 +51,7 @@ test-tsan: deps
 	      -DCSHTTP_BUILD_BENCH=OFF $(CMAKE_FLAGS) >/dev/null
 	cmake --build $(TSAN_BUILD) -j $(JOBS) --target cshttpd libcshttp_server_test_options libcshttp_server_test_server \
 	      libcshttp_server_test_sized libcshttp_server_test_dial libcshttp_server_test_lookup libcshttp_server_test_tunnel \
-	      libcshttp_server_test_deferred_io \
+	      libcshttp_server_test_deferred_io libcshttp_server_test_list \
 	      libcshttp_server_test_client cshttp_test_resolver \
 	      cshttp-load cshttp_load_test_histogram cshttp_load_test_options
 	TSAN_OPTIONS="halt_on_error=1 suppressions=$(CURDIR)/libcshttp-server/tsan.supp" \

@@ -407,8 +407,10 @@ static void test_body_as_events(void **state)
     snprintf(want, sizeof want, "0 %zu", s.total);
     assert_string_equal(body, want);
     close(s.fd);
-    close(pause_fd);
+    /* the server first: its thread read pause_fd last, and only the stop
+     * orders that read before this close */
     cshs_server_free(srv);
+    close(pause_fd);
 }
 
 int main(void)
