@@ -19,62 +19,7 @@
 
 /* ---- the head awaited on a reactor ---- */
 
-/* Reads and parses what the origin sent without waiting: 0 when the
- * socket has to be waited for; 1 when nothing more is waited for here
- * (the head is here, with a Content-Length body that fits the buffer; or
- * something the blocking calls handle: a TLS read that must write, the
- * end of input within a body); 2 when the response has no body; or the
- * error that fails the call. The connection is neither closed nor given
- * back here: its watch is inert first (async_ready), so that no event of
- * it meets the connection in another call's hands, or freed. */
-static int async_step(cshs_call *call)
-{
-    conn *cn = call->cn;
-    for (;;) {
-        if (call->state == K_HEAD_WAIT) {
-            int r = cshs__client_head_parse(call);
-            if (r < 0) return r;
-            if (r == 1 && call->state == K_SWITCHED) return 1;
-            if (r == 1 && call->parser.msg.body == CSH_BODY_NONE) return 2;
-            if (r == 0 && (r = cshs__client_make_room(cn)) < 0) return r;
-        }
-        if (call->state != K_HEAD_WAIT) {
-            /* the body: waited for here only when its length is known and
-             * all of it fits the buffer */
-            if (call->body.kind != CSH_BODY_LENGTH) return 1;
-            uint64_t want = call->parser.msg.content_length - call->body.received;
-            size_t have = cn->end - cn->start;
-            if (have >= want || want > cn->cap) return 1;
-            if (cn->start + want > cn->cap) {
-                memmove(cn->buf, cn->buf + cn->start, have);
-                cn->start = 0;
-                cn->end = have;
-            }
-        }
-        ssize_t n;
-        if (!cn->ssl) {
-            n = cshs__recv(cn->fd, cn->buf + cn->end, cn->cap - cn->end, MSG_DONTWAIT);
-            if (n < 0) n = errno == EWOULDBLOCK ? -EAGAIN : -errno;
-            if (n == -EINTR) continue;
-        } else {
-            short wait = POLLIN;
-            n = cshs__client_tls_read_now(cn, cn->buf + cn->end, cn->cap - cn->end, &wait);
-            if (n == -EAGAIN && wait == POLLOUT) return 1; /* cshs_call_end waits for that */
-        }
-        if (n > 0) {
-            cn->end += (size_t)n;
-            call->got += (uint64_t)n;
-            continue;
-        }
-        if (n == -EAGAIN) return 0;
-        if (call->state != K_HEAD_WAIT) return 1; /* cshs_call_read sees the body's end */
-        if (!is_closed_errno((int)n)) return (int)n;
-        call->retryable = call->reused && call->got == 0;
-        return CSHS_CLIENT_E_ORIGIN_CLOSED;
-    }
-}
-
-/* What async_step found, once the watch is gone: the call fails, or its
+/* What cshs__client_read_head found, once the watch is gone: the call fails, or its
  * bodiless response ends (the connection goes back). */
 static void async_settle(cshs_call *call, int r)
 {
@@ -135,7 +80,7 @@ static void async_ready(cshs_watch *w, uint32_t events)
     atomic_store_explicit(&call->watched, NULL, memory_order_relaxed);
     int r = CSHS_CLIENT_E_HEAD_TIMEOUT; /* given 0: the deadline, or the reactor stops */
     if (events) {
-        r = async_step(call);
+        r = cshs__client_read_head(call);
         if (r == 0) { /* more to come: armed again */
             r = cshs__persistent_arm(&cn->pw);
             if (r == 0) return;
@@ -160,7 +105,7 @@ int cshs__client_head_arm(cshs_call *call, cshs_reactor *r)
     conn *cn = call->cn;
     /* bytes already read (or decrypted by OpenSSL) fire no event */
     if (cn->end > cn->start || (cn->ssl && SSL_has_pending(cn->ssl))) {
-        int step = async_step(call);
+        int step = cshs__client_read_head(call);
         if (step != 0) {
             async_settle(call, step);
             return 1;

@@ -436,7 +436,11 @@ int cshs__client_make_room(conn *cn);
 void cshs__client_drop_buffer(conn *cn);
 /* Parses the buffered response: 1 a final head is here, 0 more bytes, or an error. */
 int cshs__client_head_parse(cshs_call *call);
-/* Waits on the calling thread for the response head (a bodiless response ends there). */
+/* Reads and parses what the origin sent, without waiting (client_response.c
+ * says what it returns): the one head reader of both halves. */
+int cshs__client_read_head(cshs_call *call);
+/* Waits on the calling thread for the response head (a bodiless response
+ * ends there): cshs__client_read_head with poll() between its steps. */
 int cshs__client_wait_head(cshs_call *call);
 /* Reads an answer sent before the end of the body, without waiting: 1 its head, 0, or an error. */
 int cshs__client_early_answer(cshs_call *call);
