@@ -245,6 +245,17 @@ int cshs__client_may_retry(const cshs_call *call, int attempt)
            (call->idempotent || call->bytes_sent == 0);
 }
 
+void cshs__client_retry_reset(cshs_call *call, int state)
+{
+    call->retried = 1;
+    call->retryable = 0;
+    call->state = state;
+    call->err = 0;
+    call->bytes_sent = 0;
+    call->got = 0;
+    csh_parser_init(&call->parser, CSH_RESPONSE, call->fields, MAX_FIELDS, NULL, 0);
+}
+
 static void count_retry(cshs_call *call)
 {
     pthread_mutex_lock(&call->c->mu);
@@ -352,11 +363,7 @@ static int send_again(cshs_call *call)
     int e = cshs__client_call_acquire(call, 1);
     if (e < 0) return e;
     conn *cn = call->cn;
-    call->retryable = 0;
-    call->bytes_sent = 0;
-    call->err = 0;
-    call->state = K_HEAD_WAIT;
-    csh_parser_init(&call->parser, CSH_RESPONSE, call->fields, MAX_FIELDS, NULL, 0);
+    cshs__client_retry_reset(call, K_HEAD_WAIT);
     struct iovec iov = {call->again, call->again_len};
     e = cshs__client_conn_send(call, &iov, 1);
     cn->start = cn->end = 0;

@@ -201,7 +201,7 @@ struct cshs_call {
     int idempotent;
     int reused;    /* the connection had served a response before */
     int retryable; /* failed because the origin had closed the reused connection */
-    int retried;   /* cshs_client_send_async's retry was made */
+    int retried;   /* the one retry the rule allows was made */
     int watch;     /* sending the body: look out for an answer before its end */
     int peer_eof;  /* the origin's end of input was read while watching */
     int early;     /* the origin answered before the body was all sent */
@@ -311,6 +311,10 @@ static inline int is_closed_errno(int e)
 extern const cshs_client_request cshs__client_request_defaults;
 /* The retry rule (client.h): whether a failed call may be started once more. */
 int cshs__client_may_retry(const cshs_call *call, int attempt);
+/* The call set up to be sent once more under that rule: in `state`,
+ * nothing sent or received, no error, a fresh parser, never retried
+ * again. */
+void cshs__client_retry_reset(cshs_call *call, int state);
 
 /* ---- client_conn.c ---- */
 
@@ -363,6 +367,11 @@ void cshs__client_record_wait(pool *p, int64_t since_us);
 void cshs__client_wq_remove(pool *p, waiter *w);
 /* Under the lock: takes a connection off its pool's idle list. */
 void cshs__client_idle_remove(pool *p, conn *cn);
+/* Under the lock: room in a full pool for a retry's own connection. The
+ * least recently used idle one leaves the pool (no longer counted open)
+ * and goes on *stale, to be closed once the lock is let go; nothing when
+ * the pool has room or nothing idle. */
+void cshs__client_evict_lru(cshs_client *c, pool *p, conn **stale);
 /* Under the lock: an async waiter, served with what it got once the lock is let go. */
 void cshs__client_make_due(cshs_client *c, waiter *w);
 /* Under the lock: a connect to start for async waiters on a call's reactor; 0: no memory. */

@@ -327,6 +327,16 @@ conn *cshs__client_take_idle(cshs_client *c, pool *p, cshs_reactor *rx, int64_t 
     return NULL;
 }
 
+void cshs__client_evict_lru(cshs_client *c, pool *p, conn **stale)
+{
+    if (p->open + p->nopening < c->o.pool_size || !p->idle) return;
+    conn *lru = p->idle;
+    while (lru->next) lru = lru->next;
+    cshs__client_idle_remove(p, lru);
+    p->open--;
+    CSHS_STACK_PUSH(*stale, lru, next);
+}
+
 /* Under the lock: a connection to p opened by this thread with the lock
  * let go (what is due served, the stale connections closed first), the
  * lock taken again. 0 with *out, counted open, or the open's error. */
@@ -367,14 +377,7 @@ int cshs__client_acquire(cshs_client *c, pool *p, unsigned acquire_ms, unsigned 
     if (!fresh) {
         *out = cshs__client_take_idle(c, p, NULL, w.since_us, &stale);
     } else {
-        if (p->open + p->nopening >= c->o.pool_size && p->idle) {
-            /* room for the new connection: the least recently used idle goes */
-            conn *lru = p->idle;
-            while (lru->next) lru = lru->next;
-            cshs__client_idle_remove(p, lru);
-            p->open--;
-            CSHS_STACK_PUSH(stale, lru, next);
-        }
+        cshs__client_evict_lru(c, p, &stale); /* room for the new connection */
         if (p->open + p->nopening < c->o.pool_size && now >= p->backoff_until_ms) {
             /* the retry's own connection, opened outside the queue; when
              * that fails, it waits like any request */

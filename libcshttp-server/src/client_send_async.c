@@ -236,13 +236,7 @@ int cshs__client_retry_async(cshs_call *call)
     free(call->again); /* the head is built again from the request */
     call->again = NULL;
     call->keep_head = 0;
-    call->retried = 1;
-    call->retryable = 0;
-    call->state = K_BODY_OUT;
-    call->err = 0;
-    call->bytes_sent = 0;
-    call->got = 0;
-    csh_parser_init(&call->parser, CSH_RESPONSE, call->fields, MAX_FIELDS, NULL, 0);
+    cshs__client_retry_reset(call, K_BODY_OUT);
     waiter *w = &call->aw;
     w->got = NULL;
     w->err = 0;
@@ -253,13 +247,7 @@ int cshs__client_retry_async(cshs_call *call)
     pthread_mutex_lock(&c->mu);
     p->retries++;
     int64_t now = w->since_us / 1000;
-    if (p->open + p->nopening >= c->o.pool_size && p->idle) {
-        conn *lru = p->idle;
-        while (lru->next) lru = lru->next;
-        cshs__client_idle_remove(p, lru);
-        p->open--;
-        stale = lru;
-    }
+    cshs__client_evict_lru(c, p, &stale);
     if (!(p->open + p->nopening < c->o.pool_size && now >= p->backoff_until_ms &&
           cshs__client_open_job_add(c, p, call, 1))) {
         if (cshs__client_dead_end(p, now)) {
@@ -270,7 +258,7 @@ int cshs__client_retry_async(cshs_call *call)
         }
     }
     cshs__client_unlock_and_serve(c);
-    cshs__client_conn_close(stale);
+    cshs__client_close_list(stale);
     return 1;
 }
 
