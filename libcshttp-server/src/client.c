@@ -263,6 +263,28 @@ static void count_retry(cshs_call *call)
     pthread_mutex_unlock(&call->c->mu);
 }
 
+/* A piece of a streamed body sent by the calling thread: 0; 1 when the
+ * origin answered first (the send met its close and its answer is here);
+ * or the error the call failed with. Body bytes went: never sent twice. */
+static int body_send(cshs_call *call, struct iovec *iov, int n)
+{
+    call->watch = 1;
+    int e = cshs__client_conn_send(call, iov, n);
+    call->watch = 0;
+    if (e < 0 && is_closed_errno(e)) {
+        /* the origin may have answered, then closed: its answer is read */
+        int a = cshs__client_early_answer(call);
+        if (a != 0) e = a;
+    }
+    if (e >= 0) return e;
+    if (e == CSHS_CLIENT_E_MALFORMED)
+        cshs__client_call_fail(call, e);
+    else
+        cshs__client_send_failed(call, e);
+    call->retryable = 0;
+    return call->err;
+}
+
 /* cshs_client_begin and cshs_client_send: a call started (and, for
  * `send`, its response head awaited), started once more under the retry
  * rule on a fresh connection. `begin`: the first attempt keeps its head
@@ -334,25 +356,9 @@ int cshs_call_write(cshs_call *call, const void *data, size_t len)
         iov[n].iov_base = (void *)(uintptr_t) "\r\n";
         iov[n++].iov_len = 2;
     }
-    call->watch = 1;
-    int e = cshs__client_conn_send(call, iov, n);
-    call->watch = 0;
-    if (e < 0 && is_closed_errno(e)) {
-        /* the origin may have answered, then closed: its answer is read */
-        int a = cshs__client_early_answer(call);
-        if (a != 0) e = a;
-    }
+    int e = body_send(call, iov, n);
     if (e == 1) return cshs__client_answered_early(call);
-    if (e < 0) {
-        call->retryable = 0; /* body bytes went: never sent twice */
-        if (e == CSHS_CLIENT_E_MALFORMED)
-            cshs__client_call_fail(call, e);
-        else
-            cshs__client_send_failed(call, e);
-        call->retryable = 0;
-        return call->err;
-    }
-    return 0;
+    return e;
 }
 
 /* cshs_call_end's retry of a request without a body: the kept head, once
@@ -399,25 +405,12 @@ int cshs_call_end(cshs_call *call)
             if (call->body_left) return cshs__client_call_fail(call, -EINVAL);
         } else {
             struct iovec iov = {(void *)(uintptr_t) "0\r\n\r\n", 5};
-            call->watch = 1;
-            int e = cshs__client_conn_send(call, &iov, 1);
-            call->watch = 0;
-            if (e < 0 && is_closed_errno(e)) {
-                int a = cshs__client_early_answer(call);
-                if (a != 0) e = a;
-            }
+            int e = body_send(call, &iov, 1);
             if (e == 1) {
                 e = cshs__client_answered_early(call);
                 return e < 0 ? e : 0;
             }
-            if (e < 0) {
-                if (e == CSHS_CLIENT_E_MALFORMED)
-                    cshs__client_call_fail(call, e);
-                else
-                    cshs__client_send_failed(call, e);
-                call->retryable = 0;
-                return call->err;
-            }
+            if (e < 0) return e;
         }
         call->state = K_HEAD_WAIT;
         call->head_deadline_ms = now_ms() + call->head_ms;
