@@ -18,6 +18,13 @@ cshs_loop *cshs__self_loop(void)
     return self_loop;
 }
 
+cshs_loop *cshs__set_self_loop(cshs_loop *l)
+{
+    cshs_loop *before = self_loop;
+    self_loop = l;
+    return before;
+}
+
 int cshs__on_reactor(const cshs_reactor *r)
 {
     return r && self_loop == (const cshs_loop *)r;

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <sys/epoll.h>
+#include <unistd.h>
 
 #include "list.h"
 #include "server_impl.h"
@@ -14,12 +15,17 @@ static void unlist(cshs_loop *l, cshs_watch *w)
     CSHS_LIST_REMOVE(l->watches, w, prev, next);
 }
 
-/* Under l->mu: the loop wakes by w's deadline. */
+/* Under l->mu: the loop wakes by w's deadline. A server's loop armed
+ * from another thread for sooner than it means to wake is late by up to
+ * its sweep interval (reactor.h); a thread's own loop, which has no
+ * sweep, is woken to look again. */
 static void note_deadline(cshs_loop *l, const cshs_watch *w)
 {
     int64_t due = atomic_load_explicit(&l->watch_due_ms, memory_order_relaxed);
-    if (w->deadline_ms && (!due || w->deadline_ms < due))
+    if (w->deadline_ms && (!due || w->deadline_ms < due)) {
         atomic_store_explicit(&l->watch_due_ms, w->deadline_ms, memory_order_relaxed);
+        if (!l->srv && !cshs__on_reactor((cshs_reactor *)l)) cshs__wake_loop(l);
+    }
 }
 
 /* Under l->mu: w goes on l's list of armed watches (their deadlines). */
@@ -58,7 +64,7 @@ int cshs_reactor_arm(cshs_reactor *r, cshs_watch *w)
      * this one too: a pooled connection used by the handlers of two loops
      * in turn would otherwise pay an ADD that fails (EEXIST) before its
      * MOD each time it comes back. */
-    size_t index = (size_t)(l - l->srv->loops);
+    size_t index = l->index;
     uint64_t bit = index < 64 ? (uint64_t)1 << index : 0;
     pthread_mutex_lock(&l->mu);
     int op = w->reg == r || (w->regs & bit) ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
@@ -119,6 +125,10 @@ void cshs__loops_unref(cshs_loop *l)
 {
     cshs_loop *base = l - l->index;
     if (atomic_fetch_sub(&base->refs, 1) != 1) return;
+    if (!base->srv) { /* a thread's own loop: its descriptors are its own */
+        close(base->epfd);
+        close(base->evfd);
+    }
     for (unsigned i = 0; i < base->count; i++) pthread_mutex_destroy(&base[i].mu);
     free(base);
 }
@@ -269,7 +279,7 @@ void cshs__persistent_event(cshs_loop *l, cshs_persistent_watch *k, unsigned gen
 
 void cshs__expire_watches(cshs_loop *l, int64_t now_ms)
 {
-    int all = atomic_load(&l->srv->forced);
+    int all = l->srv && atomic_load(&l->srv->forced);
     cshs_watch *due = NULL;
     int64_t earliest = 0; /* of those left armed */
     pthread_mutex_lock(&l->mu);

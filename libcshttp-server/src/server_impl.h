@@ -241,6 +241,9 @@ typedef struct cshs_loop {
     /* owner only: tunnels' reads land here, one at a time (tunnel.c),
      * so an idle tunnel holds no buffer; made at the first */
     char *tunnel_buf;
+    /* a thread's own loop (srv NULL, thread_reactor.h): what it runs for,
+     * the waits and connects in flight on it; under mu */
+    unsigned holds;
     cshs_loop_counters k;
 } cshs_loop;
 
@@ -356,6 +359,9 @@ void cshs__conn_continue(cshs_worker *w, cshs_conn *c);
 void cshs__conn_post(cshs_conn *c);
 /* The loop this thread runs (its owner), else NULL. */
 cshs_loop *cshs__self_loop(void);
+/* The calling thread becomes l's owner (NULL: none's); the loop it owned
+ * before is returned (thread_reactor.c). */
+cshs_loop *cshs__set_self_loop(cshs_loop *l);
 /* Runs a connection's ready handler on a job thread, then parks it or
  * gives it back. */
 void cshs__conn_job(cshs_worker *w, cshs_conn *c);
