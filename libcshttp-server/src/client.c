@@ -1,26 +1,28 @@
 /* The engine's pooled HTTP/1.1 client (client.h has the rules and the
  * manual): the public glue, errors, options, the client's making and
- * freeing, and the calls made by a thread. The parts it runs have a file
- * each: client_pool.c (the pools' rules, the tick, statistics),
- * client_conn.c (origins, connections opened and closed, TLS),
- * client_call.c (a call's request and its thread's I/O), client_response.c
- * (the response), client_async.c (a call's waits on a reactor),
- * client_open_async.c and client_send_async.c (cshs_client_send_async:
- * waiting for a connection without a thread), client_tunnel.c (a switched
- * connection); client_impl.h has their objects. It uses libcshttp for
- * responses and nothing of the toolkit: the layering test checks that this
- * file, and client_impl.h through it, include no cshttp/web header.
+ * freeing. A request is one state machine, run on a reactor whichever API
+ * made it; its parts have a file each: client_send_async.c (a call waits
+ * for its connection, its request is sent, its retry),
+ * client_open_async.c (connects for waiting calls), client_async.c (its
+ * waits: the head, the body, a cancel), client_call.c (the request's
+ * bytes), client_response.c (the response), client_blocking.c (the
+ * blocking calls: the machine run on the calling thread's own loop),
+ * client_pool.c (the pools' rules, the tick, statistics), client_conn.c
+ * (origins, connections opened and closed, TLS), client_tunnel.c (a
+ * switched connection); client_impl.h has their objects. It uses
+ * libcshttp for responses and nothing of the toolkit: the layering test
+ * checks that these files include no cshttp/web header.
  *
  * Locking: one mutex per client guards every pool, connection list, waiter
  * queue and counter. It is never held across a system call that can block:
  * name resolution, connects, handshakes and a call's I/O run unlocked, by
- * the thread that owns the connection at that moment (a request's thread,
- * or the tick for a min_idle connection, which sits on its pool's opening
- * list while it is being opened). The zero-timeout poll() of idle sockets
- * is done under the lock. What the lock's holder hands to async waiters
- * (cshs_client_send_async: a connection, an error, a connect to start)
- * waits on the client's due list and is served by the same thread
- * right after it lets go of the lock (unlock_and_serve). */
+ * the thread that owns the connection at that moment (a reactor's, or a
+ * thread reading a body, or the tick for a min_idle connection, which
+ * sits on its pool's opening list while it is being opened). The
+ * zero-timeout poll() of idle sockets is done under the lock. What the
+ * lock's holder hands to waiting calls (a connection, an error, a connect
+ * to start) waits on the client's due list and is served by the same
+ * thread right after it lets go of the lock (unlock_and_serve). */
 #include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -211,7 +213,7 @@ void cshs_client_free(cshs_client *c)
 
 /* ---- the public calls ---- */
 
-static void call_destroy(cshs_call *call)
+void cshs__client_call_free(cshs_call *call)
 {
     if (!call) return;
     /* a tunnel's wait still armed: given up (on its reactor's thread) */
@@ -256,179 +258,6 @@ void cshs__client_retry_reset(cshs_call *call, int state)
     csh_parser_init(&call->parser, CSH_RESPONSE, call->fields, MAX_FIELDS, NULL, 0);
 }
 
-static void count_retry(cshs_call *call)
-{
-    pthread_mutex_lock(&call->c->mu);
-    call->p->retries++;
-    pthread_mutex_unlock(&call->c->mu);
-}
-
-/* A piece of a streamed body sent by the calling thread: 0; 1 when the
- * origin answered first (the send met its close and its answer is here);
- * or the error the call failed with. Body bytes went: never sent twice. */
-static int body_send(cshs_call *call, struct iovec *iov, int n)
-{
-    call->watch = 1;
-    int e = cshs__client_conn_send(call, iov, n);
-    call->watch = 0;
-    if (e < 0 && is_closed_errno(e)) {
-        /* the origin may have answered, then closed: its answer is read */
-        int a = cshs__client_early_answer(call);
-        if (a != 0) e = a;
-    }
-    if (e >= 0) return e;
-    if (e == CSHS_CLIENT_E_MALFORMED)
-        cshs__client_call_fail(call, e);
-    else
-        cshs__client_send_failed(call, e);
-    call->retryable = 0;
-    return call->err;
-}
-
-/* cshs_client_begin and cshs_client_send: a call started (and, for
- * `send`, its response head awaited), started once more under the retry
- * rule on a fresh connection. `begin`: the first attempt keeps its head
- * for cshs_call_end's retry (call_start). */
-static int start_retrying(cshs_client *c, const cshs_client_request *caller, int begin, int send,
-                          cshs_call **out)
-{
-    cshs_client_request rq = cshs__client_request_defaults; /* the caller's, read by its size */
-    if (!caller || csh__sized_copy(&rq, sizeof rq, caller, CSHS_CLIENT_REQUEST_SIZE_0_3) < 0)
-        return -EINVAL;
-    const cshs_client_request *r = &rq;
-    for (int attempt = 0;; attempt++) {
-        cshs_call *call = NULL;
-        int e = cshs__client_call_start(c, r, attempt, begin && attempt == 0, &call);
-        if (e == 0 && send) e = cshs__client_wait_head(call);
-        if (e == 0) {
-            *out = call;
-            return 0;
-        }
-        if (cshs__client_may_retry(call, attempt)) {
-            count_retry(call);
-            call_destroy(call);
-            continue;
-        }
-        call_destroy(call);
-        return e;
-    }
-}
-
-int cshs_client_begin(cshs_client *c, const cshs_client_request *r, cshs_call **out)
-{
-    if (!out) return -EINVAL;
-    *out = NULL;
-    if (!c) return -EINVAL;
-    return start_retrying(c, r, 1, 0, out);
-}
-
-int cshs_client_send(cshs_client *c, const cshs_client_request *r, cshs_call **out)
-{
-    if (!out) return -EINVAL;
-    *out = NULL;
-    if (!c || !r ||
-        (r->body_mode != CSHS_CLIENT_BODY_WHOLE && r->body_mode != CSHS_CLIENT_BODY_FILE))
-        return -EINVAL;
-    return start_retrying(c, r, 0, 1, out);
-}
-
-int cshs_call_write(cshs_call *call, const void *data, size_t len)
-{
-    if (!call) return -EINVAL;
-    if (call->early) return 1; /* answered: nothing more is sent */
-    if (call->state == K_FAILED) return call->err;
-    if (call->state != K_BODY_OUT || (len && !data)) return cshs__client_call_fail(call, -EINVAL);
-    if (len == 0) return 0;
-    struct iovec iov[3];
-    char size_line[24];
-    int n = 0;
-    if (call->mode == CSHS_CLIENT_BODY_LENGTH) {
-        if ((uint64_t)len > call->body_left) return cshs__client_call_fail(call, -EINVAL);
-        call->body_left -= len;
-    } else {
-        int k = snprintf(size_line, sizeof size_line, "%zx\r\n", len);
-        iov[n].iov_base = size_line;
-        iov[n++].iov_len = (size_t)k;
-    }
-    iov[n].iov_base = (void *)(uintptr_t)data;
-    iov[n++].iov_len = len;
-    if (call->mode == CSHS_CLIENT_BODY_CHUNKED) {
-        iov[n].iov_base = (void *)(uintptr_t) "\r\n";
-        iov[n++].iov_len = 2;
-    }
-    int e = body_send(call, iov, n);
-    if (e == 1) return cshs__client_answered_early(call);
-    return e;
-}
-
-/* cshs_call_end's retry of a request without a body: the kept head, once
- * more, on a connection the call opens itself. */
-static int send_again(cshs_call *call)
-{
-    count_retry(call);
-    int e = cshs__client_call_acquire(call, 1);
-    if (e < 0) return e;
-    conn *cn = call->cn;
-    cshs__client_retry_reset(call, K_HEAD_WAIT);
-    struct iovec iov = {call->again, call->again_len};
-    e = cshs__client_conn_send(call, &iov, 1);
-    cn->start = cn->end = 0;
-    free(call->again);
-    call->again = NULL;
-    if (e < 0) return cshs__client_send_failed(call, e);
-    call->head_deadline_ms = now_ms() + call->head_ms;
-    return 0;
-}
-
-int cshs_call_end(cshs_call *call)
-{
-    if (!call) return -EINVAL;
-    switch (call->state) {
-    case K_FAILED:
-        /* cshs_call_end_async met the origin's close of a reused
-         * connection: the retry rule, as wait_head's failure below */
-        if (call->again && cshs__client_may_retry(call, 0)) {
-            int e = send_again(call);
-            if (e == 0) e = cshs__client_wait_head(call);
-            call->retryable = 0;
-            free(call->again);
-            call->again = NULL;
-            return e;
-        }
-        return call->err;
-    case K_BODY_IN:
-    case K_DONE:
-    case K_SWITCHED:
-        return 0;
-    case K_BODY_OUT:
-        if (call->mode == CSHS_CLIENT_BODY_LENGTH) {
-            if (call->body_left) return cshs__client_call_fail(call, -EINVAL);
-        } else {
-            struct iovec iov = {(void *)(uintptr_t) "0\r\n\r\n", 5};
-            int e = body_send(call, &iov, 1);
-            if (e == 1) {
-                e = cshs__client_answered_early(call);
-                return e < 0 ? e : 0;
-            }
-            if (e < 0) return e;
-        }
-        call->state = K_HEAD_WAIT;
-        call->head_deadline_ms = now_ms() + call->head_ms;
-        /* fall through */
-    default: {
-        int e = cshs__client_wait_head(call);
-        if (e < 0 && call->again && cshs__client_may_retry(call, 0)) {
-            e = send_again(call);
-            if (e == 0) e = cshs__client_wait_head(call);
-        }
-        call->retryable = 0; /* a body is never sent twice */
-        free(call->again);
-        call->again = NULL;
-        return e;
-    }
-    }
-}
-
 int cshs_call_detach(cshs_call *call)
 {
     if (!call || !call->cn || call->state != K_BODY_IN) return -EINVAL;
@@ -440,5 +269,5 @@ int cshs_call_detach(cshs_call *call)
 
 void cshs_call_free(cshs_call *call)
 {
-    call_destroy(call);
+    cshs__client_call_free(call);
 }

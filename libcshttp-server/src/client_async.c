@@ -81,7 +81,8 @@ static void async_ready(cshs_watch *w, uint32_t events)
     int r = CSHS_CLIENT_E_HEAD_TIMEOUT; /* given 0: the deadline, or the reactor stops */
     if (events) {
         r = cshs__client_read_head(call);
-        if (r == 0) { /* more to come: armed again */
+        if (r == 0) { /* more to come: armed again, for what OpenSSL waits for */
+            cn->pw.w.events = (cn->io_wait == POLLOUT ? EPOLLOUT : EPOLLIN) | EPOLLRDHUP;
             r = cshs__persistent_arm(&cn->pw);
             if (r == 0) return;
         }
@@ -103,6 +104,7 @@ static void async_ready(cshs_watch *w, uint32_t events)
 int cshs__client_head_arm(cshs_call *call, cshs_reactor *r)
 {
     conn *cn = call->cn;
+    cn->io_wait = POLLIN;
     /* bytes already read (or decrypted by OpenSSL) fire no event */
     if (cn->end > cn->start || (cn->ssl && SSL_has_pending(cn->ssl))) {
         int step = cshs__client_read_head(call);
@@ -111,20 +113,29 @@ int cshs__client_head_arm(cshs_call *call, cshs_reactor *r)
             return 1;
         }
     }
-    return cshs__client_watch_arm(call, r, EPOLLIN | EPOLLRDHUP, call->head_deadline_ms,
-                                  async_ready);
+    return cshs__client_watch_arm(call, r,
+                                  (cn->io_wait == POLLOUT ? EPOLLOUT : EPOLLIN) | EPOLLRDHUP,
+                                  call->head_deadline_ms, async_ready);
 }
 
-int cshs_call_end_async(cshs_call *call, cshs_reactor *r, void (*done)(void *arg), void *arg)
+int cshs__client_end_async(cshs_call *call, cshs_reactor *r, void (*done)(void *arg), void *arg,
+                           int stop_head)
 {
     if (!call || !r || !done) return -EINVAL;
+    call->stop_head = stop_head;
     if (call->state == K_FAILED || call->state == K_BODY_IN || call->state == K_DONE) return 1;
     if (call->state == K_BODY_OUT && call->streamed && !call->body_ended)
         return cshs__client_stream_end(call, r, done, arg);
     if (call->state != K_HEAD_WAIT) return -EINVAL;
+    call->rx = r; /* where the retry rule sends it again, if it has to */
     call->done = done;
     call->done_arg = arg;
     return cshs__client_head_arm(call, r);
+}
+
+int cshs_call_end_async(cshs_call *call, cshs_reactor *r, void (*done)(void *arg), void *arg)
+{
+    return cshs__client_end_async(call, r, done, arg, 0);
 }
 
 int cshs_call_cancel(cshs_call *call)
@@ -136,7 +147,7 @@ int cshs_call_cancel(cshs_call *call)
     pthread_mutex_lock(&c->mu);
     /* still waiting for a connection: it leaves the queue (a connect
      * started meanwhile goes to the next waiter, or idle) */
-    int queued = call->aw.queued && !call->aw.opening;
+    int queued = call->aw.queued;
     if (queued) cshs__client_wq_remove(call->p, &call->aw);
     pthread_mutex_unlock(&c->mu);
     if (!queued) {

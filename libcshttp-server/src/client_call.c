@@ -1,6 +1,7 @@
-/* A call's request, on the thread that makes it: checked, its head built
- * and sent with its body, and the I/O on the call's one socket (poll()
- * until its deadlines) that the call's response is read with too. */
+/* A call's request: checked, its head built and sent with its body as
+ * the socket takes them (the rest from the reactor, client_send_async.c);
+ * and the socket I/O the call's response is read with (a body read by a
+ * thread, cshs_call_read, waits with poll() until its deadline). */
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
@@ -23,7 +24,7 @@
 #include "list.h"
 #include "sock_io.h"
 
-/* ---- a call's I/O: the calling thread, poll() on its one socket ---- */
+/* ---- a call's I/O on its one socket ---- */
 
 /* Waits for `events` on the call's socket until deadline_ms: 0 ready,
  * -ETIMEDOUT, or -errno. */
@@ -39,22 +40,32 @@ int cshs__client_wait_fd(int fd, short events, int64_t deadline_ms)
     }
 }
 
+/* One SSL_read_ex (`buf` read into) or SSL_write_ex (`data` written)
+ * without waiting, SIGPIPE kept from the process: SSL_ERROR_NONE with *n
+ * bytes, or the SSL_ERROR_* (the socket's errno in *se). */
+static int tls_once(conn *cn, void *buf, const void *data, size_t len, size_t *n, int *se)
+{
+    sigpipe_guard g;
+    cshs__client_sigpipe_block(&g);
+    ERR_clear_error();
+    errno = 0;
+    int r = buf ? SSL_read_ex(cn->ssl, buf, len, n) : SSL_write_ex(cn->ssl, data, len, n);
+    int e = r == 1 ? SSL_ERROR_NONE : SSL_get_error(cn->ssl, r);
+    *se = errno;
+    ERR_clear_error();
+    cshs__client_sigpipe_restore(&g);
+    return e;
+}
+
 /* One SSL_read without waiting: > 0 bytes, 0 at the end of input
  * (close_notify, or none), -EAGAIN when OpenSSL wants the socket (*wait:
  * POLLIN or POLLOUT), -errno or -EIO. */
 ssize_t cshs__client_tls_read_now(conn *cn, void *buf, size_t cap, short *wait)
 {
     size_t n = 0;
-    sigpipe_guard g;
-    cshs__client_sigpipe_block(&g);
-    ERR_clear_error();
-    errno = 0;
-    int r = SSL_read_ex(cn->ssl, buf, cap, &n);
-    int e = r == 1 ? SSL_ERROR_NONE : SSL_get_error(cn->ssl, r);
-    int se = errno;
-    ERR_clear_error();
-    cshs__client_sigpipe_restore(&g);
-    if (r == 1) return (ssize_t)n;
+    int se = 0;
+    int e = tls_once(cn, buf, NULL, cap, &n, &se);
+    if (e == SSL_ERROR_NONE) return (ssize_t)n;
     *wait = e == SSL_ERROR_WANT_WRITE ? POLLOUT : POLLIN;
     if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) return -EAGAIN;
     if (e == SSL_ERROR_ZERO_RETURN) return 0;
@@ -68,16 +79,9 @@ ssize_t cshs__client_tls_read_now(conn *cn, void *buf, size_t cap, short *wait)
 ssize_t cshs__client_tls_write_now(conn *cn, const void *data, size_t len, short *wait)
 {
     size_t took = 0;
-    sigpipe_guard g;
-    cshs__client_sigpipe_block(&g);
-    ERR_clear_error();
-    errno = 0;
-    int r = SSL_write_ex(cn->ssl, data, len, &took);
-    int e = r == 1 ? SSL_ERROR_NONE : SSL_get_error(cn->ssl, r);
-    int se = errno;
-    ERR_clear_error();
-    cshs__client_sigpipe_restore(&g);
-    if (r == 1) return (ssize_t)took;
+    int se = 0;
+    int e = tls_once(cn, NULL, data, len, &took, &se);
+    if (e == SSL_ERROR_NONE) return (ssize_t)took;
     *wait = e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT;
     if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) return -EAGAIN;
     if (e == SSL_ERROR_SYSCALL) return se ? -se : -EPIPE;
@@ -109,36 +113,11 @@ ssize_t cshs__client_conn_read(conn *cn, void *buf, size_t cap, int64_t deadline
     }
 }
 
-/* While a body is sent: waits until the socket takes more (0), or the
- * origin's response head is here (1: an answer before the end of the
- * body), or the deadline (-ETIMEDOUT), or an error. Bytes that arrive
- * without completing a head are kept for wait_head (over TLS, decrypted;
- * records that carry no data, a session ticket, are taken by OpenSSL). */
-static int wait_send_or_answer(cshs_call *call, short events, int64_t deadline_ms)
-{
-    conn *cn = call->cn;
-    for (;;) {
-        int64_t left = deadline_ms - now_ms();
-        if (left <= 0) return -ETIMEDOUT;
-        short want = (short)(events | (call->peer_eof ? 0 : POLLIN));
-        struct pollfd pf = {cn->fd, want, 0};
-        int r = poll(&pf, 1, left > 60000 ? 60000 : (int)left);
-        if (r < 0 && errno != EINTR) return -errno;
-        if (r <= 0) continue;
-        if (!call->peer_eof && (pf.revents & (POLLIN | POLLHUP | POLLERR))) {
-            int a = cshs__client_early_answer(call);
-            if (a != 0) return a;
-        }
-        if (pf.revents & (events | POLLHUP | POLLERR)) return 0; /* the send sees the error */
-    }
-}
-
-/* Sends every byte of iov[0 .. n) (gather write; OpenSSL: one write per
- * piece), waiting at most send_ms between bytes taken. Counts the bytes
- * in call->bytes_sent. 0, -ETIMEDOUT, -EPIPE, -ECONNRESET or -errno; 1
- * when call->watch and the origin's response head arrived first (the rest
- * is not sent). */
-int cshs__client_conn_send(cshs_call *call, struct iovec *iov, int n)
+/* Sends what the socket takes of iov[0 .. n) (gather write; OpenSSL: one
+ * write per piece), counting it in call->bytes_sent and leaving the rest
+ * in iov: 0 all of it, -EAGAIN (the way to wait in cn->io_wait), -EPIPE,
+ * -ECONNRESET or -errno. */
+static int conn_send(cshs_call *call, struct iovec *iov, int n)
 {
     conn *cn = call->cn;
     int i = 0;
@@ -146,7 +125,7 @@ int cshs__client_conn_send(cshs_call *call, struct iovec *iov, int n)
     while (i < n) {
         short ev = POLLOUT;
         size_t took = 0;
-        int full = 0; /* the socket took less than offered: wait before the next try */
+        int full = 0; /* the socket took less than offered */
         if (!cn->ssl) {
             struct msghdr mh;
             memset(&mh, 0, sizeof mh);
@@ -179,15 +158,9 @@ int cshs__client_conn_send(cshs_call *call, struct iovec *iov, int n)
         }
         while (i < n && iov[i].iov_len == 0) i++;
         if (i == n) break;
-        if (full && call->send_nowait) {
+        if (full) {
             cn->io_wait = ev;
             return -EAGAIN;
-        }
-        if (full) {
-            int64_t deadline = now_ms() + call->send_ms;
-            int w = call->watch ? wait_send_or_answer(call, ev, deadline)
-                                : cshs__client_wait_fd(cn->fd, ev, deadline);
-            if (w != 0) return w;
         }
     }
     return 0;
@@ -196,8 +169,7 @@ int cshs__client_conn_send(cshs_call *call, struct iovec *iov, int n)
 #define FILE_CHUNK 16384u /* a file body over TLS is read and written this much at a time */
 
 /* What is left of a CSHS_CLIENT_BODY_FILE body, sent as conn_send sends:
- * 0 all of it, -EAGAIN (send_nowait: the way to wait in cn->io_wait), or
- * an error. */
+ * 0 all of it, -EAGAIN (the way to wait in cn->io_wait), or an error. */
 static int file_send(cshs_call *call)
 {
     conn *cn = call->cn;
@@ -241,12 +213,8 @@ static int file_send(cshs_call *call)
             call->file_left -= took;
             continue;
         }
-        if (call->send_nowait) {
-            cn->io_wait = ev;
-            return -EAGAIN;
-        }
-        int w = cshs__client_wait_fd(cn->fd, ev, now_ms() + call->send_ms);
-        if (w != 0) return w;
+        cn->io_wait = ev;
+        return -EAGAIN;
     }
     return 0;
 }
@@ -255,7 +223,7 @@ static int file_send(cshs_call *call)
  * file body). */
 int cshs__client_send_rest(cshs_call *call)
 {
-    int e = cshs__client_conn_send(call, call->out_iov, 2);
+    int e = conn_send(call, call->out_iov, 2);
     if (e == 0 && call->file_left) e = file_send(call);
     return e;
 }
@@ -383,7 +351,7 @@ static int put(conn *cn, size_t *len, const char *s, size_t n)
 /* Builds the head in the connection's buffer and sends it, with a whole
  * body (copied next to the head when it fits, else from the caller's
  * memory in the same gather write). */
-int cshs__client_send_head(cshs_call *call, const cshs_client_request *r)
+static int send_head(cshs_call *call, const cshs_client_request *r)
 {
     conn *cn = call->cn;
     size_t len = 0;
@@ -465,16 +433,21 @@ int cshs__client_send_head(cshs_call *call, const cshs_client_request *r)
     }
     e = cshs__client_send_rest(call);
     cn->start = cn->end = 0;
-    /* send_nowait: the reactor sends the rest, or its caller looks at the
-     * error first (an answer may have come before it) */
-    if (e < 0 && call->send_nowait) return e;
-    if (e < 0) return cshs__client_send_failed(call, e);
-    return 0;
+    return e;
 }
 
-/* Starts a call: checks the request, takes a connection (a newly opened
- * one when `fresh`), sends the head. *out is set once the call exists,
- * failed or not. */
+int cshs__client_send_request(cshs_call *call)
+{
+    if (!call->again) return send_head(call, &call->rq);
+    call->out_iov[0].iov_base = call->again;
+    call->out_iov[0].iov_len = call->again_len;
+    call->out_iov[1].iov_len = 0;
+    call->file_left = 0;
+    int e = cshs__client_send_rest(call);
+    call->cn->start = call->cn->end = 0;
+    return e;
+}
+
 /* A call made for a request, with no connection yet: its pool found (or
  * made) and counted as used. */
 int cshs__client_call_new(cshs_client *c, const cshs_client_request *r, int keep_head,
@@ -537,36 +510,5 @@ int cshs__client_call_new(cshs_client *c, const cshs_client_request *r, int keep
     call->read_ms = r->read_timeout_ms ? r->read_timeout_ms : c->o.read_timeout_ms;
     csh_parser_init(&call->parser, CSH_RESPONSE, call->fields, MAX_FIELDS, NULL, 0);
     *out = call;
-    return 0;
-}
-
-int cshs__client_call_acquire(cshs_call *call, int fresh)
-{
-    conn *cn = NULL;
-    int e = cshs__client_acquire(call->c, call->p, call->acquire_ms, call->connect_ms, fresh, &cn);
-    if (e < 0) {
-        call->state = K_FAILED;
-        call->err = e;
-        return e;
-    }
-    call->cn = cn;
-    call->reused = cn->uses > 0;
-    return 0;
-}
-
-int cshs__client_call_start(cshs_client *c, const cshs_client_request *r, int fresh, int keep_head,
-                            cshs_call **out)
-{
-    int e = cshs__client_call_new(c, r, keep_head, out);
-    if (e < 0) return e;
-    cshs_call *call = *out;
-    e = cshs__client_call_acquire(call, fresh);
-    if (e < 0) return e;
-    e = cshs__client_send_head(call, r);
-    if (e < 0) return e;
-    call->state = r->body_mode == CSHS_CLIENT_BODY_WHOLE || r->body_mode == CSHS_CLIENT_BODY_FILE
-                      ? K_HEAD_WAIT
-                      : K_BODY_OUT;
-    call->head_deadline_ms = now_ms() + call->head_ms;
     return 0;
 }

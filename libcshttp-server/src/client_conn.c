@@ -26,6 +26,7 @@
 
 #include "client_impl.h"
 #include "list.h"
+#include "thread_reactor.h"
 
 /* ---- SIGPIPE: OpenSSL writes with write(2), which raises it on a socket
  * the origin closed. Blocked around TLS I/O on this thread, and a SIGPIPE
@@ -315,62 +316,6 @@ static int tls_step(cshs_client *c, conn *cn, short *events)
     return CSHS_CLIENT_E_TLS;
 }
 
-/* Opens a connection for a request, blocking this thread: resolve, the
- * TCP connect to the name's addresses (dial.h), then the TLS handshake,
- * all within timeout_ms. */
-int cshs__client_open_blocking(cshs_client *c, pool *p, unsigned timeout_ms, conn **out)
-{
-    *out = NULL;
-    struct addrinfo *res = NULL;
-    int r = cshs__client_resolve(p, &res);
-    if (r < 0) return r;
-    cshs_dial_addr pref;
-    const cshs_dial_addr *prefer = cshs__client_won_get(p, &pref);
-    int64_t start = now_ms(), deadline = start + timeout_ms;
-    cshs_dialer dl;
-    r = cshs__dialer_init(&dl, res, start, timeout_ms, prefer);
-    freeaddrinfo(res);
-    int fd = -1;
-    if (r == 0) r = cshs__dialer_run(&dl, -1, &fd);
-    if (r < 0) return r;
-    cshs__client_won_set(p, fd);
-    conn *cn = cshs__client_conn_alloc(p);
-    if (!cn) {
-        close(fd);
-        return -ENOMEM;
-    }
-    cn->fd = fd;
-    unsigned ut = c->o.send_timeout_ms;
-    setsockopt(cn->fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ut, sizeof ut);
-    r = 0;
-    if (p->tls) {
-        r = tls_setup(c, cn);
-        while (r == 0) {
-            short ev = 0;
-            r = tls_step(c, cn, &ev);
-            if (r == 1) {
-                r = 0;
-                break;
-            }
-            if (r < 0) break;
-            int64_t left = deadline - now_ms();
-            if (left <= 0) {
-                r = CSHS_CLIENT_E_CONNECT_TIMEOUT;
-                break;
-            }
-            struct pollfd pf = {cn->fd, ev, 0};
-            if (poll(&pf, 1, (int)left) < 0 && errno != EINTR) r = -errno;
-        }
-    }
-    if (r < 0) {
-        cshs__client_conn_close(cn);
-        return r;
-    }
-    cn->born_ms = now_ms();
-    *out = cn;
-    return 0;
-}
-
 /* The TCP connect of the tick's open, to the addresses of res (its
  * deadline from the open's start, born_ms). 0, or an error. */
 static int open_dial(conn *cn, struct addrinfo *res)
@@ -490,7 +435,7 @@ int cshs__client_conn_quiet(conn *cn)
 }
 
 /* Whether an idle connection's socket has to be looked at (conn_quiet)
- * before it is reused. One registered with a reactor (persistent_watch.h) has the
+ * before it is reused. One registered with a server's loop (persistent_watch.h) has the
  * origin's FIN, or bytes nobody asked for, given there as an event while
  * idle: it is looked at only after such an event (or any event that came
  * while it was not waited on there, as the end of a long body read by a
@@ -498,10 +443,12 @@ int cshs__client_conn_quiet(conn *cn)
  * way with its upstream keep-alive connections, whose read event closes an
  * idle one; as there, a FIN the loop has not yet taken when a request
  * takes the connection is met by that request, which the retry rule sends
- * again. The others (waited on by threads alone) are always looked at. */
+ * again. The others are always looked at. */
 int cshs__client_conn_needs_look(conn *cn)
 {
-    if (!cn->pw.w.reg || cn->pw.muted) return 1; /* muted: no event comes */
+    /* muted, or registered with a thread's own loop, which takes no
+     * event while its thread does not wait: no event comes */
+    if (!cshs__reactor_live(cn->pw.w.reg) || cn->pw.muted) return 1;
     return cshs__persistent_take_missed(&cn->pw, EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR) != 0;
 }
 

@@ -89,16 +89,13 @@ typedef struct conn {
 
 typedef struct waiter {
     struct waiter *prev, *next;
-    /* cshs_client_send_async's waiter (the call's own): no thread waits;
-     * whatever hands it a connection or fails it puts the call on the
-     * client's `due` list, served after the lock is let go */
+    /* the call it is (cshs_call.aw): no thread waits on it; whatever
+     * hands it a connection or fails it puts the call on the client's
+     * `due` list, served after the lock is let go */
     struct cshs_call *call;
-    pthread_cond_t cv; /* the others': their thread waits on it */
-    conn *got;         /* handed over by a release or an open */
-    int err;           /* failed: its deadline (the tick), or nothing left to serve it */
-    int expired;       /* err is its deadline's (counted in acquire_timeouts) */
-    int queued;        /* on the pool's queue */
-    int opening;       /* opening a connection, unlocked */
+    conn *got;   /* handed over by a release or an open */
+    int err;     /* failed: its deadline (the tick), or nothing left to serve it */
+    int queued;  /* on the pool's queue */
     int64_t deadline_ms;
     int64_t since_us;
 } waiter;
@@ -202,16 +199,15 @@ struct cshs_call {
     int reused;    /* the connection had served a response before */
     int retryable; /* failed because the origin had closed the reused connection */
     int retried;   /* the one retry the rule allows was made */
-    int watch;     /* sending the body: look out for an answer before its end */
-    int peer_eof;  /* the origin's end of input was read while watching */
+    int peer_eof;  /* the origin's end of input was read while sending */
     int early;     /* the origin answered before the body was all sent */
     uint64_t bytes_sent;
     cshs_client_body_mode mode;
     uint64_t body_left; /* CSHS_CLIENT_BODY_LENGTH: bytes still to write */
     unsigned send_ms, head_ms, read_ms;
     unsigned acquire_ms, connect_ms;
-    int keep_head; /* keep the head to send it again (cshs_call_end's retry) */
-    char *again;   /* that head, while a retry is possible */
+    int keep_head; /* keep the head to send it again (the retry rule) */
+    char *again;   /* that head, sent by a retry rather than built again */
     size_t again_len;
     int64_t head_deadline_ms;
     csh_parser parser;
@@ -225,10 +221,12 @@ struct cshs_call {
     void *done_arg;
     uint64_t got;                 /* response bytes read there */
     struct cshs_call *next_spare; /* on the client's spare_calls */
-    /* cshs_client_send_async: the request (its strings are the caller's
-     * until done runs), the reactor that waits for its head, its place in
-     * the pool's queue, and its link on the client's due list */
+    /* the request (its strings are the caller's, read while rq_kept:
+     * until done runs, or until cshs_client_begin returns), the reactor
+     * that waits for it, its place in the pool's queue, and its link on
+     * the client's due list */
     cshs_client_request rq;
+    int rq_kept;
     cshs_reactor *rx;
     waiter aw;
     struct cshs_call *due_next;
@@ -246,11 +244,14 @@ struct cshs_call {
     const char *upgrade;
     void (*tunnel_ready)(void *arg, int events);
     void *tunnel_arg;
-    /* cshs_client_send_async: the head and body are sent as the socket
-     * takes them (conn_send says -EAGAIN rather than wait), what is left
-     * of them in out_iov, the rest sent from the reactor */
-    int send_nowait;
+    /* the head and body are sent as the socket takes them (conn_send
+     * says -EAGAIN rather than wait), what is left of them in out_iov,
+     * the rest sent from the reactor */
     struct iovec out_iov[2];
+    /* the blocking calls' (client_blocking.c): done runs once the
+     * request is sent (cshs_client_begin; its head awaited later), and
+     * once the head is here, its body left to cshs_call_read */
+    int stop_sent, stop_head;
     /* cshs_client_send_async with a streamed body (CSHS_CLIENT_BODY_LENGTH
      * or _CHUNKED), written with cshs_call_write_async: `done` runs once
      * the head is sent and after each write the socket did not take at
@@ -307,6 +308,9 @@ static inline int is_closed_errno(int e)
 
 /* ---- client.c ---- */
 
+/* cshs_call_free: the call's connection given back or closed, the call
+ * kept for the next one or freed. */
+void cshs__client_call_free(cshs_call *call);
 /* The request's defaults: a caller's request is read over a copy of them. */
 extern const cshs_client_request cshs__client_request_defaults;
 /* The retry rule (client.h): whether a failed call may be started once more. */
@@ -340,8 +344,6 @@ void cshs__client_close_list(conn *cn);
 conn *cshs__client_conn_alloc(pool *p);
 /* Looks up the pool's host and port: 0, -ENOMEM or CSHS_CLIENT_E_RESOLVE. */
 int cshs__client_resolve(const pool *p, struct addrinfo **res);
-/* Opens a connection for a request, blocking this thread, within timeout_ms. */
-int cshs__client_open_blocking(cshs_client *c, pool *p, unsigned timeout_ms, conn **out);
 /* Starts the tick's open (min_idle), which never waits: the look-up, then the connect. */
 int cshs__client_open_start(pool *p, unsigned connect_ms, conn **out);
 /* A non-blocking open, connected: 1 ready, 0 the TLS handshake wants *events, or an error. */
@@ -395,9 +397,6 @@ void cshs__client_open_failed(cshs_client *c, pool *p, int err);
 /* Under the lock: the most recently used idle connection still fit to send on, or NULL. */
 conn *cshs__client_take_idle(cshs_client *c, pool *p, cshs_reactor *rx, int64_t since_us,
                              conn **stale);
-/* Takes a connection for a request: an idle one, one this thread opens, or one handed over. */
-int cshs__client_acquire(cshs_client *c, pool *p, unsigned acquire_ms, unsigned connect_ms,
-                         int fresh, conn **out);
 /* Gives a call's connection back: reused when `keep`, else closed. */
 void cshs__client_release(cshs_client *c, pool *p, conn *cn, int keep);
 /* Under the lock: an async call joins its pool's queue. */
@@ -415,25 +414,21 @@ ssize_t cshs__client_tls_read_now(conn *cn, void *buf, size_t cap, short *wait);
 ssize_t cshs__client_tls_write_now(conn *cn, const void *data, size_t len, short *wait);
 /* Reads what is there, waiting until deadline_ms for something (CONN_NOWAIT: -EAGAIN). */
 ssize_t cshs__client_conn_read(conn *cn, void *buf, size_t cap, int64_t deadline_ms);
-/* Sends every byte of iov[0 .. n): 0, 1 when the origin answered first (watch), or an error. */
-int cshs__client_conn_send(cshs_call *call, struct iovec *iov, int n);
-/* Sends what is left of the request's head and body (out_iov, then a file body). */
+/* Sends what is left of the request's head and body (out_iov, then a
+ * file body) as the socket takes it: 0 all, -EAGAIN (the way to wait in
+ * cn->io_wait), or an error. */
 int cshs__client_send_rest(cshs_call *call);
 /* The call fails: its connection is closed, later calls return `err`. */
 int cshs__client_call_fail(cshs_call *call, int err);
 /* The call fails with a send error (the origin's close of a reused connection: retryable). */
 int cshs__client_send_failed(cshs_call *call, int e);
-/* Builds the request's head in the connection's buffer and sends it, with a whole body. */
-int cshs__client_send_head(cshs_call *call, const cshs_client_request *r);
+/* Sends the request on the call's connection, as send_rest does: the
+ * head kept for the retry rule (call->again), or the head built in the
+ * connection's buffer from call->rq, with a whole body. */
+int cshs__client_send_request(cshs_call *call);
 /* A call made for a request, with no connection yet: its pool found (or made) and used. */
 int cshs__client_call_new(cshs_client *c, const cshs_client_request *r, int keep_head,
                           cshs_call **out);
-/* A connection for the call, from its pool (a new one when `fresh`):
- * 0, or the error the call then failed with. */
-int cshs__client_call_acquire(cshs_call *call, int fresh);
-/* Starts a call: made, given a connection (a newly opened one when `fresh`), its head sent. */
-int cshs__client_call_start(cshs_client *c, const cshs_client_request *r, int fresh, int keep_head,
-                            cshs_call **out);
 
 /* ---- client_response.c ---- */
 
@@ -446,11 +441,8 @@ void cshs__client_drop_buffer(conn *cn);
 /* Parses the buffered response: 1 a final head is here, 0 more bytes, or an error. */
 int cshs__client_head_parse(cshs_call *call);
 /* Reads and parses what the origin sent, without waiting (client_response.c
- * says what it returns): the one head reader of both halves. */
+ * says what it returns): the one head reader. */
 int cshs__client_read_head(cshs_call *call);
-/* Waits on the calling thread for the response head (a bodiless response
- * ends there): cshs__client_read_head with poll() between its steps. */
-int cshs__client_wait_head(cshs_call *call);
 /* Reads an answer sent before the end of the body, without waiting: 1 its head, 0, or an error. */
 int cshs__client_early_answer(cshs_call *call);
 /* The origin answered before the body's end: the call goes on with the response. */
@@ -465,6 +457,9 @@ int cshs__client_watch_arm(cshs_call *call, cshs_reactor *r, uint32_t events, in
 int cshs__client_body_from_socket(const cshs_call *call);
 /* Awaits the call's head on reactor r: 0 armed, 1 finished (the head, or a failure), or -errno. */
 int cshs__client_head_arm(cshs_call *call, cshs_reactor *r);
+/* cshs_call_end_async, with done run once the head is here when `stop_head`. */
+int cshs__client_end_async(cshs_call *call, cshs_reactor *r, void (*done)(void *arg), void *arg,
+                           int stop_head);
 
 /* ---- client_open_async.c ---- */
 
@@ -472,6 +467,12 @@ int cshs__client_head_arm(cshs_call *call, cshs_reactor *r);
 void cshs__client_open_async(cshs_client *c, const open_job *j);
 
 /* ---- client_send_async.c ---- */
+
+/* Where the blocking calls have done run (cshs_call.stop_sent, stop_head). */
+enum { CALL_STOP_SENT = 1, CALL_STOP_HEAD = 2 };
+/* cshs_client_send_async, with done run earlier as `stops` asks. */
+int cshs__client_request_async(cshs_client *c, const cshs_client_request *r, cshs_reactor *rx,
+                               void (*done)(void *arg), void *arg, int stops, cshs_call **out);
 
 /* The retry rule for a call of cshs_client_send_async: 1 retrying (done runs later), else 0. */
 int cshs__client_retry_async(cshs_call *call);

@@ -13,13 +13,15 @@
 #include <unistd.h>
 
 #include "client_impl.h"
+#include "thread_reactor.h"
 
-/* The end of a connect started for async waiters: the connection goes to
- * the first waiter (or idle), or the failure counts as any failed
+/* The end of a connect started for async waiters on rx: the connection
+ * goes to the first waiter (or idle), or the failure counts as any failed
  * connect's (the backoff; waiters at a dead end fail). A retry's own
- * connect (`own`) goes to that call, or it waits as any request. */
-
-static void open_ended(cshs_client *c, pool *p, conn *cn, int r, struct cshs_call *own)
+ * connect (`own`) goes to that call, or it waits as any request. Last,
+ * the connect's hold on rx ends (thread_reactor.h). */
+static void open_ended(cshs_client *c, pool *p, cshs_reactor *rx, conn *cn, int r,
+                       struct cshs_call *own)
 {
     pthread_mutex_lock(&c->mu);
     p->nopening--;
@@ -53,6 +55,7 @@ static void open_ended(cshs_client *c, pool *p, conn *cn, int r, struct cshs_cal
     pthread_mutex_unlock(&c->mu);
     cshs__client_conn_close(cn);
     cshs__client_serve_due(c, hw);
+    cshs__reactor_release(rx);
 }
 
 /* Its socket was ready (or, given 0, the connect's deadline passed, or
@@ -71,7 +74,7 @@ static void open_ready(cshs_watch *w, uint32_t events)
             r = CSHS_CLIENT_E_CONNECT;
         }
     }
-    open_ended(c, cn->p, cn, r, cn->opened_for);
+    open_ended(c, cn->p, cn->pw.w.reg, cn, r, cn->opened_for);
 }
 
 /* An open for async waiters on a reactor (open_async): the TCP connect
@@ -151,10 +154,11 @@ static void race_over_if_done(cshs_client *c, race *rc)
 {
     if (rc->d.inflight > 0) return;
     pool *p = rc->p;
+    cshs_reactor *rx = rc->rx;
     struct cshs_call *own = rc->own;
     int r = cshs__dial_error(&rc->d);
     free(rc);
-    open_ended(c, p, NULL, r, own);
+    open_ended(c, p, rx, NULL, r, own);
 }
 
 /* An attempt's socket was ready, or its deadline passed (0), or the
@@ -215,9 +219,10 @@ static void race_begin(cshs_client *c, race *rc, int r, struct addrinfo *res)
     }
     if (r < 0) {
         pool *p = rc->p;
+        cshs_reactor *rx = rc->rx;
         struct cshs_call *own = rc->own;
         free(rc);
-        open_ended(c, p, NULL, r, own);
+        open_ended(c, p, rx, NULL, r, own);
         return;
     }
     /* last: once an attempt is armed, the reactor's thread runs the race */
@@ -291,7 +296,7 @@ void cshs__client_open_async(cshs_client *c, const open_job *j)
 {
     race *rc = calloc(1, sizeof *rc);
     if (!rc) {
-        open_ended(c, j->p, NULL, -ENOMEM, j->own);
+        open_ended(c, j->p, j->rx, NULL, -ENOMEM, j->own);
         return;
     }
     rc->p = j->p;

@@ -12,6 +12,7 @@
 
 #include "client_impl.h"
 #include "list.h"
+#include "thread_reactor.h"
 #include "cshttp_internal/sized.h"
 
 /* ---- the acquire-wait histogram ---- */
@@ -134,6 +135,7 @@ int cshs__client_open_job_add(cshs_client *c, pool *p, struct cshs_call *for_cal
     if (!j) return 0;
     j->p = p;
     j->rx = for_call->rx;
+    cshs__reactor_hold(j->rx); /* a thread's own loop runs until the connect ends */
     j->connect_ms = for_call->connect_ms;
     j->own = own ? for_call : NULL;
     CSHS_STACK_PUSH(c->open_jobs, j, next);
@@ -141,20 +143,13 @@ int cshs__client_open_job_add(cshs_client *c, pool *p, struct cshs_call *for_cal
     return 1;
 }
 
-/* Wakes the first waiter that could open a connection now; for async
- * waiters, which no thread waits for, connects are started (one for each
- * while the rule allows: opens in flight fewer than waiters). */
+/* Connects started for the waiters, on their reactors: one for each
+ * while the rule allows (opens in flight fewer than waiters). */
 static void wake_opener(cshs_client *c, pool *p)
 {
     int64_t now = now_ms();
-    for (waiter *w = p->wq; w && can_open(p, c->o.pool_size, now); w = w->next) {
-        if (w->opening) continue;
-        if (!w->call) {
-            pthread_cond_signal(&w->cv);
-            return;
-        }
+    for (waiter *w = p->wq; w && can_open(p, c->o.pool_size, now); w = w->next)
         if (!cshs__client_open_job_add(c, p, w->call, 0)) return;
-    }
 }
 
 /* How much longer than a waiter of a connection's own reactor the
@@ -181,11 +176,11 @@ static waiter *next_waiter(pool *p, const conn *cn)
 {
     waiter *first = p->wq;
     const cshs_reactor *rx = cn->pw.w.reg;
-    if (!rx || (first->call && first->call->rx == rx)) return first;
+    if (!rx || first->call->rx == rx) return first;
     int looked = 1;
     for (waiter *w = first->next; w && looked < OWN_REACTOR_LOOK; w = w->next, looked++) {
         if (w->since_us - first->since_us > OWN_REACTOR_SLACK_US) break; /* the queue is in order */
-        if (w->call && w->call->rx == rx) return w;
+        if (w->call->rx == rx) return w;
     }
     return first;
 }
@@ -200,25 +195,18 @@ void cshs__client_give(cshs_client *c, pool *p, conn *cn)
         cn->state = C_BUSY;
         w->got = cn;
         cshs__client_record_wait(p, w->since_us);
-        if (w->call)
-            cshs__client_make_due(c, w);
-        else
-            pthread_cond_signal(&w->cv);
+        cshs__client_make_due(c, w);
         return;
     }
     idle_push(p, cn);
 }
 
-/* A waiter out of the queue with an error: its thread woken, or an async
- * one handed to be failed. */
+/* A waiter out of the queue with an error, handed to be failed. */
 static void fail_waiter(cshs_client *c, pool *p, waiter *w, int err)
 {
     cshs__client_wq_remove(p, w);
     w->err = err;
-    if (w->call)
-        cshs__client_make_due(c, w);
-    else
-        pthread_cond_signal(&w->cv);
+    cshs__client_make_due(c, w);
 }
 
 due_work cshs__client_take_due(cshs_client *c)
@@ -258,14 +246,14 @@ int cshs__client_dead_end(const pool *p, int64_t now)
     return now < p->backoff_until_ms && p->last_error && p->open == 0 && p->nopening == 0;
 }
 
-/* Under the lock: every waiter not opening a connection itself fails with
- * the last connect's error when the pool is at a dead end. */
+/* Under the lock: every waiter fails with the last connect's error when
+ * the pool is at a dead end. */
 static void fail_waiters(cshs_client *c, pool *p)
 {
     if (!cshs__client_dead_end(p, now_ms())) return;
     for (waiter *w = p->wq, *nx; w; w = nx) {
         nx = w->next;
-        if (!w->opening) fail_waiter(c, p, w, p->last_error);
+        fail_waiter(c, p, w, p->last_error);
     }
 }
 
@@ -337,130 +325,6 @@ void cshs__client_evict_lru(cshs_client *c, pool *p, conn **stale)
     CSHS_STACK_PUSH(*stale, lru, next);
 }
 
-/* Under the lock: a connection to p opened by this thread with the lock
- * let go (what is due served, the stale connections closed first), the
- * lock taken again. 0 with *out, counted open, or the open's error. */
-static int open_unlocked(cshs_client *c, pool *p, unsigned connect_ms, conn **stale, conn **out)
-{
-    p->nopening++;
-    cshs__client_unlock_and_serve(c);
-    cshs__client_close_list(*stale);
-    *stale = NULL;
-    int e = cshs__client_open_blocking(c, p, connect_ms, out);
-    pthread_mutex_lock(&c->mu);
-    p->nopening--;
-    if (e == 0) {
-        p->open++;
-        p->opens++;
-    }
-    return e;
-}
-
-/* Takes a connection for a request: the most recently used idle one, or
- * one this thread opens, or one handed over while it waits (client.h).
- * `fresh`: a retry, which opens its own connection when it can and
- * otherwise waits like any request. */
-int cshs__client_acquire(cshs_client *c, pool *p, unsigned acquire_ms, unsigned connect_ms,
-                         int fresh, conn **out)
-{
-    conn *stale = NULL; /* closed after unlocking */
-    int r = 0;
-    waiter w;
-    memset(&w, 0, sizeof w);
-    w.since_us = now_us();
-    w.deadline_ms = w.since_us / 1000 + acquire_ms;
-    pthread_cond_init(&w.cv, NULL);
-    *out = NULL;
-
-    pthread_mutex_lock(&c->mu);
-    int64_t now = w.since_us / 1000;
-    if (!fresh) {
-        *out = cshs__client_take_idle(c, p, NULL, w.since_us, &stale);
-    } else {
-        cshs__client_evict_lru(c, p, &stale); /* room for the new connection */
-        if (p->open + p->nopening < c->o.pool_size && now >= p->backoff_until_ms) {
-            /* the retry's own connection, opened outside the queue; when
-             * that fails, it waits like any request */
-            conn *cn = NULL;
-            int e = open_unlocked(c, p, connect_ms, &stale, &cn);
-            if (e == 0) {
-                cn->state = C_BUSY;
-                cshs__client_record_wait(p, w.since_us);
-                *out = cn;
-            } else {
-                cshs__client_open_failed(c, p, e);
-            }
-        }
-    }
-    if (!*out) {
-        w.queued = 1;
-        waiter *me = &w;
-        CSHS_QUEUE_APPEND(p->wq, p->wq_tail, me, prev, next);
-        p->nwaiters++;
-        for (;;) {
-            if (w.got) {
-                *out = w.got;
-                break;
-            }
-            if (w.err) {
-                r = w.err;
-                break;
-            }
-            if (p->idle && p->wq == &w) { /* never left idle behind a queue */
-                conn *cn = p->idle;
-                cshs__client_idle_remove(p, cn);
-                if (!cshs__client_conn_fresh(c, cn, now_ms())) {
-                    p->open--;
-                    CSHS_STACK_PUSH(stale, cn, next);
-                    continue;
-                }
-                cshs__client_wq_remove(p, &w);
-                cn->state = C_BUSY;
-                cshs__client_record_wait(p, w.since_us);
-                *out = cn;
-                break;
-            }
-            now = now_ms();
-            if (cshs__client_dead_end(p, now)) { /* nothing to wait for but the deadline */
-                w.err = p->last_error;
-                r = w.err;
-                break;
-            }
-            if (can_open(p, c->o.pool_size, now)) {
-                w.opening = 1;
-                conn *cn = NULL;
-                int e = open_unlocked(c, p, connect_ms, &stale, &cn);
-                w.opening = 0;
-                if (e == 0) {
-                    /* to the first waiter: this one, or one before it */
-                    cshs__client_give(c, p, cn);
-                } else {
-                    cshs__client_open_failed(c, p, e);
-                }
-                if (!w.got && !w.err && now_ms() >= w.deadline_ms) { /* past its deadline */
-                    w.expired = 1;
-                    w.err = e < 0 ? e : CSHS_CLIENT_E_ACQUIRE_TIMEOUT;
-                    r = w.err;
-                    break;
-                }
-                continue;
-            }
-            if (c->due || c->open_jobs) { /* not left behind while this one sleeps */
-                cshs__client_unlock_and_serve(c);
-                pthread_mutex_lock(&c->mu);
-                continue;
-            }
-            pthread_cond_wait(&w.cv, &c->mu);
-        }
-        if (w.queued) cshs__client_wq_remove(p, &w);
-    }
-    if (w.expired) p->acquire_timeouts++;
-    cshs__client_unlock_and_serve(c);
-    pthread_cond_destroy(&w.cv);
-    cshs__client_close_list(stale);
-    return r;
-}
-
 /* Gives a call's connection back: reused when `keep`, else closed. */
 void cshs__client_release(cshs_client *c, pool *p, conn *cn, int keep)
 {
@@ -513,19 +377,13 @@ void cshs_client_tick(cshs_client *c)
          * waited is the better answer than the timeout */
         for (waiter *w = p->wq, *nx; w; w = nx) {
             nx = w->next;
-            if (now < w->deadline_ms || w->opening) continue; /* an opener decides itself */
-            w->expired = 1;
-            if (w->call) p->acquire_timeouts++; /* a thread counts its own */
+            if (now < w->deadline_ms) continue;
+            p->acquire_timeouts++;
             fail_waiter(c, p, w,
                         p->last_error && p->last_fail_us >= w->since_us
                             ? p->last_error
                             : CSHS_CLIENT_E_ACQUIRE_TIMEOUT);
         }
-        /* a backoff that ended: the waiters may open again (async ones
-         * by wake_opener below) */
-        if (p->wq && can_open(p, c->o.pool_size, now))
-            for (waiter *w = p->wq; w; w = w->next)
-                if (!w->opening && !w->call) pthread_cond_signal(&w->cv);
         /* idle connections past idle_timeout_ms, past max_lifetime_ms, or
          * closed by the origin (an unread FIN, or bytes nobody asked for) */
         for (conn *cn = p->idle, *nx; cn; cn = nx) {
@@ -557,7 +415,7 @@ void cshs_client_tick(cshs_client *c)
                 CSHS_STACK_PUSH(jobs, j, next);
             }
         }
-        if (p->wq) wake_opener(c, p);
+        if (p->wq) wake_opener(c, p); /* a backoff that ended: the waiters may open again */
     }
     /* pools with nothing in them and nobody using them; one in its
      * backoff is kept until it ends, or the next request would try the

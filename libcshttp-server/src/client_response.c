@@ -145,15 +145,14 @@ int cshs__client_head_parse(cshs_call *call)
 }
 
 /* Reads and parses what the origin sent without waiting: 0 when the
- * socket has to be waited for; 1 when nothing more is waited for here
- * (the head is here, with a Content-Length body that fits the buffer; or
- * something the blocking calls handle: a TLS read that must write, the
- * end of input within a body); 2 when the response has no body; or the
- * error that fails the call. The connection is neither closed nor given
- * back here: on a reactor its watch is inert first (async_ready), so that
- * no event of it meets the connection in another call's hands, or freed.
- * The one head reader: cshs_call_end_async's, and cshs__client_wait_head
- * with poll() between its steps. */
+ * socket has to be waited for (cn->io_wait: POLLIN, or POLLOUT when
+ * OpenSSL must write first); 1 when nothing more is waited for here (the
+ * head is here, with a Content-Length body that fits the buffer, or the
+ * end of input within a body, which cshs_call_read sees); 2 when the
+ * response has no body; or the error that fails the call. The connection
+ * is neither closed nor given back here: its watch is inert first
+ * (async_ready), so that no event of it meets the connection in another
+ * call's hands, or freed. */
 int cshs__client_read_head(cshs_call *call)
 {
     conn *cn = call->cn;
@@ -167,8 +166,8 @@ int cshs__client_read_head(cshs_call *call)
         }
         if (call->state != K_HEAD_WAIT) {
             /* the body: waited for here only when its length is known and
-             * all of it fits the buffer */
-            if (call->body.kind != CSH_BODY_LENGTH) return 1;
+             * all of it fits the buffer, and not by a blocking call */
+            if (call->body.kind != CSH_BODY_LENGTH || call->stop_head) return 1;
             uint64_t want = call->parser.msg.content_length - call->body.received;
             size_t have = cn->end - cn->start;
             if (have >= want || want > cn->cap) return 1;
@@ -179,49 +178,27 @@ int cshs__client_read_head(cshs_call *call)
             }
         }
         ssize_t n;
+        short wait = POLLIN;
         if (!cn->ssl) {
             n = cshs__recv(cn->fd, cn->buf + cn->end, cn->cap - cn->end, MSG_DONTWAIT);
             if (n < 0) n = errno == EWOULDBLOCK ? -EAGAIN : -errno;
             if (n == -EINTR) continue;
         } else {
-            short wait = POLLIN;
             n = cshs__client_tls_read_now(cn, cn->buf + cn->end, cn->cap - cn->end, &wait);
-            if (n == -EAGAIN && wait == POLLOUT) return 1; /* cshs_call_end waits for that */
         }
         if (n > 0) {
             cn->end += (size_t)n;
             call->got += (uint64_t)n;
             continue;
         }
-        if (n == -EAGAIN) return 0;
+        if (n == -EAGAIN) {
+            cn->io_wait = wait;
+            return 0;
+        }
         if (call->state != K_HEAD_WAIT) return 1; /* cshs_call_read sees the body's end */
         if (!is_closed_errno((int)n)) return (int)n;
         call->retryable = call->reused && call->got == 0;
         return CSHS_CLIENT_E_ORIGIN_CLOSED;
-    }
-}
-
-int cshs__client_wait_head(cshs_call *call)
-{
-    conn *cn = call->cn;
-    call->got = 0;
-    /* Right after the request went out, nothing of the answer is here
-     * yet as a rule (the origin has still to read it): wait for it first
-     * rather than meet EAGAIN, a system call less per request. */
-    short wait = cn->end == cn->start && (!cn->ssl || !SSL_has_pending(cn->ssl)) ? POLLIN : 0;
-    for (;;) {
-        if (wait) {
-            int w = cshs__client_wait_fd(cn->fd, wait, call->head_deadline_ms);
-            if (w == -ETIMEDOUT) return cshs__client_call_fail(call, CSHS_CLIENT_E_HEAD_TIMEOUT);
-            if (w < 0) return cshs__client_call_fail(call, w);
-        }
-        int r = cshs__client_read_head(call);
-        if (r < 0) return cshs__client_call_fail(call, r);
-        if (r == 2) return cshs__client_body_done(call, 1);
-        /* the head is here (or a switch): the body is cshs_call_read's */
-        if (call->state != K_HEAD_WAIT) return 0;
-        /* 0: the socket has no more; 1: OpenSSL must write before it reads */
-        wait = r == 1 ? POLLOUT : POLLIN;
     }
 }
 
@@ -271,7 +248,6 @@ int cshs__client_early_answer(cshs_call *call)
 int cshs__client_answered_early(cshs_call *call)
 {
     call->early = 1;
-    call->watch = 0;
     call->retryable = 0;
     if (call->parser.msg.body == CSH_BODY_NONE) {
         int e = cshs__client_body_done(call, 0);

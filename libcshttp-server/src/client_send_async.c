@@ -14,16 +14,14 @@
 
 /* ---- waiting for a connection without a thread (cshs_client_send_async) ---- */
 
-/* Sends an async call's request on the connection it holds and waits for
- * the head on its reactor: 0 waiting (done will run), 1 finished now
- * (the head is here, or the call failed, or the reactor could not watch:
- * cshs_call_end waits). */
-/* The request is out: its head awaited on the reactor. 0 waiting, 1
- * finished (the head is here, or the call failed). */
+/* The request is out: its head awaited on the reactor (or, for
+ * cshs_client_begin, later). 0 waiting, 1 finished (the head is here, or
+ * the call failed, or the request is sent and begin's done is due). */
 static int head_watch(cshs_call *call)
 {
     call->state = K_HEAD_WAIT;
     call->head_deadline_ms = now_ms() + call->head_ms;
+    if (call->stop_sent) return 1;
     int e = cshs__client_head_arm(call, call->rx);
     /* a reactor that cannot watch the socket fails the call rather than
      * leave cshs_call_end to wait for the head on the reactor's thread */
@@ -62,16 +60,12 @@ static void send_ready(cshs_watch *w, uint32_t events)
         /* an origin that closed after its answer: the answer stands */
         if (e < 0 && e != -EAGAIN && is_closed_errno(e)) a = send_met_answer(call);
     }
-    if (a != 0) {
-        call->send_nowait = 0; /* answered early, or failed on it */
-    } else {
+    if (a == 0) {
         if (e == -EAGAIN && send_wait(call) == 0) return;
-        if (e != -EAGAIN) call->send_nowait = 0;
         if (e == 0) {
             /* a streamed body's piece or head sent: its writer goes on */
             if (call->streamed && !call->body_ended) {
                 call->head_out = 1;
-                call->send_nowait = 1;
             } else if (head_watch(call) == 0) {
                 return;
             }
@@ -92,7 +86,6 @@ static int send_wait(cshs_call *call)
     int e = cshs__client_watch_arm(call, call->rx, EPOLLOUT | EPOLLIN | EPOLLRDHUP,
                                    now_ms() + call->send_ms, send_ready);
     if (e == 0) return 0;
-    call->send_nowait = 0;
     if (e < 0) cshs__client_send_failed(call, e);
     return 1;
 }
@@ -112,10 +105,8 @@ static int send_and_watch(cshs_call *call)
     call->reused = call->cn->uses > 0;
     /* no wait on the reactor's thread (or any): what the socket does not
      * take now is sent as it takes it */
-    call->send_nowait = 1;
-    int e = cshs__client_send_head(call, &call->rq);
+    int e = cshs__client_send_request(call);
     if (e == -EAGAIN) return send_wait(call);
-    call->send_nowait = 0;
     if (e < 0 && call->state != K_FAILED) {
         /* an origin that answered and closed before the request's end:
          * the answer stands */
@@ -125,7 +116,6 @@ static int send_and_watch(cshs_call *call)
     if (e < 0) return 1;
     if (call->streamed) {
         call->head_out = 1;
-        call->send_nowait = 1;
         return 1; /* the head is out: the body is its caller's to write */
     }
     return head_watch(call);
@@ -216,31 +206,29 @@ int cshs__client_stream_end(cshs_call *call, cshs_reactor *r, void (*done)(void 
     int e = stream_send(call);
     if (e == 1) return 0; /* send_ready awaits the head */
     if (e != 0) return 1; /* answered early, or failed */
-    call->send_nowait = 0;
     return head_watch(call);
 }
 
-/* The retry rule (client.h) for a call of cshs_client_send_async that
- * failed on a reused connection the origin had closed: its request is
- * sent once more on a connection opened for it on its reactor (the least
- * recently used idle one closed to make room when the pool is full), or,
- * when none can be opened now, on the first one given back, holding no
- * thread either way. 1: retrying (done runs later); 0: the rule does not
- * allow it (or the call is not such a call). */
+/* The retry rule (client.h) for a call that failed on a reused
+ * connection the origin had closed: its request is sent once more (the
+ * head kept for it, or built again from the request while the caller's
+ * request is still there) on a connection opened for it on its reactor
+ * (the least recently used idle one closed to make room when the pool is
+ * full), or, when none can be opened now, on the first one given back,
+ * holding no thread either way. 1: retrying (done runs later); 0: the
+ * rule does not allow it (or the call is not such a call). */
 int cshs__client_retry_async(cshs_call *call)
 {
     if (call->state != K_FAILED || !call->rx || !cshs__client_may_retry(call, 0)) return 0;
     if (call->head_out) return 0; /* a streamed body went, or may have */
+    if (!call->again && !call->rq_kept) return 0; /* nothing left to send it from */
     cshs_client *c = call->c;
     pool *p = call->p;
-    free(call->again); /* the head is built again from the request */
-    call->again = NULL;
     call->keep_head = 0;
     cshs__client_retry_reset(call, K_BODY_OUT);
     waiter *w = &call->aw;
     w->got = NULL;
     w->err = 0;
-    w->expired = 0;
     w->since_us = now_us();
     w->deadline_ms = w->since_us / 1000 + call->acquire_ms;
     conn *stale = NULL;
@@ -289,8 +277,8 @@ void cshs__client_serve_due(cshs_client *c, due_work hw)
     }
 }
 
-int cshs_client_send_async(cshs_client *c, const cshs_client_request *r, cshs_reactor *rx,
-                           void (*done)(void *arg), void *arg, cshs_call **out)
+int cshs__client_request_async(cshs_client *c, const cshs_client_request *r, cshs_reactor *rx,
+                               void (*done)(void *arg), void *arg, int stops, cshs_call **out)
 {
     if (!out) return -EINVAL;
     *out = NULL;
@@ -301,6 +289,9 @@ int cshs_client_send_async(cshs_client *c, const cshs_client_request *r, cshs_re
     int e = cshs__client_call_new(c, &rq, 1, &call);
     if (e < 0) return e;
     call->rq = rq;
+    call->rq_kept = 1;
+    call->stop_sent = (stops & CALL_STOP_SENT) != 0;
+    call->stop_head = (stops & CALL_STOP_HEAD) != 0;
     call->rx = rx;
     call->streamed =
         rq.body_mode == CSHS_CLIENT_BODY_LENGTH || rq.body_mode == CSHS_CLIENT_BODY_CHUNKED;
@@ -335,4 +326,10 @@ int cshs_client_send_async(cshs_client *c, const cshs_client_request *r, cshs_re
         return 1;
     }
     return 0;
+}
+
+int cshs_client_send_async(cshs_client *c, const cshs_client_request *r, cshs_reactor *rx,
+                           void (*done)(void *arg), void *arg, cshs_call **out)
+{
+    return cshs__client_request_async(c, r, rx, done, arg, 0, out);
 }

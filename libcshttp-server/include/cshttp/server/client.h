@@ -63,9 +63,10 @@
  * than max_lifetime_ms; its replacement resolves the name again.
  *
  * The tick (cshs_client_tick, every tick_interval_ms): fails the waiters
- * whose acquire deadline has passed (no timer per waiter; a waiter that is
- * connecting itself ends with its connect, whose own deadline the kernel
- * keeps, and answers that connect's error when it failed), wakes waiters
+ * whose acquire deadline has passed (no timer per waiter; with the error
+ * of a connect that failed while it waited, if one did, else
+ * CSHS_CLIENT_E_ACQUIRE_TIMEOUT; a connect started for it goes on to its
+ * own end and serves the next waiter), starts connects for the waiters
  * when an origin's backoff has ended, closes idle connections past
  * idle_timeout_ms and those the origin has closed (poll() with POLLRDHUP and
  * a zero timeout: an unread FIN, or bytes nobody asked for; for one
@@ -96,12 +97,13 @@
  * its least recently used idle connection is closed to make room; with
  * none idle it takes the first connection given back), when its method is
  * idempotent (RFC 9110 §9.2.2: GET, HEAD, PUT, DELETE, OPTIONS, TRACE) or
- * when none of its bytes were sent. cshs_client_send retries up to the
- * response head. A body given to cshs_client_begin (whole or streamed) is
- * not kept: such a request is retried only while cshs_client_begin sends
- * it; a request without a body (CSHS_CLIENT_BODY_WHOLE, body_len 0) keeps
- * its head and is also retried by cshs_call_end while it waits for the
- * response head.
+ * when none of its bytes were sent. cshs_client_send (and
+ * cshs_client_send_async) retries up to the response head. A body given
+ * to cshs_client_begin (whole or streamed) is not kept: such a request is
+ * retried only while cshs_client_begin sends it; a request without a body
+ * (CSHS_CLIENT_BODY_WHOLE, body_len 0) keeps its head and is also retried
+ * while cshs_call_end (or cshs_call_end_async) waits for the response
+ * head.
  *
  * Responses are parsed by libcshttp (response mode, strict, default
  * limits). 1xx responses are read and skipped (101 is not: it fails the
@@ -127,19 +129,25 @@
  * with cshs_call_write; the origin's own 1xx responses are skipped.
  *
  * How a request waits, and threads. The client is safe to use from any
- * number of threads at once (a server's workers). A request waiting for a
- * connection blocks its own calling thread on a condition variable of its
- * own, queued first in, first out; it is woken by the release or the open
- * that hands it a connection, by a failed open, or by the tick at its
- * deadline. Once it holds a connection, its I/O (send, the response, the
- * body) is done by the calling thread itself with poll() on that one
- * socket, within the request's deadlines: no thread per request and no
- * polling loop. Or no thread at all while the response head is awaited:
- * cshs_call_end_async waits on a reactor (an engine loop) instead; and
- * none at all from start to end with cshs_client_send_async, whose
- * request waits for a connection in the same queue with no thread
- * (its request is sent by the thread that gives one back; a connect
- * for it is watched on the reactor).
+ * number of threads at once (a server's workers). A request is one state
+ * machine, whichever call made it, run on a reactor: it waits for a
+ * connection in its origin's queue (first in, first out) with no thread
+ * waiting for it; the release or the open that hands it a connection
+ * sends its request (the thread that gives a connection back sends the
+ * next waiter's request on it), a failed open at a dead end or the tick
+ * at its deadline fails it; its connects, what the socket does not take
+ * of its request at once, and its response head are seen through on its
+ * reactor. cshs_client_send_async and cshs_call_end_async name that
+ * reactor (an engine loop): no thread waits for the request at all. The
+ * blocking calls (cshs_client_send, _begin, cshs_call_write,
+ * cshs_call_end) give it the calling thread's own loop (an epoll set and
+ * an eventfd, made at the thread's first blocking call and let go when it
+ * exits) and run that loop until their step is over: the thread sleeps
+ * until its request moves, with no polling, and returns once the connects
+ * its request started have ended too (one may have gone to another
+ * request meanwhile). After the head, a body is read by the calling
+ * thread itself (cshs_call_read: poll() on that one socket, within
+ * read_timeout_ms), or on a reactor (cshs_call_wait_body).
  *
  * A connection waited on by a reactor stays registered with it from then
  * to its close (edge-triggered, as nginx keeps its upstream keep-alive
@@ -148,8 +156,9 @@
  * for) comes as an event there; such a connection is looked at (poll()
  * with POLLRDHUP and a zero timeout) by the next request or tick, and
  * closed, and one with no event since it went idle is reused without a
- * system call. A connection only ever waited on by threads is looked at
- * before each reuse. A FIN that reaches the origin's socket while a
+ * system call. A connection last waited on by a blocking call's thread
+ * (whose loop runs only while that thread waits) is looked at before
+ * each reuse. A FIN that reaches the origin's socket while a
  * request takes the connection, before the reactor's thread has seen it,
  * is met by that request, which the retry rule sends again when it
  * allows (as nginx's own window between its event and its reuse). A
@@ -157,13 +166,11 @@
  * connection registered there, if any, before the most recently used of
  * the others (moving one to another loop's epoll set costs two epoll_ctl).
  *
- * A name is looked up with getaddrinfo() for each connection opened. A
- * request waiting on a thread (cshs_client_send, _begin) looks it up on
- * that thread, which waits for the resolver. An open on a reactor
- * (cshs_client_send_async) and the tick's (min_idle) look it up on a
- * thread of their own, which tells the reactor (an eventfd) or the next
- * tick when it has the addresses: no loop and no tick waits for a DNS
- * server. Such a look-up counts against connect_timeout_ms
+ * A name is looked up with getaddrinfo() for each connection opened.
+ * An open for a request (on its reactor) and the tick's (min_idle) look
+ * it up on a thread of their own, which tells the reactor (an eventfd) or
+ * the next tick when it has the addresses: no loop and no tick waits for
+ * a DNS server. Such a look-up counts against connect_timeout_ms
  * (CSHS_CLIENT_E_RESOLVE past it, as for a name that does not resolve); a
  * stop or a free never waits for one in flight, which ends by itself. An
  * address given as the origin's host is read at once, on no thread.
@@ -184,8 +191,8 @@
  * CSHS_CLIENT_E_CONNECT_TIMEOUT when an attempt was still waiting then,
  * or with the last address's error (CSHS_CLIENT_E_CONNECT for refused or
  * unreachable) when every address failed. Only such an open counts as a
- * failure and starts the backoff. A waiting request sees the open through
- * with poll(); a request waiting on a reactor, there; the tick never
+ * failure and starts the backoff. A request's open is seen through on
+ * the request's reactor (a blocking call's: its thread's loop); the tick never
  * waits on a socket: the next ticks see a min_idle connection through
  * the connect and the TLS handshake (its next address starts at the
  * first tick past its attempt delay). TCP_USER_TIMEOUT bounds each
@@ -505,10 +512,10 @@ CSHS_EXPORT int cshs_call_end(cshs_call *call);
  * the connection's buffer, so that reading it waits for nothing), or the
  * call failed, or head_timeout_ms passed, done(arg) is called once on the
  * reactor's thread. Then call cshs_call_end: it returns at once with the
- * head or the error, or, when the origin had closed the reused
- * connection, sends the request once more under the retry rule (on a
- * connection it opens itself, waiting in the calling thread as
- * cshs_call_end does). Until done runs, the call must not be touched.
+ * head or the error. When the origin had closed the reused connection,
+ * the retry rule's second sending (a request without a body) is made on
+ * `r` before done runs (since 0.4.6). Until done runs, the call must not
+ * be touched.
  *
  * 0: done will be called. 1: nothing to wait for (the head is here, or
  * the call failed): call cshs_call_end now; done is not called. -EINVAL
