@@ -334,6 +334,11 @@ void cshs__client_release(cshs_client *c, pool *p, conn *cn, int keep)
     }
     if (keep && c->o.max_lifetime_ms && now_ms() - cn->born_ms >= (int64_t)c->o.max_lifetime_ms)
         keep = 0;
+    /* A thread's own loop keeps no idle connection: it takes no event
+     * between its thread's calls (thread_reactor.h), so none would tell of
+     * the origin's close; and an event it took while serving another
+     * client's call must not meet this connection freed with its client. */
+    if (keep && !cshs__reactor_live(cn->pw.w.reg)) cshs__persistent_unregister(&cn->pw);
     pthread_mutex_lock(&c->mu);
     if (keep) {
         cn->start = cn->end = 0;

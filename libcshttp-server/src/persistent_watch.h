@@ -80,6 +80,10 @@ uint32_t cshs__persistent_take_missed(cshs_persistent_watch *k, uint32_t mask);
  * registered with none). Not armed. */
 void cshs__persistent_forget(cshs_persistent_watch *k);
 
+/* The socket, which stays open, leaves its loop's epoll set and the loop
+ * (nothing when it is registered with none). Not armed. */
+void cshs__persistent_unregister(cshs_persistent_watch *k);
+
 /* Whether the calling thread is r's: its loop's owner, between events
  * (loop.c). */
 int cshs__on_reactor(const cshs_reactor *r);

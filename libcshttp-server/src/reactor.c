@@ -162,10 +162,7 @@ int cshs__persistent_register(cshs_persistent_watch *k, cshs_reactor *r, int fd)
     if (!k || !r || (uint64_t)(uintptr_t)k > CSHS_EV_PTR_MASK) return -EINVAL;
     cshs_loop *l = (cshs_loop *)r;
     if (k->w.reg == r && k->w.fd == fd) return 0;
-    if (k->w.reg) { /* registered with another loop: it leaves that one */
-        epoll_ctl(((cshs_loop *)k->w.reg)->epfd, EPOLL_CTL_DEL, k->w.fd, NULL);
-        cshs__persistent_forget(k);
-    }
+    cshs__persistent_unregister(k); /* registered with another loop: it leaves that one */
     __atomic_store_n(&k->w.tag, TAG_PERSISTENT, __ATOMIC_RELAXED);
     k->w.fd = fd;
     k->muted = 0;
@@ -243,6 +240,13 @@ int cshs__persistent_disarm(cshs_persistent_watch *k, cshs_reactor *r)
 uint32_t cshs__persistent_take_missed(cshs_persistent_watch *k, uint32_t mask)
 {
     return atomic_fetch_and(&k->missed, ~mask) & mask;
+}
+
+void cshs__persistent_unregister(cshs_persistent_watch *k)
+{
+    if (!k || !k->w.reg) return;
+    epoll_ctl(((cshs_loop *)k->w.reg)->epfd, EPOLL_CTL_DEL, k->w.fd, NULL);
+    cshs__persistent_forget(k);
 }
 
 void cshs__persistent_forget(cshs_persistent_watch *k)

@@ -5,10 +5,10 @@
  * as one waiting on a server's loop (client_send_async.c): the calling
  * thread gives the machine a loop of its own, an epoll set and an eventfd
  * made at its first blocking call, and runs it until what it waits for
- * is done. Such a loop runs only while its thread waits, so an event of a
- * socket registered there (the pooled connection it used last) is not
- * taken between two calls: cshs__reactor_live says no, and the client
- * looks at such a socket before it reuses it.
+ * is done. Such a loop runs only while its thread waits, so it takes no
+ * event of a socket between two calls: cshs__reactor_live says no, and
+ * the client takes a connection out of it when the connection goes back
+ * to its pool, and looks at it (poll()) before it reuses it.
  *
  * Holds: a blocking call holds its thread's loop from its start until the
  * machine's done callback lets go (from whichever thread runs it), and a

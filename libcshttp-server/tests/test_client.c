@@ -12,6 +12,7 @@
  * loop is tried until two waiters queue within the rule's 2 ms, and the
  * check is skipped on a machine that never does). */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -610,6 +611,16 @@ static int conn_of(cshs_call *call)
     return atoi(v);
 }
 
+/* Reads fd until its end (or cap - 1 bytes), NUL-terminated: the count. */
+static size_t recv_all(int fd, char *buf, size_t cap)
+{
+    size_t n = 0;
+    ssize_t k;
+    while (n < cap - 1 && (k = recv(fd, buf + n, cap - 1 - n, 0)) > 0) n += (size_t)k;
+    buf[n] = 0;
+    return n;
+}
+
 /* ---- the API a test's requests go through ----
  *
  * Most tests run twice: their requests made by cshs_client_send (the
@@ -769,10 +780,7 @@ static int loop_fx_end(cshs_client *freed)
     pthread_mutex_unlock(&loop_fx.mu);
     cshs_deferred_resume(d, loop_fx_answer, NULL);
     char buf[512];
-    size_t n = 0;
-    ssize_t k;
-    while (n < sizeof buf - 1 && (k = recv(fd, buf + n, sizeof buf - 1 - n, 0)) > 0) n += (size_t)k;
-    buf[n] = 0;
+    recv_all(fd, buf, sizeof buf);
     close(fd);
     cshs_server_free(srv);
     if (strncmp(buf, "HTTP/1.1 200", 12) != 0 || !strstr(buf, "\r\n\r\nloop released")) {
@@ -2603,6 +2611,65 @@ static void test_threads(void **state)
     origin_free(og);
 }
 
+/* The epoll sets this process has open. */
+static int epoll_sets(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    if (!d) return -1;
+    int n = 0;
+    struct dirent *e;
+    char path[300], link[64];
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.') continue;
+        snprintf(path, sizeof path, "/proc/self/fd/%s", e->d_name);
+        ssize_t k = readlink(path, link, sizeof link - 1);
+        if (k < 0) continue;
+        link[k] = 0;
+        if (strcmp(link, "anon_inode:[eventpoll]") == 0) n++;
+    }
+    closedir(d);
+    return n;
+}
+
+static void *one_get_main(void *arg)
+{
+    worker *w = arg;
+    int conn = -1;
+    w->errors = get(w->c, w->url, "/", &conn, NULL) == 200 ? 0 : 1;
+    return NULL;
+}
+
+/* A blocking call waits in its thread's own loop (an epoll set made at
+ * the thread's first blocking call). Its connection leaves that loop
+ * when it goes back to the pool, so the loop goes with its thread, and
+ * the idle connection serves the next thread's call. */
+static void test_thread_loop_let_go(void **state)
+{
+    (void)state;
+    origin *og = origin_new();
+    char url[64];
+    origin_url(og, url, sizeof url);
+    cshs_client *c = client_with(2, 1);
+    int before = epoll_sets();
+    assert_true(before >= 0);
+    for (int i = 0; i < 3; i++) {
+        worker w;
+        memset(&w, 0, sizeof w);
+        w.c = c;
+        w.url = url;
+        pthread_t t;
+        pthread_create(&t, NULL, one_get_main, &w);
+        pthread_join(t, NULL);
+        assert_int_equal(w.errors, 0);
+        assert_int_equal(epoll_sets(), before);
+    }
+    cshs_client_pool_stats s = stats_of(c);
+    assert_int_equal(s.opens, 1); /* one connection, reused by each thread */
+    assert_int_equal(s.idle, 1);
+    client_free(c);
+    origin_free(og);
+}
+
 /* ---- from a server's handlers, ticked by the server ---- */
 
 static cshs_client *handler_client;
@@ -2684,10 +2751,7 @@ static int ask_server(unsigned port, const char *path, char *out, size_t cap)
     snprintf(rq, sizeof rq, "GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", path);
     send(fd, rq, strlen(rq), MSG_NOSIGNAL);
     char buf[4096];
-    size_t n = 0;
-    ssize_t k;
-    while (n < sizeof buf - 1 && (k = recv(fd, buf + n, sizeof buf - 1 - n, 0)) > 0) n += (size_t)k;
-    buf[n] = 0;
+    size_t n = recv_all(fd, buf, sizeof buf);
     close(fd);
     const char *b = strstr(buf, "\r\n\r\n");
     snprintf(out, cap, "%s", b ? b + 4 : "");
@@ -4433,6 +4497,7 @@ int main(void)
         cmocka_unit_test(test_body_awaited_on_the_loop),
         BOTH_APIS(test_malformed_and_timeouts),
         BOTH_APIS(test_threads),
+        cmocka_unit_test(test_thread_loop_let_go),
         BOTH_APIS(test_from_handlers),
         BOTH_APIS(test_https),
         cmocka_unit_test(test_https_connect_on_the_loop),
