@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -2670,6 +2671,60 @@ static void test_thread_loop_let_go(void **state)
     origin_free(og);
 }
 
+static int open_fds(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    if (!d) return -1;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (e->d_name[0] != '.') n++;
+    closedir(d);
+    return n - 1; /* the directory's own */
+}
+
+static void *send_no_fd_main(void *arg)
+{
+    worker *w = arg;
+    cshs_client_request rq;
+    cshs_client_request_init(&rq);
+    rq.origin = w->url;
+    cshs_call *call = (cshs_call *)1;
+    w->errors = cshs_client_send(w->c, &rq, &call);
+    if (call) w->errors = 1; /* *out must be NULL on an error */
+    return NULL;
+}
+
+/* A thread whose loop cannot be made (no descriptor left) gets the
+ * system's error from its blocking call, and nothing is left behind. */
+static void test_thread_loop_no_descriptor(void **state)
+{
+    (void)state;
+    origin *og = origin_new();
+    char url[64];
+    origin_url(og, url, sizeof url);
+    cshs_client *c = client_with(2, 0);
+    worker w;
+    memset(&w, 0, sizeof w);
+    w.c = c;
+    w.url = url;
+    struct rlimit old, tight;
+    assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
+    tight = old;
+    tight.rlim_cur = (rlim_t)open_fds();
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &tight), 0);
+    pthread_t t;
+    pthread_create(&t, NULL, send_no_fd_main, &w);
+    pthread_join(t, NULL);
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
+    assert_int_equal(w.errors, -EMFILE);
+    /* the same request from a thread that can make its loop */
+    assert_int_equal(get(c, url, "/", NULL, NULL), 200);
+    assert_int_equal(stats_of(c).requests, 1);
+    client_free(c);
+    origin_free(og);
+}
+
 /* ---- from a server's handlers, ticked by the server ---- */
 
 static cshs_client *handler_client;
@@ -4498,6 +4553,7 @@ int main(void)
         BOTH_APIS(test_malformed_and_timeouts),
         BOTH_APIS(test_threads),
         cmocka_unit_test(test_thread_loop_let_go),
+        cmocka_unit_test(test_thread_loop_no_descriptor),
         BOTH_APIS(test_from_handlers),
         BOTH_APIS(test_https),
         cmocka_unit_test(test_https_connect_on_the_loop),
