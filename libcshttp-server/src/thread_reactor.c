@@ -28,9 +28,20 @@ static void own_exit(void *arg)
     cshs__loops_unref(arg);
 }
 
+/* In a child of fork(): the loop it inherited is its parent's (the same
+ * epoll set, which the parent's threads may wait on), never its own. The
+ * child's first blocking call makes one; the inherited descriptors stay
+ * as any other the child inherited. */
+static void own_forget_in_child(void)
+{
+    own_loop = NULL;
+    pthread_setspecific(own_key, NULL);
+}
+
 static void own_key_make(void)
 {
     pthread_key_create(&own_key, own_exit);
+    pthread_atfork(NULL, NULL, own_forget_in_child);
 }
 
 static cshs_loop *loop_make(void)

@@ -17,7 +17,8 @@
  * server's loops run regardless: a hold on one does nothing.
  *
  * Lifetime: the loop is freed once its thread has exited and the last
- * socket registered with it has left it (persistent_watch.h's refs). */
+ * socket registered with it has left it (persistent_watch.h's refs). A
+ * child of fork() forgets its parent's and makes its own. */
 #ifndef CSHS_THREAD_REACTOR_H
 #define CSHS_THREAD_REACTOR_H
 

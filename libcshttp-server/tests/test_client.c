@@ -29,6 +29,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -2725,6 +2726,42 @@ static void test_thread_loop_no_descriptor(void **state)
     origin_free(og);
 }
 
+/* A child of fork() makes a loop of its own for its blocking calls rather
+ * than wait on its parent's epoll set, which the parent's threads share. */
+static void test_thread_loop_after_fork(void **state)
+{
+    (void)state;
+    origin *og = origin_new();
+    char url[64];
+    origin_url(og, url, sizeof url);
+    cshs_client *c = client_with(2, 0);
+    assert_int_equal(get(c, url, "/", NULL, NULL), 200); /* this thread's loop is made */
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) { /* no cmocka here: the exit status says it */
+        int before = epoll_sets();
+        cshs_client_options o;
+        cshs_client_options_init(&o);
+        o.tick_thread = 0;
+        cshs_client *cc = cshs_client_new(&o);
+        cshs_client_request rq;
+        cshs_client_request_init(&rq);
+        rq.origin = url;
+        cshs_call *call = NULL;
+        int ok = cc && cshs_client_send(cc, &rq, &call) == 0 && cshs_call_status(call) == 200;
+        int after = epoll_sets();
+        _exit(ok && after == before + 1 ? 0 : 1);
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    assert_int_equal(get(c, url, "/", NULL, NULL), 200); /* the parent's loop goes on */
+    client_free(c);
+    origin_free(og);
+}
+
 /* ---- from a server's handlers, ticked by the server ---- */
 
 static cshs_client *handler_client;
@@ -4554,6 +4591,7 @@ int main(void)
         BOTH_APIS(test_threads),
         cmocka_unit_test(test_thread_loop_let_go),
         cmocka_unit_test(test_thread_loop_no_descriptor),
+        cmocka_unit_test(test_thread_loop_after_fork),
         BOTH_APIS(test_from_handlers),
         BOTH_APIS(test_https),
         cmocka_unit_test(test_https_connect_on_the_loop),
