@@ -23,6 +23,10 @@
 static void open_ended(cshs_client *c, pool *p, cshs_reactor *rx, conn *cn, int r,
                        struct cshs_call *own)
 {
+    /* the pool's: it may go idle, which a thread's own loop keeps no
+     * connection for (cshs__client_release says why); whoever takes it
+     * registers it where it waits */
+    if (r == 1 && !own && !cshs__reactor_live(rx)) cshs__persistent_unregister(&cn->pw);
     pthread_mutex_lock(&c->mu);
     p->nopening--;
     if (r == 1) {

@@ -14,6 +14,7 @@
 
 #include "client_impl.h"
 #include "sock_io.h"
+#include "thread_reactor.h"
 
 /* ---- the response ---- */
 
@@ -27,10 +28,12 @@ int cshs__client_body_done(cshs_call *call, int keep)
     const csh_message *m = &call->parser.msg;
     keep =
         keep && !call->early && (m->flags & CSH_MSG_KEEP_ALIVE) && m->body != CSH_BODY_UNTIL_CLOSE;
-    /* A response read on a reactor (cshs_call_end_async) skips this look:
-     * the connection's next use looks first (conn_fresh) and drops it for
-     * bytes nobody asked for, and the tick looks at it while idle. */
-    if (keep && !call->done) {
+    /* A connection registered with a server's loop skips this look: the
+     * loop takes what comes on it while it is idle, its next use looks
+     * first (conn_fresh) and drops it for bytes nobody asked for, and the
+     * tick looks at it. One a thread's own loop waited on goes back to
+     * the pool unregistered (cshs__client_release): looked at here. */
+    if (keep && !cshs__reactor_live(cn->pw.w.reg)) {
         /* what already arrived after the response: a second answer that
          * nobody asked for fails this one; a FIN only ends the connection */
         struct pollfd pf = {cn->fd, POLLIN | POLLRDHUP, 0};

@@ -25,6 +25,7 @@ static pthread_once_t own_once = PTHREAD_ONCE_INIT;
  * registered there keep the loop until they leave it. */
 static void own_exit(void *arg)
 {
+    own_loop = NULL; /* a later destructor's blocking call makes another */
     cshs__loops_unref(arg);
 }
 
@@ -38,9 +39,12 @@ static void own_forget_in_child(void)
     pthread_setspecific(own_key, NULL);
 }
 
+static int own_key_made; /* pthread_key_create succeeded (set once, under own_once) */
+
 static void own_key_make(void)
 {
-    pthread_key_create(&own_key, own_exit);
+    if (pthread_key_create(&own_key, own_exit) != 0) return;
+    own_key_made = 1;
     pthread_atfork(NULL, NULL, own_forget_in_child);
 }
 
@@ -73,6 +77,10 @@ cshs_reactor *cshs__thread_reactor(void)
 {
     if (own_loop) return (cshs_reactor *)own_loop;
     pthread_once(&own_once, own_key_make);
+    if (!own_key_made) { /* no key: the loop could not be let go at the thread's exit */
+        errno = EAGAIN;
+        return NULL;
+    }
     cshs_loop *l = loop_make();
     if (!l) return NULL;
     if (pthread_setspecific(own_key, l) != 0) {

@@ -71,6 +71,8 @@ enum {
     M_CLOSE_SECOND,  /* answers the first request, reads the second and closes unanswered */
     M_CLOSE_FIRST,   /* reads the first request and closes unanswered */
     M_TWICE,         /* answers the first request twice, in one send */
+    M_TWICE_APART,   /* answers the first request, and again once the test releases it */
+    M_TLS_WAITS,     /* TLS: the handshake waits until the test releases it; then M_ECHO */
     M_1XX,           /* 100 and 103 before the answer */
     M_101,           /* 101 Switching Protocols */
     M_CHUNKED,       /* the answer chunked, with a trailer */
@@ -117,6 +119,7 @@ typedef struct origin {
     atomic_int fin_now;
     atomic_int stray_now;
     atomic_int ended;  /* connections whose peer closed (or that it closed) */
+    atomic_int sent_again; /* M_TWICE_APART: second answers sent */
     int modes[16];     /* per connection index; M_ECHO past 16 */
     int hold;          /* answers wait until this many requests arrived (burst test; mu) */
     int idle_close_ms; /* closes a connection idle this long (its keep-alive timeout) */
@@ -326,6 +329,7 @@ static void *conn_main(void *arg)
         struct timeval tv = {o->idle_close_ms / 1000, (o->idle_close_ms % 1000) * 1000};
         setsockopt(p->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     }
+    if (o->tls && mode == M_TLS_WAITS && !wait_release(o)) goto out;
     if (o->tls) {
         p->ssl = SSL_new(o->ctx);
         SSL_set_fd(p->ssl, p->fd);
@@ -387,6 +391,13 @@ static void *conn_main(void *arg)
             const char *two = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
                               "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
             send_str(p, two);
+            continue;
+        }
+        if (mode == M_TWICE_APART) {
+            if (send_str(p, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok") < 0) break;
+            if (!wait_release(o)) break;
+            if (send_str(p, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nno") < 0) break;
+            atomic_fetch_add(&o->sent_again, 1);
             continue;
         }
         if (mode == M_1XX) {
@@ -2504,6 +2515,45 @@ static void test_answered_twice(void **state)
     origin_free(og);
 }
 
+/* The second answer comes in a send of its own, after the client has the
+ * first one's head and body in its buffer. A blocking call looks at the
+ * socket when the response ends: the bytes nobody asked for fail it
+ * (MALFORMED). A response awaited on a server's loop skips that look:
+ * the loop sees the bytes while the connection is idle, and its next use
+ * drops it. Either way the next request gets another connection. */
+static void test_answered_twice_apart(void **state)
+{
+    (void)state;
+    origin *og = origin_new();
+    og->modes[0] = M_TWICE_APART;
+    char url[64];
+    origin_url(og, url, sizeof url);
+    cshs_client *c = client_with(4, 0);
+    cshs_client_request rq;
+    cshs_client_request_init(&rq);
+    rq.origin = url;
+    cshs_call *call;
+    assert_int_equal(send_via(c, &rq, &call), 0);
+    origin_release(og);
+    for (int i = 0; i < 5000 && !atomic_load(&og->sent_again); i++) sleep_ms(2);
+    assert_int_equal(atomic_load(&og->sent_again), 1);
+    const char *body;
+    size_t len;
+    int r = cshs_call_read_all(call, 100, &body, &len);
+    if (api_mode == API_BLOCKING) {
+        assert_int_equal(r, CSHS_CLIENT_E_MALFORMED);
+    } else {
+        assert_int_equal(r, 0);
+        assert_int_equal(len, 2);
+    }
+    cshs_call_free(call);
+    int conn = -1;
+    assert_int_equal(get(c, url, "/", &conn, NULL), 200);
+    assert_int_equal(conn, 1);
+    client_free(c);
+    origin_free(og);
+}
+
 static void test_malformed_and_timeouts(void **state)
 {
     (void)state;
@@ -2694,6 +2744,68 @@ static void *send_no_fd_main(void *arg)
     w->errors = cshs_client_send(w->c, &rq, &call);
     if (call) w->errors = 1; /* *out must be NULL on an error */
     return NULL;
+}
+
+static void *get_tls_main(void *arg)
+{
+    worker *w = arg;
+    w->errors = get(w->c, w->url, "/", &w->id, NULL) == 200 ? 0 : 1;
+    return NULL;
+}
+
+static int opening_is(cshs_client *c, void *arg)
+{
+    return stats_of(c).opening == *(unsigned *)arg;
+}
+
+/* A connect a blocking call started ends after another connection served
+ * that call: its connection goes idle, and leaves the thread's loop as
+ * one given back does (the loop goes with its thread). */
+static void test_thread_loop_connect_ends_later(void **state)
+{
+    (void)state;
+    SSL_CTX *ctx = tls_origin_ctx();
+    origin *og = origin_new_on(0, ctx);
+    og->modes[1] = M_TLS_WAITS;
+    origin_start(og);
+    char url[64];
+    origin_url(og, url, sizeof url);
+    cshs_client_options o;
+    cshs_client_options_init(&o);
+    o.pool_size = 2;
+    o.tls_insecure = 1;
+    cshs_client *c = cshs_client_new(&o);
+    cshs_client_request rq;
+    cshs_client_request_init(&rq);
+    rq.origin = url;
+    cshs_call *held = NULL;
+    assert_int_equal(cshs_client_send(c, &rq, &held), 0); /* connection 0, held */
+    int before = epoll_sets();
+    worker w;
+    memset(&w, 0, sizeof w);
+    w.c = c;
+    w.url = url;
+    w.id = -1;
+    pthread_t t;
+    pthread_create(&t, NULL, get_tls_main, &w); /* waits; its connect's handshake waits */
+    unsigned one = 1;
+    assert_true(wait_for(c, 0, opening_is, &one));
+    const char *body;
+    size_t len;
+    assert_int_equal(cshs_call_read_all(held, 1 << 16, &body, &len), 0); /* 0 goes back: to it */
+    cshs_call_free(held);
+    origin_release(og); /* the connect ends: connection 1, idle */
+    pthread_join(t, NULL);
+    assert_int_equal(w.errors, 0);
+    assert_int_equal(w.id, 0);
+    cshs_client_pool_stats s = stats_of(c);
+    assert_int_equal(s.opens, 2);
+    assert_int_equal(s.idle, 2);
+    assert_int_equal(epoll_sets(), before);
+    cshs_client_free(c);
+    origin_free(og);
+    SSL_CTX_free(ctx);
+    unlink(cert_path);
 }
 
 /* A thread whose loop cannot be made (no descriptor left) gets the
@@ -4576,6 +4688,7 @@ int main(void)
         BOTH_APIS(test_body_from_a_file),
         BOTH_APIS(test_read_without_waiting),
         BOTH_APIS(test_answered_twice),
+        BOTH_APIS(test_answered_twice_apart),
         /* each of these is about one API on a server's loop */
         cmocka_unit_test(test_answer_awaited_on_the_loop),
         cmocka_unit_test(test_waiting_for_a_connection_on_the_loop),
@@ -4591,6 +4704,7 @@ int main(void)
         BOTH_APIS(test_threads),
         cmocka_unit_test(test_thread_loop_let_go),
         cmocka_unit_test(test_thread_loop_no_descriptor),
+        cmocka_unit_test(test_thread_loop_connect_ends_later),
         cmocka_unit_test(test_thread_loop_after_fork),
         BOTH_APIS(test_from_handlers),
         BOTH_APIS(test_https),
