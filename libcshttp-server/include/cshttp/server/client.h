@@ -149,16 +149,16 @@
  * thread itself (cshs_call_read: poll() on that one socket, within
  * read_timeout_ms), or on a reactor (cshs_call_wait_body).
  *
- * A connection waited on by a reactor stays registered with it from then
- * to its close (edge-triggered, as nginx keeps its upstream keep-alive
+ * A connection waited on by a server's loop stays registered with it from
+ * then to its close (edge-triggered, as nginx keeps its upstream keep-alive
  * connections), so that waiting for a response costs no epoll_ctl. While
  * it is idle, what the origin sends on it (a FIN, or bytes nobody asked
  * for) comes as an event there; such a connection is looked at (poll()
  * with POLLRDHUP and a zero timeout) by the next request or tick, and
  * closed, and one with no event since it went idle is reused without a
  * system call. A connection last waited on by a blocking call's thread
- * (whose loop runs only while that thread waits) is looked at before
- * each reuse. A FIN that reaches the origin's socket while a
+ * (whose loop runs only while that thread waits) leaves that loop when it
+ * goes back to the pool, and is looked at before each reuse. A FIN that reaches the origin's socket while a
  * request takes the connection, before the reactor's thread has seen it,
  * is met by that request, which the retry rule sends again when it
  * allows (as nginx's own window between its event and its reuse). A
