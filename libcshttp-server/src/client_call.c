@@ -28,7 +28,7 @@
 
 /* Waits for `events` on the call's socket until deadline_ms: 0 ready,
  * -ETIMEDOUT, or -errno. */
-int cshs__client_wait_fd(int fd, short events, int64_t deadline_ms)
+static int wait_fd(int fd, short events, int64_t deadline_ms)
 {
     for (;;) {
         int64_t left = deadline_ms - now_ms();
@@ -108,7 +108,7 @@ ssize_t cshs__client_conn_read(conn *cn, void *buf, size_t cap, int64_t deadline
             cn->io_wait = ev;
             return -EAGAIN;
         }
-        int w = cshs__client_wait_fd(cn->fd, ev, deadline_ms);
+        int w = wait_fd(cn->fd, ev, deadline_ms);
         if (w < 0) return w;
     }
 }
@@ -450,8 +450,7 @@ int cshs__client_send_request(cshs_call *call)
 
 /* A call made for a request, with no connection yet: its pool found (or
  * made) and counted as used. */
-int cshs__client_call_new(cshs_client *c, const cshs_client_request *r, int keep_head,
-                          cshs_call **out)
+int cshs__client_call_new(cshs_client *c, const cshs_client_request *r, cshs_call **out)
 {
     *out = NULL;
     int e = request_check(r);
@@ -504,7 +503,7 @@ int cshs__client_call_new(cshs_client *c, const cshs_client_request *r, int keep
     unsigned opt_con = r->connect_timeout_ms ? r->connect_timeout_ms : c->o.connect_timeout_ms;
     call->acquire_ms = opt_acq;
     call->connect_ms = opt_con;
-    call->keep_head = keep_head && r->body_mode == CSHS_CLIENT_BODY_WHOLE && r->body_len == 0;
+    call->keep_head = r->body_mode == CSHS_CLIENT_BODY_WHOLE && r->body_len == 0;
     call->send_ms = r->send_timeout_ms ? r->send_timeout_ms : c->o.send_timeout_ms;
     call->head_ms = r->head_timeout_ms ? r->head_timeout_ms : c->o.head_timeout_ms;
     call->read_ms = r->read_timeout_ms ? r->read_timeout_ms : c->o.read_timeout_ms;

@@ -406,8 +406,6 @@ void *cshs__client_tick_main(void *arg);
 
 /* ---- client_call.c ---- */
 
-/* Waits for `events` on fd until deadline_ms: 0 ready, -ETIMEDOUT, or -errno. */
-int cshs__client_wait_fd(int fd, short events, int64_t deadline_ms);
 /* One SSL_read without waiting: > 0 bytes, 0 at the end of input, -EAGAIN (*wait), or an error. */
 ssize_t cshs__client_tls_read_now(conn *cn, void *buf, size_t cap, short *wait);
 /* One SSL_write without waiting: the bytes taken, -EAGAIN (*wait), or an error. */
@@ -427,8 +425,7 @@ int cshs__client_send_failed(cshs_call *call, int e);
  * connection's buffer from call->rq, with a whole body. */
 int cshs__client_send_request(cshs_call *call);
 /* A call made for a request, with no connection yet: its pool found (or made) and used. */
-int cshs__client_call_new(cshs_client *c, const cshs_client_request *r, int keep_head,
-                          cshs_call **out);
+int cshs__client_call_new(cshs_client *c, const cshs_client_request *r, cshs_call **out);
 
 /* ---- client_response.c ---- */
 

@@ -286,7 +286,7 @@ int cshs__client_request_async(cshs_client *c, const cshs_client_request *r, csh
     cshs_client_request rq = cshs__client_request_defaults; /* the caller's, read by its size */
     if (csh__sized_copy(&rq, sizeof rq, r, CSHS_CLIENT_REQUEST_SIZE_0_3) < 0) return -EINVAL;
     cshs_call *call;
-    int e = cshs__client_call_new(c, &rq, 1, &call);
+    int e = cshs__client_call_new(c, &rq, &call);
     if (e < 0) return e;
     call->rq = rq;
     call->rq_kept = 1;
