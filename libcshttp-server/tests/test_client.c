@@ -491,6 +491,11 @@ static void *accept_main(void *arg)
         if (fd < 0) {
             if (atomic_load(&o->stop)) break;
             if (errno == EINTR || errno == ECONNABORTED) continue;
+            if (errno == EMFILE) { /* accept() takes its descriptor before it
+                                    * waits: a test's tight limit, for now */
+                sleep_ms(1);
+                continue;
+            }
             break;
         }
         if (atomic_load(&o->stop)) {
@@ -2728,16 +2733,14 @@ static void test_thread_loop_let_go(void **state)
     origin_free(og);
 }
 
-static int open_fds(void)
+/* The lowest descriptor number free: a limit of it lets no descriptor be
+ * made, whatever holes lie above it (counting the open ones would leave
+ * those holes usable). */
+static int lowest_free_fd(void)
 {
-    DIR *d = opendir("/proc/self/fd");
-    if (!d) return -1;
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)))
-        if (e->d_name[0] != '.') n++;
-    closedir(d);
-    return n - 1; /* the directory's own */
+    int fd = dup(0);
+    if (fd >= 0) close(fd);
+    return fd;
 }
 
 static void *send_no_fd_main(void *arg)
@@ -2823,7 +2826,7 @@ static void test_thread_loop_no_descriptor(void **state)
     struct rlimit old, tight;
     assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
     tight = old;
-    tight.rlim_cur = (rlim_t)open_fds();
+    tight.rlim_cur = (rlim_t)lowest_free_fd();
     assert_int_equal(setrlimit(RLIMIT_NOFILE, &tight), 0);
     pthread_t t;
     pthread_create(&t, NULL, send_no_fd_main, &w);
