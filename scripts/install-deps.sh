@@ -16,6 +16,9 @@ packages=(
   python3                             # test drivers
   zlib1g-dev                          # libcshttp-web: gzip responses
   libssl-dev openssl                  # libcshttp-server: HTTPS (OpenSSL 3), test certificates
+  libnghttp2-dev                      # libcshttp-server: HTTP/2 framing, HPACK, flow control
+  nghttp2-client                      # tests/server: nghttp and h2load against cshttpd over HTTP/2
+  python3-h2                          # tests/server: HTTP/2 frames written by hand
   curl                                # tests/server: a real client against cshttpd
   python3-websockets                  # tests/server: a real WebSocket client against cshttpd
   nginx-light                         # tests/server: cshttpd behind a reverse proxy; bench/run peer

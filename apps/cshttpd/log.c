@@ -124,6 +124,11 @@ size_t access_log_format(char *buf, size_t cap, log_format f, const cshs_request
     unsigned long long body = offsetof(cshs_request_log, body_bytes_out) < e->size
                                   ? (unsigned long long)e->body_bytes_out
                                   : (unsigned long long)e->bytes_out;
+    /* an engine older than 0.5.0 names no protocol: HTTP/1 then */
+    char h1[16];
+    const char *proto = offsetof(cshs_request_log, protocol) < e->size && e->protocol
+                            ? e->protocol
+                            : (snprintf(h1, sizeof h1, "HTTP/1.%d", e->version_minor), h1);
     /* a field may grow 4x when escaped: each gets a bounded share */
     char method[64], target[2048], referer[1024], agent[1024], when[64];
     time_t t = (time_t)(e->time_unix_ms / 1000);
@@ -138,12 +143,12 @@ size_t access_log_format(char *buf, size_t cap, log_format f, const cshs_request
         log_escape_json(agent, sizeof agent, e->user_agent);
         n = snprintf(buf, cap,
                      "{\"time\":\"%s\",\"remote_addr\":\"%s\",\"method\":\"%s\",\"target\":\"%s\","
-                     "\"protocol\":\"HTTP/1.%d\",\"status\":%d,\"bytes_out\":%llu,"
+                     "\"protocol\":\"%s\",\"status\":%d,\"bytes_out\":%llu,"
                      "\"body_bytes\":%llu,"
                      "\"referer\":\"%s\",\"user_agent\":\"%s\",\"duration_ms\":%lld.%03lld,"
                      "\"bytes_in\":%llu}\n",
-                     when, e->remote_addr ? e->remote_addr : "", method, target, e->version_minor,
-                     e->status, (unsigned long long)e->bytes_out, body, referer, agent,
+                     when, e->remote_addr ? e->remote_addr : "", method, target, proto, e->status,
+                     (unsigned long long)e->bytes_out, body, referer, agent,
                      (long long)(duration_us / 1000), (long long)(duration_us % 1000),
                      (unsigned long long)e->bytes_in);
     } else {
@@ -152,9 +157,9 @@ size_t access_log_format(char *buf, size_t cap, log_format f, const cshs_request
         log_escape(target, sizeof target, e->target);
         log_escape(referer, sizeof referer, e->referer);
         log_escape(agent, sizeof agent, e->user_agent);
-        n = snprintf(buf, cap, "%s - - [%s] \"%s %s HTTP/1.%d\" %d %llu \"%s\" \"%s\"\n",
-                     e->remote_addr ? e->remote_addr : "-", when, method, target, e->version_minor,
-                     e->status, body, referer, agent);
+        n = snprintf(buf, cap, "%s - - [%s] \"%s %s %s\" %d %llu \"%s\" \"%s\"\n",
+                     e->remote_addr ? e->remote_addr : "-", when, method, target, proto, e->status,
+                     body, referer, agent);
     }
     if (n < 0) return 0;
     if ((size_t)n >= cap) { /* cut: keep the line a line */

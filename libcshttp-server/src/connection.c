@@ -167,6 +167,7 @@ void cshs__conn_close(cshs_worker *w, cshs_conn *c)
         atomic_fetch_sub_explicit(&l->k.active, 1, memory_order_relaxed);
     }
     c->parked = 0;
+    if (c->h2) cshs__h2_close(c); /* its streams' pairs close */
     /* a tunnel still open: the server stops (a forced stop cuts it) */
     if (c->tunnel) cshs__tunnel_drop(c, atomic_load(&s->forced) ? -ECONNABORTED : -ECANCELED);
     if (c->deferred) {
@@ -189,11 +190,12 @@ void cshs__conn_close(cshs_worker *w, cshs_conn *c)
     pthread_mutex_unlock(&l->mu);
     c->closed = 1;
     CSHS_STACK_PUSH(l->closed_conns, c, link);
-    atomic_fetch_sub(&s->c_open, 1);
+    if (!CSHS_H2_STREAM(c)) atomic_fetch_sub(&s->c_open, 1);
 }
 
 void cshs__conn_free(cshs_conn *c)
 {
+    cshs__h2_free(c);
     free(c);
 }
 
@@ -616,7 +618,8 @@ void cshs__conn_sweep(cshs_worker *w, cshs_conn *c, int64_t now_ms)
     /* a stop closes what waits between requests (or for a head); what
      * sends a response or lingers goes on until the stop's deadline */
     int stop = atomic_load(&s->forced) ||
-               (atomic_load(&s->stopping) && (c->phase == CP_READ || c->phase == CP_TUNNEL));
+               (atomic_load(&s->stopping) &&
+                (c->phase == CP_READ || c->phase == CP_TUNNEL || c->phase == CP_H2));
     if (!stop) {
         if (!c->deadline_ms || now_ms < c->deadline_ms) return;
         int kind = c->expire_kind;
@@ -655,6 +658,11 @@ void cshs__conn_sweep(cshs_worker *w, cshs_conn *c, int64_t now_ms)
             atomic_fetch_add(&s->e_idle, 1);
         else if (kind == EXP_WAIT)
             atomic_fetch_add(c->deferred->wait_for == WAIT_DRAIN ? &s->e_send : &s->e_body, 1);
+    }
+    /* HTTP/2: a GOAWAY first, when idle or at a graceful stop */
+    if (c->phase == CP_H2) {
+        cshs__h2_sweep(w, c, stop);
+        return;
     }
     /* a deferred request waiting for its client: its continuation is
      * told (and ends it) */
@@ -706,6 +714,10 @@ void cshs__conn_event(cshs_worker *w, cshs_conn *c)
 {
     cshs_server *s = c->srv;
     cshs__unpark(c);
+    if (c->phase == CP_H2) {
+        cshs__h2_event(w, c);
+        return;
+    }
     if (c->phase == CP_TUNNEL) {
         cshs__tunnel_event(w, c);
         return;
@@ -752,6 +764,19 @@ void cshs__conn_event(cshs_worker *w, cshs_conn *c)
         atomic_fetch_add(&s->e_tls, 1);
         cshs__conn_close(w, c);
         return;
+    }
+    /* a new connection's protocol, before its first request: ALPN's
+     * choice, or the h2c preface (an HTTP/2 stream's pair is HTTP/1.1) */
+    if (c->phase == CP_READ && !c->served && !c->x && !CSHS_H2_STREAM(c)) {
+        int h2 = cshs__h2_want(c);
+        if (h2 == -EAGAIN) {
+            cshs__park_input(w, c);
+            return;
+        }
+        if (h2 == 1) {
+            cshs__h2_start(w, c);
+            return;
+        }
     }
     cshs__drive(w, c);
 }

@@ -216,6 +216,18 @@ void cshs__accept_one(cshs_worker *w, cshs_loop *l, cshs_listener *lis)
     }
 }
 
+int cshs__conn_join(cshs_loop *l, cshs_conn *c)
+{
+    loop_link(l, c);
+    struct epoll_event ev;
+    ev.events = EPOLLIN | EPOLLRDHUP | EPOLLET;
+    ev.data.ptr = c;
+    if (epoll_ctl(l->epfd, EPOLL_CTL_ADD, c->fd, &ev) == 0) return 0;
+    int e = -errno;
+    loop_unlink(l, c);
+    return e;
+}
+
 /* Beyond max_connections: the toolkit's 503 page, written without waiting
  * (a new socket's buffer takes it), what the client already sent read so
  * that close sends a FIN rather than a reset that could destroy the

@@ -260,6 +260,8 @@ static void serve_loop(cshs_worker *w, cshs_loop *l)
                 cshs__watch_event(l, ptr, l->evs[next].events);
             } else if (tag == TAG_PERSISTENT) {
                 cshs__persistent_event(l, ptr, (unsigned)(data >> 48), l->evs[next].events);
+            } else if (tag == TAG_H2) {
+                cshs__h2_pipe_event(w, ptr, (unsigned)(data >> 48), l->evs[next].events);
             } else {
                 take_returned(w, l);
             }

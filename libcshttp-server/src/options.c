@@ -24,7 +24,7 @@
 #include "options_impl.h"
 #include "cshttp_internal/sized.h"
 
-CSH__SIZED_NO_TAIL_PADDING(cshs_options, tunnel_idle_timeout_ms);
+CSH__SIZED_NO_TAIL_PADDING(cshs_options, h2_max_resets);
 
 void cshs_options_init_sized(cshs_options *options, size_t size)
 {
@@ -66,6 +66,11 @@ void cshs_options_init_sized(cshs_options *options, size_t size)
     o->max_waiting_handlers = 1024;
     o->max_request_temp_bytes = (uint64_t)4 << 30;
     o->tunnel_idle_timeout_ms = 60000;
+    o->http2 = 1;
+    o->h2_max_streams = 128;
+    o->h2_max_handlers = 8;
+    o->h2_max_continuations = 8;
+    o->h2_max_resets = 1000;
     /* the caller's struct is `size` bytes: older (smaller) or newer */
     memcpy(options, o, size < sizeof *o ? size : sizeof *o);
     if (size > sizeof *o) memset((char *)options + sizeof *o, 0, size - sizeof *o);
@@ -217,6 +222,14 @@ int cshs_options_check(const cshs_options *options, const char **why)
         w = "next_request_wait_us must be 0..1000000";
     else if (o->max_waiting_handlers > 1000000)
         w = "max_waiting_handlers must be 0..1000000";
+    else if (o->h2_max_streams < 1 || o->h2_max_streams > 1024)
+        w = "h2_max_streams must be 1..1024";
+    else if (o->h2_max_handlers < 1 || o->h2_max_handlers > 1024)
+        w = "h2_max_handlers must be 1..1024";
+    else if (o->h2_max_continuations > 1024)
+        w = "h2_max_continuations must be 0..1024";
+    else if (o->h2_max_resets < 30 || o->h2_max_resets > 1000000)
+        w = "h2_max_resets must be 30..1000000";
     if (!w && o->web && cshw_options_check(o->web, &w) < 0 && !w) w = "web options are not valid";
     cshs_options_release(&copy);
     if (why) *why = w;
@@ -266,6 +279,14 @@ static const opt_def defs[] = {
      "request bodies in temporary files, all together (503 past it; 0: no bound)"},
     {"tunnel_idle_timeout_ms", T_U64, O(tunnel_idle_timeout_ms),
      "a tunnel (switched protocols) closes after no byte either way this long (0: never)"},
+    {"http2", T_BOOL, O(http2), "HTTP/2: h2 by ALPN over TLS, h2c by prior knowledge"},
+    {"h2_max_streams", T_UINT, O(h2_max_streams), "HTTP/2 streams open at once per connection"},
+    {"h2_max_handlers", T_UINT, O(h2_max_handlers),
+     "HTTP/2 streams of one connection in handlers that may wait, at once"},
+    {"h2_max_continuations", T_UINT, O(h2_max_continuations),
+     "HTTP/2 CONTINUATION frames per header block, at most"},
+    {"h2_max_resets", T_U64, O(h2_max_resets),
+     "HTTP/2 streams a client may reset in a burst (a thirtieth of it a second after)"},
     {"max_waiting_handlers", T_SIZE, O(max_waiting_handlers),
      "handlers waiting for a thread at max_threads; beyond it: 503"},
     {"park_after_ms", T_UINT, O(park_after_ms),

@@ -74,6 +74,10 @@ static void plain_close(cshs_conn *c)
 
 const cshs_stream_ops cshs__plain_stream = {plain_read, plain_write, plain_sendfile, plain_pending,
                                             plain_close};
+const cshs_stream_ops cshs__h2_pair_stream = {plain_read, plain_write, plain_sendfile,
+                                              plain_pending, plain_close};
+const cshs_stream_ops cshs__h2_pair_tls_stream = {plain_read, plain_write, plain_sendfile,
+                                                  plain_pending, plain_close};
 
 /* Waits for `events` until until_ms (0: no limit), in slices so that a
  * forced stop is noticed. 0 when ready, -ETIMEDOUT, -ECONNABORTED. Only a

@@ -283,6 +283,14 @@ void cshs__report(void *arg, const cshw_exchange_outcome *o)
         e.body_bytes_out = o->body_bytes_out;
     e.bytes_in = o->bytes_in;
     e.duration_us = o->duration_us;
+    static const char *const h1[] = {"HTTP/1.0", "HTTP/1.1", "HTTP/1.2", "HTTP/1.3", "HTTP/1.4",
+                                     "HTTP/1.5", "HTTP/1.6", "HTTP/1.7", "HTTP/1.8", "HTTP/1.9"};
+    if (c && CSHS_H2_STREAM(c)) {
+        e.protocol = "HTTP/2.0";
+        e.version_minor = 0;
+    } else {
+        e.protocol = h1[e.version_minor >= 0 && e.version_minor <= 9 ? e.version_minor : 1];
+    }
     e.time_unix_ms = o->start_unix_ms;
     /* a switch is logged once its tunnel ends, with its bytes and time */
     if (o->status == 101 && c && c->tunnel && cshs__tunnel_hold_log(c, &e) == 0) return;
@@ -663,7 +671,7 @@ void cshs_server_free(cshs_server *s)
 }
 
 CSH__SIZED_NO_TAIL_PADDING(cshs_counters, tunnels);
-CSH__SIZED_NO_TAIL_PADDING(cshs_request_log, body_bytes_out);
+CSH__SIZED_NO_TAIL_PADDING(cshs_request_log, protocol);
 
 int cshs_server_counters_sized(const cshs_server *s, cshs_counters *out, size_t size)
 {

@@ -26,7 +26,8 @@ enum {
     TAG_LISTENER = 2,
     TAG_WAKE = 3,
     TAG_WATCH = 4,
-    TAG_PERSISTENT = CSHS_TAG_PERSISTENT
+    TAG_PERSISTENT = CSHS_TAG_PERSISTENT,
+    TAG_H2 = 6 /* an HTTP/2 connection's streams (h2.c) */
 };
 
 /* An event's data: the registration's address in its low 48 bits (a user
@@ -66,8 +67,9 @@ enum {
     CP_WRITE,    /* the loop finishes sending a response, then reads on or ends */
     CP_LINGER,   /* answered and closing: reading and discarding (lingering close) */
     CP_TUNNEL,   /* switched protocols: its bytes are a tunnel's (tunnel.c) */
-    CP_WAIT      /* a deferred request waits for its own client: its queue to drain or
+    CP_WAIT,     /* a deferred request waits for its own client: its queue to drain or
                   * its body's next bytes (cshs_deferred_on_drain, _on_body) */
+    CP_H2        /* HTTP/2: its bytes are the session's (h2.c) */
 };
 
 /* Output the socket could not take at once, sent by the loop: bytes, or a
@@ -175,7 +177,10 @@ typedef struct cshs_conn {
     /* the minimum body rate's current window: its start and the body
      * bytes received by then (body_rate) */
     int64_t rate_mark_ms;
-    uint64_t rate_mark_bytes;
+    union {
+        uint64_t rate_mark_bytes; /* CP_READ */
+        uint64_t lingered;        /* CP_LINGER: bytes discarded while lingering */
+    };
     const struct cshs_stream_ops *io; /* plain or TLS bytes (cshs_stream_ops) */
     SSL *ssl;                         /* HTTPS, else NULL */
     cshw_exchange *x;                 /* while bytes are pending, else NULL */
@@ -184,7 +189,7 @@ typedef struct cshs_conn {
     struct cshs_stream_buf *sb;       /* streaming routes: the bytes the handler's reads use */
     struct cshs_handler_ctx *deferred; /* a request that answers later (cshs_defer), else NULL */
     struct cshs_tunnel *tunnel;       /* switched protocols (cshs_upgrade, tunnel.c), else NULL */
-    uint64_t lingered;                /* bytes discarded while lingering */
+    struct cshs_h2 *h2;               /* CP_H2: the HTTP/2 session (h2.c), else NULL */
     uint16_t remote_port;
     char remote[46];
 } cshs_conn;
@@ -536,6 +541,26 @@ int cshs__listen_tcp(struct cshs_server *s, const char *address, unsigned port, 
 int cshs__listen_unix(struct cshs_server *s, cshs_listener *l);
 void cshs__accept_one(cshs_worker *w, cshs_loop *l, cshs_listener *lis);
 uint64_t cshs__loop_load(cshs_loop *l);
+/* A connection made here rather than accepted (an HTTP/2 stream's):
+ * linked to l and registered with its epoll set as an accepted one is.
+ * 0, or -errno (then not linked; the caller closes it). */
+int cshs__conn_join(cshs_loop *l, cshs_conn *c);
+
+/* h2.c: HTTP/2 (RFC 9113). want: whether a new connection speaks it (ALPN
+ * chose h2, or its first bytes are the h2c preface): 1 yes, 0 no, -EAGAIN
+ * not known until more bytes come. start: the connection becomes CP_H2.
+ * event: its socket's event. pipe_event: the event of one stream's socket
+ * pair (the registration's data carries the stream's slot). sweep: its
+ * deadline passed, or a stop (`stop`). close and free: at the
+ * connection's close and after the batch. */
+struct cshs_h2;
+int cshs__h2_want(cshs_conn *c);
+void cshs__h2_start(cshs_worker *w, cshs_conn *c);
+void cshs__h2_event(cshs_worker *w, cshs_conn *c);
+void cshs__h2_pipe_event(cshs_worker *w, struct cshs_h2 *h, unsigned slot, uint32_t events);
+void cshs__h2_sweep(cshs_worker *w, cshs_conn *c, int stop);
+void cshs__h2_close(cshs_conn *c);
+void cshs__h2_free(cshs_conn *c);
 
 /* reactor.c: an event of a watch, of a persistent watch (with the generation
  * its registration carried), given by the loop's owner; the loops freed by
@@ -578,11 +603,20 @@ typedef struct cshs_stream_ops {
     void (*close)(cshs_conn *c);
 } cshs_stream_ops;
 
-extern const cshs_stream_ops cshs__plain_stream; /* connection.c */
+extern const cshs_stream_ops cshs__plain_stream; /* output.c */
+/* The same plain bytes, on the socket pair of an HTTP/2 stream (h2.c)
+ * whose connection is plain or HTTPS: what says that a connection serves
+ * a stream, and which the request came on, in no byte of its own. */
+extern const cshs_stream_ops cshs__h2_pair_stream, cshs__h2_pair_tls_stream;
+#define CSHS_H2_STREAM(c) ((c)->io == &cshs__h2_pair_stream || (c)->io == &cshs__h2_pair_tls_stream)
 extern const cshs_stream_ops cshs__tls_stream;   /* tls.c */
 
 /* tls.c */
 int cshs__tls_init(struct cshs_server *s);
+/* The protocol ALPN chose (2: h2, else 1), and whether the session's
+ * version and cipher are fit for HTTP/2 (RFC 9113 §9.2). */
+int cshs__tls_alpn(const cshs_conn *c);
+int cshs__tls_h2_adequate(const cshs_conn *c);
 void cshs__tls_free(struct cshs_server *s);
 /* The TLS session of a new connection; its stream becomes cshs__tls_stream. */
 int cshs__tls_attach(cshs_conn *c);

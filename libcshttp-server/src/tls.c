@@ -14,38 +14,71 @@
 
 #include "server_impl.h"
 
-/* ALPN (RFC 7301): this server speaks http/1.1 only. A client that offers
- * only other protocols goes on without ALPN rather than being refused. */
+/* ALPN (RFC 7301): h2 first when HTTP/2 is on (RFC 9113 §3.2), then
+ * http/1.1, whatever order the client lists them in, as nginx chooses. A
+ * client that offers only other protocols goes on without ALPN rather
+ * than being refused. */
+static int offers(const unsigned char *in, unsigned inlen, const char *proto,
+                  const unsigned char **out, unsigned char *outlen)
+{
+    size_t want = strlen(proto);
+    for (unsigned i = 0; i < inlen;) {
+        unsigned n = in[i];
+        if (i + 1 + n > inlen) break;
+        if (n == want && memcmp(in + i + 1, proto, n) == 0) {
+            *out = in + i + 1;
+            *outlen = (unsigned char)n;
+            return 1;
+        }
+        i += 1 + n;
+    }
+    return 0;
+}
+
 static int alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outlen,
                        const unsigned char *in, unsigned inlen, void *arg)
 {
     (void)ssl;
-    (void)arg;
-    static const unsigned char h1[] = "http/1.1";
-    for (unsigned i = 0; i < inlen;) {
-        unsigned n = in[i];
-        if (i + 1 + n > inlen) break;
-        if (n == 8 && memcmp(in + i + 1, h1, 8) == 0) {
-            *out = in + i + 1;
-            *outlen = 8;
-            return SSL_TLSEXT_ERR_OK;
-        }
-        i += 1 + n;
-    }
+    const cshs_server *s = arg;
+    if (s->o.http2 && offers(in, inlen, "h2", out, outlen)) return SSL_TLSEXT_ERR_OK;
+    if (offers(in, inlen, "http/1.1", out, outlen)) return SSL_TLSEXT_ERR_OK;
     return SSL_TLSEXT_ERR_NOACK;
 }
 
-static SSL_CTX *make_ctx(const cshs_options *o)
+/* RFC 9113 §9.2.2: over TLS 1.2, HTTP/2 needs an ephemeral key exchange
+ * and an AEAD cipher; the rest of the block list of its Appendix A is
+ * made of suites without one or the other. TLS 1.3 suites all qualify. */
+int cshs__tls_h2_adequate(const cshs_conn *c)
+{
+    if (SSL_version(c->ssl) >= TLS1_3_VERSION) return 1;
+    const SSL_CIPHER *ci = SSL_get_current_cipher(c->ssl);
+    if (!ci || !SSL_CIPHER_is_aead(ci)) return 0;
+    int kx = SSL_CIPHER_get_kx_nid(ci);
+    return kx == NID_kx_ecdhe || kx == NID_kx_dhe;
+}
+
+/* The protocol ALPN chose: 2 for h2, else 1. */
+int cshs__tls_alpn(const cshs_conn *c)
+{
+    const unsigned char *p = NULL;
+    unsigned n = 0;
+    SSL_get0_alpn_selected(c->ssl, &p, &n);
+    return n == 2 && memcmp(p, "h2", 2) == 0 ? 2 : 1;
+}
+
+static SSL_CTX *make_ctx(cshs_server *s)
 {
     SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
     if (!ctx) return NULL;
     SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
-    SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
+    SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE |
+                                 SSL_OP_NO_COMPRESSION);
     SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
                               SSL_MODE_RELEASE_BUFFERS);
     /* whole socket reads rather than a record header and a body apart */
     SSL_CTX_set_read_ahead(ctx, 1);
-    SSL_CTX_set_alpn_select_cb(ctx, alpn_select, NULL);
+    SSL_CTX_set_alpn_select_cb(ctx, alpn_select, s);
+    const cshs_options *o = &s->o;
     if (SSL_CTX_use_certificate_chain_file(ctx, o->tls_cert) != 1 ||
         SSL_CTX_use_PrivateKey_file(ctx, o->tls_key, SSL_FILETYPE_PEM) != 1 ||
         SSL_CTX_check_private_key(ctx) != 1) {
@@ -58,7 +91,7 @@ static SSL_CTX *make_ctx(const cshs_options *o)
 
 int cshs__tls_init(cshs_server *s)
 {
-    s->ssl_ctx = make_ctx(&s->o);
+    s->ssl_ctx = make_ctx(s);
     return s->ssl_ctx ? 0 : -EIO;
 }
 
@@ -71,7 +104,7 @@ void cshs__tls_free(cshs_server *s)
 int cshs_server_reload_tls(cshs_server *s)
 {
     if (!s || !s->o.tls_cert || !*s->o.tls_cert) return -EINVAL;
-    SSL_CTX *n = make_ctx(&s->o);
+    SSL_CTX *n = make_ctx(s);
     if (!n) return -EIO;
     pthread_mutex_lock(&s->tls_mu);
     SSL_CTX *old = s->ssl_ctx;

@@ -243,7 +243,8 @@ cshw_transport cshs__transport_of(cshs_conn *c)
                         .ops = &socket_ops,
                         .io = c,
                         .remote_addr = c->remote,
-                        .is_secure = c->io == &cshs__tls_stream,
+                        .is_secure =
+                            c->io == &cshs__tls_stream || c->io == &cshs__h2_pair_tls_stream,
                         .remote_port = c->remote_port};
     return t;
 }

@@ -1091,6 +1091,10 @@ def t_https(tmp):
         r = curl("-v", "--cacert", cert, url + "/demo/plaintext", url + "/demo/json")
         assert r.returncode == 0, r.stderr
         assert r.stdout == b'Hello, World!{"message":"Hello, World!"}', r.stdout
+        # RFC 9113 §3.2: h2 first when the client offers it, then http/1.1
+        assert b"ALPN: server accepted h2" in r.stderr, r.stderr
+        r = curl("-v", "--http1.1", "--cacert", cert, url + "/demo/plaintext", url + "/demo/json")
+        assert r.stdout == b'Hello, World!{"message":"Hello, World!"}', r.stdout
         assert b"ALPN: server accepted http/1.1" in r.stderr, r.stderr
         assert b"Re-using existing connection" in r.stderr
         for v in ("--tlsv1.2", "--tlsv1.3"):

@@ -192,6 +192,28 @@ typedef struct cshs_options {
      * closed when no byte went either way for this long (default 60000,
      * nginx's proxy_read_timeout; 0: never). */
     uint64_t tunnel_idle_timeout_ms;
+
+    /* 0.5.0. HTTP/2 (RFC 9113): h2 chosen by ALPN on the HTTPS port, h2c
+     * with prior knowledge on the plain one (default 1; 0: HTTP/1.1 only).
+     * h2_max_streams: the streams one connection may have open at once
+     * (SETTINGS_MAX_CONCURRENT_STREAMS, default 128, nginx's; 1..1024).
+     * A request's fields are bounded by the parser's max_head (the
+     * SETTINGS_MAX_HEADER_LIST_SIZE advertised). h2_max_handlers: the
+     * streams of one connection whose handlers may run at once, unless
+     * the application says they never wait (cshs_server_set_quick); the
+     * others wait for one of them to answer, so one client cannot take a
+     * thread per stream (default 8; 1..1024). h2_max_continuations: the
+     * CONTINUATION frames one header block may have (default 8; the 2024
+     * CONTINUATION flood); more end the connection. h2_max_resets: the
+     * streams a client may reset (RST_STREAM) in a burst, given back at
+     * a thirtieth of it a second (default 1000: 33 a second; rapid reset,
+     * CVE-2023-44487); past it the connection ends with GOAWAY
+     * ENHANCE_YOUR_CALM. */
+    int http2;
+    unsigned h2_max_streams;
+    unsigned h2_max_handlers;
+    unsigned h2_max_continuations;
+    uint64_t h2_max_resets;
 } cshs_options;
 
 /* The size of cshs_options in libcshttp-server 0.2, the first version with

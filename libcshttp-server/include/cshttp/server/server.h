@@ -73,6 +73,10 @@ typedef struct cshs_request_log {
     /* of bytes_out, the body's (chunk framing included, as encoded): a
      * log's body bytes, nginx's $body_bytes_sent. Since 0.3.3. */
     uint64_t body_bytes_out;
+    /* The protocol, as a log writes it: "HTTP/1.1", "HTTP/1.0", or
+     * "HTTP/2.0" for a request that came on an HTTP/2 stream (whose
+     * version_minor is 0). Since 0.5.0. */
+    const char *protocol;
 } cshs_request_log;
 
 /* Called on a worker thread after each answer; must be thread-safe. */

@@ -1,0 +1,483 @@
+/* An HTTP/2 connection (RFC 9113): the session of libnghttp2 on the
+ * connection's socket, its deadlines and limits, and its streams' socket
+ * pairs (h2_impl.h has the picture, h2_stream.c the streams).
+ *
+ * Input is read until the socket says EAGAIN and handed to the session,
+ * which calls back for each stream's fields and DATA; the pairs of the
+ * streams whose heads came open once the input is taken, so a stream
+ * reset in the same read (rapid reset, CVE-2023-44487) costs no pair.
+ * Output is what the session has to send, while the socket takes it:
+ * once the socket is full the session is asked for nothing more, so its
+ * streams' answers wait in their pairs (each bounded by its buffers) and
+ * the stream's connection behind waits for the pair as for a slow client.
+ *
+ * Limits: libnghttp2's own for SETTINGS, PING and RST_STREAM floods, its
+ * stream reset rate and CONTINUATION frames per block; here, the streams
+ * at once (h2_max_streams), the header list (max_head: 431), empty DATA
+ * frames in a row, and the idle, send and stop deadlines. */
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "h2_impl.h"
+#include "sock_io.h"
+
+#define READ_TURNS 64     /* socket reads in a row before others go first */
+#define EMPTY_DATA_MAX 64 /* DATA frames in a row without a byte: ENHANCE_YOUR_CALM */
+#define READ_CHUNK 16384u
+
+static const char preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+void cshs__h2_reset(cshs_h2 *h, int32_t id, uint32_t code)
+{
+    if (h->ses) nghttp2_submit_rst_stream(h->ses, NGHTTP2_FLAG_NONE, id, code);
+}
+
+static int quick(cshs_h2 *h, const h2_stream *st);
+
+static h2_stream *stream_of(cshs_h2 *h, int32_t id)
+{
+    return h->ses ? nghttp2_session_get_stream_user_data(h->ses, id) : NULL;
+}
+
+static void unqueue(cshs_h2 *h, h2_stream *st)
+{
+    if (!st->queued) return;
+    h2_stream **p = &h->ready;
+    h->ready_tail = NULL;
+    while (*p) {
+        if (*p == st) {
+            *p = st->next_ready;
+            continue;
+        }
+        h->ready_tail = *p;
+        p = &(*p)->next_ready;
+    }
+    st->queued = 0;
+}
+
+/* ---- the session's callbacks ---- */
+
+static int on_begin_headers(nghttp2_session *ses, const nghttp2_frame *f, void *arg)
+{
+    cshs_h2 *h = arg;
+    if (f->hd.type != NGHTTP2_HEADERS || f->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;
+    unsigned slot = 0;
+    while (slot < h->nslots && h->slots[slot]) slot++;
+    h2_stream *st = slot < h->nslots ? cshs__h2_stream_new(h, f->hd.stream_id, slot) : NULL;
+    if (!st) { /* the session keeps max_streams; this is memory */
+        cshs__h2_reset(h, f->hd.stream_id, NGHTTP2_REFUSED_STREAM);
+        return 0;
+    }
+    h->slots[slot] = st;
+    h->nopen++;
+    nghttp2_session_set_stream_user_data(ses, f->hd.stream_id, st);
+    return 0;
+}
+
+static int on_header(nghttp2_session *ses, const nghttp2_frame *f, const uint8_t *name, size_t nlen,
+                     const uint8_t *value, size_t vlen, uint8_t flags, void *arg)
+{
+    (void)ses;
+    (void)flags;
+    h2_stream *st = stream_of(arg, f->hd.stream_id);
+    if (!st || f->hd.type != NGHTTP2_HEADERS) return 0;
+    cshs__h2_stream_field(st, name, nlen, value, vlen, f->headers.cat == NGHTTP2_HCAT_HEADERS);
+    return 0;
+}
+
+/* A stream's head is complete: refused, answered 431, or queued for its
+ * pair. */
+static void head_done(cshs_h2 *h, h2_stream *st)
+{
+    cshs_server *s = h->c->srv;
+    if (st->too_big) {
+        /* RFC 6585 §5, as an HTTP/1.1 head past max_head is answered */
+        static const nghttp2_nv nv[] = {
+            {(uint8_t *)":status", (uint8_t *)"431", 7, 3, NGHTTP2_NV_FLAG_NONE}};
+        atomic_fetch_add(&s->e_parse, 1);
+        nghttp2_submit_response(h->ses, st->id, nv, 1, NULL);
+        return;
+    }
+    if (cshs__h2_stream_head(st) < 0) {
+        atomic_fetch_add(&s->e_parse, 1);
+        cshs__h2_reset(h, st->id, NGHTTP2_PROTOCOL_ERROR);
+        return;
+    }
+    st->quick = (char)quick(h, st);
+    st->queued = 1;
+    st->next_ready = NULL;
+    if (h->ready_tail)
+        h->ready_tail->next_ready = st;
+    else
+        h->ready = st;
+    h->ready_tail = st;
+}
+
+static int on_frame_recv(nghttp2_session *ses, const nghttp2_frame *f, void *arg)
+{
+    (void)ses;
+    cshs_h2 *h = arg;
+    if (f->hd.type == NGHTTP2_DATA && f->hd.length == 0 &&
+        !(f->hd.flags & NGHTTP2_FLAG_END_STREAM)) {
+        /* empty DATA frames cost the server a frame each and the client
+         * nothing: a flood (CVE-2019-9518) */
+        if (++h->empty_data > EMPTY_DATA_MAX) {
+            nghttp2_session_terminate_session(h->ses, NGHTTP2_ENHANCE_YOUR_CALM);
+            return 0;
+        }
+    } else if (f->hd.type == NGHTTP2_DATA) {
+        h->empty_data = 0;
+    }
+    if (f->hd.type != NGHTTP2_DATA && f->hd.type != NGHTTP2_HEADERS) return 0;
+    h2_stream *st = stream_of(h, f->hd.stream_id);
+    if (!st) return 0;
+    int end = (f->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0;
+    if (f->hd.type == NGHTTP2_HEADERS && f->headers.cat == NGHTTP2_HCAT_REQUEST) {
+        st->in_ended = (char)end;
+        head_done(h, st);
+        return 0;
+    }
+    if (!end || st->in_ended || st->too_big) return 0;
+    if (st->bad) { /* a trailer field refused */
+        cshs__h2_reset(h, st->id, NGHTTP2_PROTOCOL_ERROR);
+        return 0;
+    }
+    if (cshs__h2_stream_end(st) < 0) cshs__h2_reset(h, st->id, NGHTTP2_INTERNAL_ERROR);
+    if (st->fd >= 0) cshs__h2_stream_write(st);
+    return 0;
+}
+
+static int on_data(nghttp2_session *ses, uint8_t flags, int32_t id, const uint8_t *data, size_t len,
+                   void *arg)
+{
+    (void)flags;
+    h2_stream *st = stream_of(arg, id);
+    if (!st || st->too_big || st->bad) {
+        /* nobody takes these bytes: the window is given back at once */
+        nghttp2_session_consume(ses, id, len);
+        return 0;
+    }
+    if (cshs__h2_stream_data(st, data, len) < 0) {
+        cshs__h2_reset(arg, id, NGHTTP2_INTERNAL_ERROR);
+        return 0;
+    }
+    if (st->fd >= 0) cshs__h2_stream_write(st);
+    return 0;
+}
+
+/* The answer went out whole while the request's body still comes: RFC
+ * 9113 §8.1 lets the server end the stream with NO_ERROR. */
+static int on_frame_send(nghttp2_session *ses, const nghttp2_frame *f, void *arg)
+{
+    (void)ses;
+    if ((f->hd.type != NGHTTP2_DATA && f->hd.type != NGHTTP2_HEADERS) ||
+        !(f->hd.flags & NGHTTP2_FLAG_END_STREAM))
+        return 0;
+    h2_stream *st = stream_of(arg, f->hd.stream_id);
+    if (st && !st->in_ended) cshs__h2_reset(arg, st->id, NGHTTP2_NO_ERROR);
+    return 0;
+}
+
+static int on_stream_close(nghttp2_session *ses, int32_t id, uint32_t code, void *arg)
+{
+    (void)code;
+    cshs_h2 *h = arg;
+    h2_stream *st = nghttp2_session_get_stream_user_data(ses, id);
+    if (!st) return 0;
+    nghttp2_session_set_stream_user_data(ses, id, NULL);
+    unqueue(h, st);
+    h->slots[st->slot] = NULL;
+    h->nopen--;
+    /* the stream's connection sees its input end: a handler that waits
+     * (deferred, the proxy's) is told its client left */
+    cshs__h2_stream_free(st);
+    return 0;
+}
+
+static nghttp2_session_callbacks *callbacks(void)
+{
+    nghttp2_session_callbacks *cb;
+    if (nghttp2_session_callbacks_new(&cb) != 0) return NULL;
+    nghttp2_session_callbacks_set_on_begin_headers_callback(cb, on_begin_headers);
+    nghttp2_session_callbacks_set_on_header_callback(cb, on_header);
+    nghttp2_session_callbacks_set_on_frame_recv_callback(cb, on_frame_recv);
+    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, on_data);
+    nghttp2_session_callbacks_set_on_frame_send_callback(cb, on_frame_send);
+    nghttp2_session_callbacks_set_on_stream_close_callback(cb, on_stream_close);
+    return cb;
+}
+
+/* ---- the connection ---- */
+
+int cshs__h2_want(cshs_conn *c)
+{
+    if (!c->srv->o.http2) return 0;
+    if (c->ssl) return cshs__tls_alpn(c) == 2;
+    /* h2c with prior knowledge (RFC 9113 §3.3): the preface's first bytes
+     * are no HTTP/1.1 request line, so the first bytes decide */
+    char b[sizeof preface - 1];
+    ssize_t n = cshs__recv(c->fd, b, sizeof b, MSG_PEEK | MSG_DONTWAIT);
+    if (n < 0) return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? -EAGAIN : 0;
+    if (n == 0 || memcmp(b, preface, (size_t)n) != 0) return 0;
+    return (size_t)n == sizeof b ? 1 : -EAGAIN;
+}
+
+static void end_conn(cshs_worker *w, cshs_conn *c)
+{
+    cshs__conn_end(w, c, 1);
+}
+
+/* Parked: for the socket to take the rest of the output (send_timeout_ms),
+ * idle with no stream open (keepalive_timeout_ms), or for the streams. */
+static void park(cshs_conn *c)
+{
+    cshs_server *s = c->srv;
+    cshs_h2 *h = c->h2;
+    int64_t now = cshs__now_ms();
+    if (c->out || c->io_wait == POLLOUT) {
+        if (cshs__conn_want_out(c) < 0) {
+            cshs__park(c, now, EXP_NOWAIT);
+            return;
+        }
+    }
+    if (c->out) {
+        cshs__park(c, s->o.send_timeout_ms ? c->last_io_ms + (int64_t)s->o.send_timeout_ms : 0,
+                   EXP_SEND);
+    } else if (h->nopen == 0 && s->o.keepalive_timeout_ms) {
+        cshs__park(c, now + (int64_t)s->o.keepalive_timeout_ms, EXP_IDLE);
+    } else {
+        cshs__park(c, 0, EXP_NONE);
+    }
+}
+
+/* The pairs of the streams whose heads came: at once for a request the
+ * application says never waits, else while fewer than h2_max_handlers of
+ * the connection's streams wait for their answers (the rest keep their
+ * order; their DATA wait within the stream's window). */
+static void open_ready(cshs_h2 *h)
+{
+    unsigned max = h->c->srv->o.h2_max_handlers;
+    h2_stream **p = &h->ready;
+    h->ready_tail = NULL;
+    while (*p && h->ses) {
+        h2_stream *st = *p;
+        if (!st->quick && h->handlers >= max) {
+            h->ready_tail = st;
+            p = &st->next_ready;
+            continue;
+        }
+        *p = st->next_ready;
+        st->queued = 0;
+        if (!st->quick) {
+            st->counted = 1;
+            h->handlers++;
+        }
+        if (cshs__h2_stream_open(st) < 0) cshs__h2_reset(h, st->id, NGHTTP2_REFUSED_STREAM);
+    }
+}
+
+/* Whether the application says the stream's handler never waits
+ * (cshs_server_set_quick): its HTTP/1.1 head, parsed. */
+static int quick(cshs_h2 *h, const h2_stream *st)
+{
+    cshs_server *s = h->c->srv;
+    if (!s->quick_fn) return 0;
+    csh_header f[64];
+    csh_parser p;
+    csh_parser_init(&p, CSH_REQUEST, f, sizeof f / sizeof f[0], s->o.limits, 0);
+    if (csh_parser_execute(&p, st->out, st->out_len) != CSH_OK) return 0;
+    return s->quick_fn(s->quick_arg, st->out, &p.msg);
+}
+
+/* What the session has to send, while the socket takes it; then the
+ * streams whose bodies were emptied read their pairs again. 0, or < 0
+ * when the connection must end. */
+static int flush(cshs_h2 *h)
+{
+    cshs_conn *c = h->c;
+    for (int round = 0; round < 16 && h->ses; round++) {
+        while (!c->out) {
+            const uint8_t *data;
+            ssize_t n = nghttp2_session_mem_send(h->ses, &data);
+            if (n < 0) return -EPROTO;
+            if (n == 0) break;
+            int r = cshs__out_write(c, data, (size_t)n);
+            if (r < 0) return r;
+        }
+        int again = 0;
+        for (unsigned i = 0; i < h->nslots; i++) {
+            h2_stream *st = h->slots[i];
+            if (!st || !st->refill) continue;
+            st->refill = 0;
+            if (cshs__h2_stream_read(st) < 0) cshs__h2_reset(h, st->id, NGHTTP2_INTERNAL_ERROR);
+            again = 1;
+        }
+        if (!again || c->out) break;
+    }
+    return 0;
+}
+
+/* After input or a stream's progress: open what came, send, and end or
+ * park the connection. */
+static void settle(cshs_worker *w, cshs_conn *c)
+{
+    cshs_h2 *h = c->h2;
+    open_ready(h);
+    if (flush(h) < 0) {
+        cshs__conn_close(w, c);
+        return;
+    }
+    if (!nghttp2_session_want_read(h->ses) && !nghttp2_session_want_write(h->ses)) {
+        /* GOAWAY sent and every stream done, or a connection error sent */
+        end_conn(w, c);
+        return;
+    }
+    park(c);
+}
+
+void cshs__h2_start(cshs_worker *w, cshs_conn *c)
+{
+    cshs_server *s = c->srv;
+    cshs_h2 *h = calloc(1, sizeof *h);
+    nghttp2_session_callbacks *cb = callbacks();
+    nghttp2_option *opt = NULL;
+    if (h) h->slots = calloc(s->o.h2_max_streams, sizeof *h->slots);
+    if (!h || !h->slots || !cb || nghttp2_option_new(&opt) != 0) goto fail;
+    h->tag = TAG_H2;
+    h->c = c;
+    h->nslots = s->o.h2_max_streams;
+    /* the window is given back as the pairs take the bytes */
+    nghttp2_option_set_no_auto_window_update(opt, 1);
+    nghttp2_option_set_max_continuations(opt, s->o.h2_max_continuations);
+    nghttp2_option_set_stream_reset_rate_limit(opt, s->o.h2_max_resets, s->o.h2_max_resets / 30);
+    if (nghttp2_session_server_new2(&h->ses, cb, h, opt) != 0) goto fail;
+    nghttp2_option_del(opt);
+    nghttp2_session_callbacks_del(cb);
+    c->h2 = h;
+    c->phase = CP_H2;
+    nghttp2_settings_entry iv[] = {
+        {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, s->o.h2_max_streams},
+        {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, (uint32_t)s->o.limits->max_head},
+    };
+    nghttp2_submit_settings(h->ses, NGHTTP2_FLAG_NONE, iv, sizeof iv / sizeof iv[0]);
+    if (c->ssl && !cshs__tls_h2_adequate(c)) {
+        /* RFC 9113 §9.2.1: a TLS version or cipher below the bar */
+        atomic_fetch_add(&s->e_tls, 1);
+        nghttp2_session_terminate_session(h->ses, NGHTTP2_INADEQUATE_SECURITY);
+        settle(w, c);
+        return;
+    }
+    cshs__h2_event(w, c);
+    return;
+fail:
+    if (opt) nghttp2_option_del(opt);
+    if (cb) nghttp2_session_callbacks_del(cb);
+    if (h) free(h->slots);
+    free(h);
+    cshs__conn_close(w, c);
+}
+
+void cshs__h2_event(cshs_worker *w, cshs_conn *c)
+{
+    cshs_server *s = c->srv;
+    cshs_h2 *h = c->h2;
+    if (c->out && cshs__out_flush(c) < 0) {
+        cshs__conn_close(w, c);
+        return;
+    }
+    char buf[READ_CHUNK];
+    for (int turn = 0;; turn++) {
+        if (turn == READ_TURNS) {
+            cshs__conn_post(c); /* others go first; it reads on after the batch */
+            break;
+        }
+        if (!nghttp2_session_want_read(h->ses)) break;
+        ssize_t n = c->io->read(c, buf, sizeof buf);
+        if (n == -EAGAIN) break;
+        if (n <= 0) { /* the client left (or the socket failed) */
+            if (n < 0) atomic_fetch_add(&s->e_io, 1);
+            cshs__conn_close(w, c);
+            return;
+        }
+        atomic_fetch_add_explicit(&c->loop->k.bytes_in, (uint64_t)n, memory_order_relaxed);
+        c->last_io_ms = cshs__now_ms();
+        ssize_t r = nghttp2_session_mem_recv(h->ses, (const uint8_t *)buf, (size_t)n);
+        if (r < 0) {
+            /* a connection error: libnghttp2 queued its GOAWAY (a bad
+             * preface has none to send) */
+            atomic_fetch_add(&s->e_parse, 1);
+            h->failed = 1;
+            nghttp2_session_terminate_session(h->ses, NGHTTP2_PROTOCOL_ERROR);
+            break;
+        }
+    }
+    settle(w, c);
+}
+
+void cshs__h2_pipe_event(cshs_worker *w, cshs_h2 *h, unsigned slot, uint32_t events)
+{
+    cshs_conn *c = h->c;
+    if (!h->ses || slot >= h->nslots || !h->slots[slot] || c->closed) return;
+    if (c->phase != CP_H2) return; /* ending: its output goes, then it closes */
+    h2_stream *st = h->slots[slot];
+    cshs__unpark(c);
+    if ((events & EPOLLOUT) && st->fd >= 0) cshs__h2_stream_write(st);
+    if ((events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) && cshs__h2_stream_read(st) < 0)
+        cshs__h2_reset(h, st->id, NGHTTP2_INTERNAL_ERROR);
+    settle(w, c);
+}
+
+void cshs__h2_sweep(cshs_worker *w, cshs_conn *c, int stop)
+{
+    cshs_server *s = c->srv;
+    cshs_h2 *h = c->h2;
+    cshs__unpark(c);
+    if (atomic_load(&s->forced) || (!stop && c->expire_kind != EXP_IDLE)) {
+        cshs__conn_close(w, c);
+        return;
+    }
+    /* idle, or a graceful stop: GOAWAY (RFC 9113 §6.8) names the last
+     * stream taken; those in flight finish, within stop_timeout_ms */
+    if (!h->goaway) {
+        h->goaway = 1;
+        nghttp2_submit_goaway(h->ses, NGHTTP2_FLAG_NONE,
+                              nghttp2_session_get_last_proc_stream_id(h->ses), NGHTTP2_NO_ERROR,
+                              NULL, 0);
+    }
+    if (h->nopen == 0) {
+        if (flush(h) < 0 || !c->out) {
+            cshs__conn_close(w, c);
+            return;
+        }
+        end_conn(w, c);
+        return;
+    }
+    settle(w, c);
+}
+
+void cshs__h2_close(cshs_conn *c)
+{
+    cshs_h2 *h = c->h2;
+    if (!h || !h->ses) return;
+    for (unsigned i = 0; i < h->nslots; i++) {
+        if (!h->slots[i]) continue;
+        cshs__h2_stream_free(h->slots[i]);
+        h->slots[i] = NULL;
+    }
+    h->ready = h->ready_tail = NULL;
+    h->nopen = 0;
+    nghttp2_session_del(h->ses);
+    h->ses = NULL;
+}
+
+void cshs__h2_free(cshs_conn *c)
+{
+    if (!c->h2) return;
+    free(c->h2->slots);
+    free(c->h2);
+    c->h2 = NULL;
+}

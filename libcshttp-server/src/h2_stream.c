@@ -1,0 +1,569 @@
+/* One HTTP/2 stream served as an HTTP/1.1 request (h2_impl.h has the
+ * picture): its fields, checked against RFC 9113 §8.2 and §8.3, become
+ * an HTTP/1.1 head written into a socket pair whose other end is a
+ * connection of the same loop; its DATA become the body, with the
+ * client's content-length or chunked; the answer that comes back is
+ * parsed with libcshttp, its head submitted as HEADERS and its body
+ * handed to libnghttp2's data source as DATA frames.
+ *
+ * The request is framed once, here: a field value can hold no CR, LF or
+ * NUL and a name only lowercase token characters, so no field can add a
+ * line; Transfer-Encoding never comes from the client (libnghttp2 refuses
+ * it, and so does this file); a content-length is passed on only as
+ * libnghttp2 checked it against the DATA received. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cshttp/error.h>
+
+#include "h2_impl.h"
+#include "sock_io.h"
+
+#define RAW_MIN 16384u  /* the answer's read buffer: at least, and its body's */
+#define BODY_CAP 16384u /* decoded body bytes waiting for DATA frames */
+
+h2_stream *cshs__h2_stream_new(cshs_h2 *h, int32_t id, unsigned slot)
+{
+    h2_stream *st = calloc(1, sizeof *st);
+    if (!st) return NULL;
+    st->h = h;
+    st->id = id;
+    st->slot = slot;
+    st->fd = -1;
+    const cshs_options *o = &h->c->srv->o;
+    csh_parser_init(&st->rp, CSH_RESPONSE, st->rfields, H2_RESPONSE_FIELDS, o->limits, 0);
+    csh_body_init(&st->rb, NULL, o->limits, 0, NULL, 0);
+    return st;
+}
+
+void cshs__h2_stream_close_pair(h2_stream *st)
+{
+    if (st->counted) { /* its handler's place is free */
+        st->counted = 0;
+        st->h->handlers--;
+    }
+    if (st->fd < 0) return;
+    close(st->fd); /* its registration goes with it */
+    st->fd = -1;
+}
+
+void cshs__h2_stream_free(h2_stream *st)
+{
+    cshs__h2_stream_close_pair(st);
+    free(st->method);
+    free(st->path);
+    free(st->authority);
+    free(st->host);
+    free(st->fields);
+    free(st->cookie);
+    free(st->out);
+    free(st->raw);
+    free(st->body);
+    free(st);
+}
+
+/* ---- the request ---- */
+
+static int grow(char **buf, size_t *cap, size_t need)
+{
+    if (need <= *cap) return 0;
+    size_t n = *cap ? *cap : 256;
+    while (n < need) n *= 2;
+    char *b = realloc(*buf, n);
+    if (!b) return -ENOMEM;
+    *buf = b;
+    *cap = n;
+    return 0;
+}
+
+static int append(char **buf, size_t *len, size_t *cap, const void *p, size_t n)
+{
+    if (grow(buf, cap, *len + n) < 0) return -ENOMEM;
+    memcpy(*buf + *len, p, n);
+    *len += n;
+    return 0;
+}
+
+static int out_add(h2_stream *st, const void *p, size_t n)
+{
+    return append(&st->out, &st->out_len, &st->out_cap, p, n);
+}
+
+/* RFC 9110 §5.6.2 token characters, lowercase only (RFC 9113 §8.2.1). */
+static int name_ok(const uint8_t *p, size_t n)
+{
+    static const char extra[] = "!#$%&'*+-.^_`|~";
+    if (n == 0) return 0;
+    for (size_t i = 0; i < n; i++) {
+        uint8_t ch = p[i];
+        if (!((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || (ch && strchr(extra, ch))))
+            return 0;
+    }
+    return 1;
+}
+
+/* RFC 9113 §8.2.1: no NUL, CR or LF anywhere, no whitespace at either end. */
+static int value_ok(const uint8_t *p, size_t n)
+{
+    if (n && (p[0] == ' ' || p[0] == '\t' || p[n - 1] == ' ' || p[n - 1] == '\t')) return 0;
+    for (size_t i = 0; i < n; i++)
+        if (p[i] == 0 || p[i] == '\r' || p[i] == '\n') return 0;
+    return 1;
+}
+
+/* A request-target or method for the request line: visible ASCII only,
+ * so that it stays one token of the line. */
+static int visible(const char *p)
+{
+    if (!*p) return 0;
+    for (; *p; p++)
+        if ((unsigned char)*p <= 0x20 || (unsigned char)*p >= 0x7f) return 0;
+    return 1;
+}
+
+static int is(const uint8_t *name, size_t n, const char *lit)
+{
+    return n == strlen(lit) && memcmp(name, lit, n) == 0;
+}
+
+static int set_pseudo(char **slot, const uint8_t *v, size_t n)
+{
+    if (*slot) return -1; /* each once (§8.3) */
+    *slot = strndup((const char *)v, n);
+    return *slot ? 0 : -1;
+}
+
+void cshs__h2_stream_field(h2_stream *st, const uint8_t *name, size_t nlen, const uint8_t *value,
+                           size_t vlen, int trailer)
+{
+    const cshs_options *o = &st->h->c->srv->o;
+    if (st->bad || st->too_big) return;
+    /* RFC 9113 §6.5.2: a field's size is its name and value and 32 */
+    st->field_bytes += nlen + vlen + 32;
+    if (st->field_bytes > o->limits->max_head) {
+        st->too_big = 1;
+        return;
+    }
+    if (!value_ok(value, vlen)) {
+        st->bad = 1;
+        return;
+    }
+    if (nlen && name[0] == ':') {
+        if (trailer) { /* §8.1: no pseudo-header field in trailers */
+            st->bad = 1;
+            return;
+        }
+        int r = 0;
+        if (is(name, nlen, ":method"))
+            r = set_pseudo(&st->method, value, vlen);
+        else if (is(name, nlen, ":path"))
+            r = set_pseudo(&st->path, value, vlen);
+        else if (is(name, nlen, ":authority"))
+            r = set_pseudo(&st->authority, value, vlen);
+        else if (!is(name, nlen, ":scheme")) /* :scheme is the connection's */
+            r = -1;                          /* an unknown one (:protocol) */
+        if (r < 0) st->bad = 1;
+        return;
+    }
+    if (!name_ok(name, nlen)) {
+        st->bad = 1;
+        return;
+    }
+    /* §8.2.2: connection-specific fields are malformed (libnghttp2 says so
+     * first; this is the framing's own guard), TE but "trailers" */
+    if (is(name, nlen, "connection") || is(name, nlen, "keep-alive") ||
+        is(name, nlen, "proxy-connection") || is(name, nlen, "transfer-encoding") ||
+        is(name, nlen, "upgrade") ||
+        (is(name, nlen, "te") && !(vlen == 8 && memcmp(value, "trailers", 8) == 0))) {
+        st->bad = 1;
+        return;
+    }
+    if (trailer) {
+        /* trailers reach the handler only with a chunked body, after its
+         * last chunk; framing fields never */
+        if (!st->chunked || is(name, nlen, "content-length") || is(name, nlen, "host")) return;
+        if (!st->trailers && out_add(st, "0\r\n", 3) < 0) {
+            st->bad = 1;
+            return;
+        }
+        st->trailers = 1;
+        if (out_add(st, name, nlen) < 0 || out_add(st, ": ", 2) < 0 ||
+            out_add(st, value, vlen) < 0 || out_add(st, "\r\n", 2) < 0)
+            st->bad = 1;
+        return;
+    }
+    if (is(name, nlen, "host")) {
+        if (set_pseudo(&st->host, value, vlen) < 0) st->bad = 1;
+        return;
+    }
+    int r = 0;
+    if (is(name, nlen, "cookie")) { /* §8.2.3: pieces joined with "; " */
+        if (st->cookie_len) r = append(&st->cookie, &st->cookie_len, &st->cookie_cap, "; ", 2);
+        if (r == 0) r = append(&st->cookie, &st->cookie_len, &st->cookie_cap, value, vlen);
+    } else {
+        r = append(&st->fields, &st->fields_len, &st->fields_cap, name, nlen);
+        if (r == 0) r = append(&st->fields, &st->fields_len, &st->fields_cap, ": ", 2);
+        if (r == 0) r = append(&st->fields, &st->fields_len, &st->fields_cap, value, vlen);
+        if (r == 0) r = append(&st->fields, &st->fields_len, &st->fields_cap, "\r\n", 2);
+    }
+    if (r < 0) st->bad = 1;
+}
+
+/* Whether the fields hold a content-length (checked by libnghttp2). */
+static int has_length(const h2_stream *st)
+{
+    const char *p = st->fields, *end = st->fields + st->fields_len;
+    while (p && p < end) {
+        if (end - p >= 15 && memcmp(p, "content-length:", 15) == 0) return 1;
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        if (!nl) break;
+        p = nl + 1;
+    }
+    return 0;
+}
+
+int cshs__h2_stream_head(h2_stream *st)
+{
+    if (st->bad || !st->method || !visible(st->method)) return -EPROTO;
+    int connect = strcmp(st->method, "CONNECT") == 0;
+    /* §8.3.1: a path (not empty), but for CONNECT (§8.5); §8.3.1 and RFC
+     * 9110 §7.2: a host that :authority names, not another */
+    const char *target = connect ? st->authority : st->path;
+    if (!target || !visible(target) || (connect && st->path)) return -EPROTO;
+    if (st->authority && st->host && strcmp(st->authority, st->host) != 0) return -EPROTO;
+    const char *host = st->authority ? st->authority : st->host;
+    if (host && !value_ok((const uint8_t *)host, strlen(host))) return -EPROTO;
+    st->head_only = strcmp(st->method, "HEAD") == 0;
+    /* RFC 9112 §6.3: the answer to HEAD has no body */
+    csh_parser_set_request_method(&st->rp, st->head_only ? CSH_METHOD_HEAD : CSH_METHOD_GET);
+    st->chunked = !st->in_ended && !has_length(st);
+    char line[64];
+    int r = out_add(st, st->method, strlen(st->method));
+    if (r == 0) r = out_add(st, " ", 1);
+    if (r == 0) r = out_add(st, target, strlen(target));
+    if (r == 0) r = out_add(st, " HTTP/1.1\r\n", 11);
+    if (r == 0 && host) {
+        r = out_add(st, "Host: ", 6);
+        if (r == 0) r = out_add(st, host, strlen(host));
+        if (r == 0) r = out_add(st, "\r\n", 2);
+    }
+    if (r == 0 && st->fields_len) r = out_add(st, st->fields, st->fields_len);
+    if (r == 0 && st->cookie_len) {
+        r = out_add(st, "Cookie: ", 8);
+        if (r == 0) r = out_add(st, st->cookie, st->cookie_len);
+        if (r == 0) r = out_add(st, "\r\n", 2);
+    }
+    snprintf(line, sizeof line, "%s\r\n", st->chunked ? "Transfer-Encoding: chunked\r\n" : "");
+    if (r == 0) r = out_add(st, line, strlen(line));
+    free(st->fields);
+    free(st->cookie);
+    st->fields = st->cookie = NULL;
+    st->fields_len = st->fields_cap = st->cookie_len = st->cookie_cap = 0;
+    return r;
+}
+
+int cshs__h2_stream_data(h2_stream *st, const uint8_t *data, size_t len)
+{
+    st->unacked += len;
+    if (st->opened && st->fd < 0) return 0; /* answered already: dropped */
+    if (len == 0) return 0;
+    if (st->chunked) {
+        char size[24];
+        int n = snprintf(size, sizeof size, "%zx\r\n", len);
+        if (out_add(st, size, (size_t)n) < 0 || out_add(st, data, len) < 0 ||
+            out_add(st, "\r\n", 2) < 0)
+            return -ENOMEM;
+        return 0;
+    }
+    return out_add(st, data, len);
+}
+
+/* The last chunk comes before the trailers (which cshs__h2_stream_field
+ * wrote after it); the trailer section ends with an empty line. */
+int cshs__h2_stream_end(h2_stream *st)
+{
+    st->in_ended = 1;
+    if (!st->chunked) return 0;
+    if (!st->trailers && out_add(st, "0\r\n", 3) < 0) return -ENOMEM;
+    st->trailers = 1;
+    return out_add(st, "\r\n", 2);
+}
+
+/* ---- the pair ---- */
+
+int cshs__h2_stream_open(h2_stream *st)
+{
+    cshs_conn *pc = st->h->c;
+    cshs_server *s = pc->srv;
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) < 0) return -errno;
+    struct sockaddr sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_family = AF_UNIX;
+    cshs_conn *c = cshs__conn_new(s, sv[1], &sa);
+    if (!c) {
+        close(sv[0]);
+        close(sv[1]);
+        return -ENOMEM;
+    }
+    memcpy(c->remote, pc->remote, sizeof c->remote);
+    c->remote_port = pc->remote_port;
+    c->io = pc->ssl ? &cshs__h2_pair_tls_stream : &cshs__h2_pair_stream;
+    c->accept_ms = cshs__now_ms();
+    if (s->o.header_timeout_ms) {
+        c->deadline_ms = c->accept_ms + (int64_t)s->o.header_timeout_ms;
+        c->expire_kind = EXP_HEAD;
+    }
+    c->parked = 1;
+    st->fd = sv[0];
+    st->opened = 1;
+    /* the head first, so that the registration finds it there */
+    int r = cshs__h2_stream_write(st);
+    if (r == 0) r = cshs__conn_join(pc->loop, c);
+    if (r < 0) {
+        cshs__h2_stream_close_pair(st);
+        close(sv[1]);
+        free(c);
+        return r;
+    }
+    struct epoll_event ev;
+    ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
+    ev.data.u64 = (uint64_t)(uintptr_t)st->h | ((uint64_t)st->slot << 48);
+    if (epoll_ctl(pc->loop->epfd, EPOLL_CTL_ADD, st->fd, &ev) < 0) {
+        /* the stream's connection sees its input end and closes */
+        cshs__h2_stream_close_pair(st);
+        return -errno;
+    }
+    return 0;
+}
+
+int cshs__h2_stream_write(h2_stream *st)
+{
+    while (st->fd >= 0 && st->out_pos < st->out_len) {
+        ssize_t n = send(st->fd, st->out + st->out_pos, st->out_len - st->out_pos,
+                         MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n > 0) {
+            st->out_pos += (size_t)n;
+            continue;
+        }
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return 0;
+        /* the stream's connection closed (it answered and left): what the
+         * client still sends is dropped */
+        st->out_pos = st->out_len;
+        break;
+    }
+    if (st->out_pos == st->out_len) {
+        st->out_pos = st->out_len = 0;
+        if (st->out_cap > 65536) { /* a large body's buffer is not kept */
+            free(st->out);
+            st->out = NULL;
+            st->out_cap = 0;
+        }
+        /* the body bytes went on: the client may send as many more */
+        if (st->unacked && st->h->ses) {
+            nghttp2_session_consume(st->h->ses, st->id, st->unacked);
+            st->unacked = 0;
+        }
+    }
+    return 0;
+}
+
+/* ---- the answer ---- */
+
+/* RFC 9113 §8.2.2: an HTTP/1.1 answer's connection-specific fields are
+ * not sent on. */
+static int hop_by_hop(const char *p, size_t n)
+{
+    static const char *const names[] = {"connection",        "keep-alive", "proxy-connection",
+                                        "transfer-encoding", "upgrade",    "te"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strlen(names[i]) == n && strncasecmp(names[i], p, n) == 0) return 1;
+    return 0;
+}
+
+static ssize_t body_source(nghttp2_session *ses, int32_t id, uint8_t *buf, size_t length,
+                           uint32_t *flags, nghttp2_data_source *source, void *arg)
+{
+    (void)ses;
+    (void)id;
+    (void)arg;
+    h2_stream *st = source->ptr;
+    size_t have = st->body_len - st->body_pos;
+    if (have == 0) {
+        if (st->answer == A_DONE) {
+            *flags |= NGHTTP2_DATA_FLAG_EOF;
+            return 0;
+        }
+        st->deferred = 1;
+        st->refill = 1;
+        return NGHTTP2_ERR_DEFERRED;
+    }
+    size_t n = have < length ? have : length;
+    memcpy(buf, st->body + st->body_pos, n);
+    st->body_pos += n;
+    if (st->body_pos == st->body_len) {
+        st->body_pos = st->body_len = 0;
+        st->refill = 1;
+        if (st->answer == A_DONE) *flags |= NGHTTP2_DATA_FLAG_EOF;
+    }
+    return (ssize_t)n;
+}
+
+/* The answer's head as HEADERS: its status and fields, names in
+ * lowercase (§8.2), connection-specific ones left out. Interim answers
+ * (1xx) go as HEADERS without a body. */
+static int submit_head(h2_stream *st)
+{
+    const csh_message *m = &st->rp.msg;
+    nghttp2_nv nva[H2_RESPONSE_FIELDS + 1];
+    char status[4];
+    snprintf(status, sizeof status, "%03d", m->status);
+    size_t n = 0;
+    nva[n++] = (nghttp2_nv){(uint8_t *)":status", (uint8_t *)status, 7, 3, NGHTTP2_NV_FLAG_NONE};
+    char *lower = malloc(m->head_length + 1);
+    if (!lower) return -ENOMEM;
+    memcpy(lower, st->raw, m->head_length);
+    for (size_t i = 0; i < m->num_headers; i++) {
+        const csh_header *f = &m->headers[i];
+        char *name = lower + f->name.off;
+        if (hop_by_hop(name, f->name.len)) continue;
+        for (size_t k = 0; k < f->name.len; k++)
+            if (name[k] >= 'A' && name[k] <= 'Z') name[k] = (char)(name[k] - 'A' + 'a');
+        nva[n++] = (nghttp2_nv){(uint8_t *)name, (uint8_t *)lower + f->value.off, f->name.len,
+                                f->value.len, NGHTTP2_NV_FLAG_NONE};
+    }
+    int r;
+    if (m->flags & CSH_MSG_INTERIM) {
+        r = nghttp2_submit_headers(st->h->ses, NGHTTP2_FLAG_NONE, st->id, NULL, nva, n, NULL);
+    } else {
+        nghttp2_data_provider prd = {.source = {.ptr = st}, .read_callback = body_source};
+        int body = m->body != CSH_BODY_NONE;
+        r = nghttp2_submit_response(st->h->ses, st->id, nva, n, body ? &prd : NULL);
+    }
+    free(lower); /* libnghttp2 copied the fields */
+    return r == 0 ? 0 : -EPROTO;
+}
+
+/* The head in raw: parsed, submitted, its bytes dropped. 1 when it was
+ * the final one, 0 when more bytes are needed, < 0 on an error. */
+static int take_head(h2_stream *st)
+{
+    for (;;) {
+        int r = csh_parser_execute(&st->rp, st->raw, st->raw_len);
+        if (r == CSH_INCOMPLETE) return 0;
+        if (r != CSH_OK) return -EPROTO;
+        const csh_message *m = &st->rp.msg;
+        /* 101 has no place in HTTP/2 (§8.6) */
+        if (m->status == 101 || (m->flags & CSH_MSG_TUNNEL)) return -EPROTO;
+        if (submit_head(st) < 0) return -EPROTO;
+        size_t used = m->head_length;
+        int final = !(m->flags & CSH_MSG_INTERIM);
+        if (final) csh_body_reset(&st->rb, m);
+        memmove(st->raw, st->raw + used, st->raw_len - used);
+        st->raw_len -= used;
+        if (final) {
+            st->answer = m->body == CSH_BODY_NONE ? A_DONE : A_BODY;
+            return 1;
+        }
+        csh_parser_reset(&st->rp);
+        csh_parser_set_request_method(&st->rp, st->head_only ? CSH_METHOD_HEAD : CSH_METHOD_GET);
+    }
+}
+
+/* Decodes what raw holds of the body into body, as far as it has room. */
+static int take_body(h2_stream *st)
+{
+    if (!st->body && !(st->body = malloc(BODY_CAP))) return -ENOMEM;
+    if (st->body_pos && st->body_pos == st->body_len) st->body_pos = st->body_len = 0;
+    size_t used_all = 0;
+    while (st->answer == A_BODY) {
+        size_t room = BODY_CAP - st->body_len;
+        if (room == 0) break;
+        size_t avail = st->raw_len - used_all;
+        size_t give = avail < room ? avail : room;
+        size_t used = 0;
+        csh_span d = {0, 0};
+        int r = csh_body_next(&st->rb, st->raw + used_all, give, &used, &d);
+        used_all += used;
+        if (r == CSH_DATA) {
+            memcpy(st->body + st->body_len, st->raw + used_all - used + d.off, d.len);
+            st->body_len += d.len;
+            if (csh_body_done(&st->rb)) st->answer = A_DONE;
+            continue;
+        }
+        if (r == CSH_OK) {
+            st->answer = A_DONE;
+            break;
+        }
+        if (r == CSH_INCOMPLETE) {
+            if (st->eof && used_all == st->raw_len) {
+                if (csh_body_finish(&st->rb) != CSH_OK) return -EPROTO;
+                st->answer = A_DONE;
+            }
+            break;
+        }
+        return -EPROTO;
+    }
+    memmove(st->raw, st->raw + used_all, st->raw_len - used_all);
+    st->raw_len -= used_all;
+    return 0;
+}
+
+int cshs__h2_stream_read(h2_stream *st)
+{
+    const cshs_options *o = &st->h->c->srv->o;
+    size_t head_cap = o->limits->max_head + RAW_MIN;
+    while (st->answer != A_DONE) {
+        /* room to read: the head may take up to max_head, the body's
+         * reads wait until what was read is decoded */
+        size_t cap = st->answer == A_HEAD ? head_cap : RAW_MIN;
+        if (st->raw_len == st->raw_cap && st->raw_cap < cap) {
+            size_t n = st->raw_cap ? st->raw_cap * 2 : RAW_MIN;
+            if (n > cap) n = cap;
+            char *b = realloc(st->raw, n);
+            if (!b) return -ENOMEM;
+            st->raw = b;
+            st->raw_cap = n;
+        }
+        int got = 0;
+        if (st->raw_len < st->raw_cap && st->fd >= 0 && !st->eof) {
+            ssize_t n = cshs__recv(st->fd, st->raw + st->raw_len, st->raw_cap - st->raw_len, 0);
+            if (n < 0 && errno == EINTR) continue;
+            if (n > 0)
+                st->raw_len += (size_t)n;
+            else if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
+                st->eof = 1;
+            got = n != -1 || st->eof;
+        }
+        if (st->answer == A_HEAD) {
+            int r = take_head(st);
+            if (r < 0) return r;
+            if (r == 0) {
+                /* a head cut short, or past max_head */
+                if (st->eof || st->raw_len == head_cap) return -EPROTO;
+                if (!got) break;
+                continue;
+            }
+        }
+        size_t body_before = st->body_len, raw_before = st->raw_len;
+        if (take_body(st) < 0) return -EPROTO;
+        int moved = st->body_len != body_before || st->raw_len != raw_before;
+        if ((moved || st->answer == A_DONE) && st->deferred) {
+            st->deferred = 0;
+            nghttp2_session_resume_data(st->h->ses, st->id);
+        }
+        if (st->answer == A_DONE || st->body_len == BODY_CAP) break;
+        if (!got && !moved) {
+            /* the pair's input ended inside the body */
+            if (st->eof) return -EPROTO;
+            break;
+        }
+    }
+    if (st->answer == A_DONE) cshs__h2_stream_close_pair(st);
+    return 0;
+}
