@@ -153,7 +153,11 @@ int acl_allows(const acl *a, const char *remote_addr)
     X(request_temp_bytes)                                                                          \
     X(request_temp_refused)                                                                        \
     X(upgrades)                                                                                    \
-    X(tunnels)
+    X(tunnels)                                                                                     \
+    X(h2_connections)                                                                              \
+    X(h2_connections_total)                                                                        \
+    X(h2_streams)                                                                                  \
+    X(h2_refused)
 
 #define POOL_FIELDS(X)                                                                             \
     X(open)                                                                                        \

@@ -33,7 +33,14 @@ static const char preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
 void cshs__h2_reset(cshs_h2 *h, int32_t id, uint32_t code)
 {
-    if (h->ses) nghttp2_submit_rst_stream(h->ses, NGHTTP2_FLAG_NONE, id, code);
+    if (!h->ses) return;
+    nghttp2_submit_rst_stream(h->ses, NGHTTP2_FLAG_NONE, id, code);
+}
+
+/* The connection ends with GOAWAY and `code`. */
+static void terminate(cshs_h2 *h, uint32_t code)
+{
+    nghttp2_session_terminate_session(h->ses, code);
 }
 
 static int quick(cshs_h2 *h, const h2_stream *st);
@@ -126,7 +133,7 @@ static int on_frame_recv(nghttp2_session *ses, const nghttp2_frame *f, void *arg
         /* empty DATA frames cost the server a frame each and the client
          * nothing: a flood (CVE-2019-9518) */
         if (++h->empty_data > EMPTY_DATA_MAX) {
-            nghttp2_session_terminate_session(h->ses, NGHTTP2_ENHANCE_YOUR_CALM);
+            terminate(h, NGHTTP2_ENHANCE_YOUR_CALM);
             return 0;
         }
     } else if (f->hd.type == NGHTTP2_DATA) {
@@ -169,11 +176,16 @@ static int on_data(nghttp2_session *ses, uint8_t flags, int32_t id, const uint8_
     return 0;
 }
 
-/* The answer went out whole while the request's body still comes: RFC
- * 9113 §8.1 lets the server end the stream with NO_ERROR. */
+/* Refusals sent, the session's and the engine's, are counted. The
+ * answer went out whole while the request's body still comes: RFC 9113
+ * §8.1 lets the server end the stream with NO_ERROR. */
 static int on_frame_send(nghttp2_session *ses, const nghttp2_frame *f, void *arg)
 {
     (void)ses;
+    cshs_h2 *h = arg;
+    if ((f->hd.type == NGHTTP2_RST_STREAM && f->rst_stream.error_code != NGHTTP2_NO_ERROR) ||
+        (f->hd.type == NGHTTP2_GOAWAY && f->goaway.error_code != NGHTTP2_NO_ERROR))
+        atomic_fetch_add(&h->c->srv->e_h2, 1);
     if ((f->hd.type != NGHTTP2_DATA && f->hd.type != NGHTTP2_HEADERS) ||
         !(f->hd.flags & NGHTTP2_FLAG_END_STREAM))
         return 0;
@@ -276,7 +288,10 @@ static void open_ready(cshs_h2 *h)
             st->counted = 1;
             h->handlers++;
         }
-        if (cshs__h2_stream_open(st) < 0) cshs__h2_reset(h, st->id, NGHTTP2_REFUSED_STREAM);
+        if (cshs__h2_stream_open(st) < 0)
+            cshs__h2_reset(h, st->id, NGHTTP2_REFUSED_STREAM);
+        else
+            atomic_fetch_add(&h->c->srv->c_h2_streams, 1);
     }
 }
 
@@ -359,6 +374,8 @@ void cshs__h2_start(cshs_worker *w, cshs_conn *c)
     nghttp2_session_callbacks_del(cb);
     c->h2 = h;
     c->phase = CP_H2;
+    atomic_fetch_add(&s->c_h2_open, 1);
+    atomic_fetch_add(&s->c_h2_total, 1);
     nghttp2_settings_entry iv[] = {
         {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, s->o.h2_max_streams},
         {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, (uint32_t)s->o.limits->max_head},
@@ -367,7 +384,7 @@ void cshs__h2_start(cshs_worker *w, cshs_conn *c)
     if (c->ssl && !cshs__tls_h2_adequate(c)) {
         /* RFC 9113 §9.2.1: a TLS version or cipher below the bar */
         atomic_fetch_add(&s->e_tls, 1);
-        nghttp2_session_terminate_session(h->ses, NGHTTP2_INADEQUATE_SECURITY);
+        terminate(h, NGHTTP2_INADEQUATE_SECURITY);
         settle(w, c);
         return;
     }
@@ -409,9 +426,8 @@ void cshs__h2_event(cshs_worker *w, cshs_conn *c)
         if (r < 0) {
             /* a connection error: libnghttp2 queued its GOAWAY (a bad
              * preface has none to send) */
-            atomic_fetch_add(&s->e_parse, 1);
             h->failed = 1;
-            nghttp2_session_terminate_session(h->ses, NGHTTP2_PROTOCOL_ERROR);
+            terminate(h, NGHTTP2_PROTOCOL_ERROR);
             break;
         }
     }
@@ -472,6 +488,7 @@ void cshs__h2_close(cshs_conn *c)
     h->nopen = 0;
     nghttp2_session_del(h->ses);
     h->ses = NULL;
+    atomic_fetch_sub(&c->srv->c_h2_open, 1);
 }
 
 void cshs__h2_free(cshs_conn *c)

@@ -670,7 +670,7 @@ void cshs_server_free(cshs_server *s)
     }
 }
 
-CSH__SIZED_NO_TAIL_PADDING(cshs_counters, tunnels);
+CSH__SIZED_NO_TAIL_PADDING(cshs_counters, h2_refused);
 CSH__SIZED_NO_TAIL_PADDING(cshs_request_log, protocol);
 
 int cshs_server_counters_sized(const cshs_server *s, cshs_counters *out, size_t size)
@@ -707,6 +707,10 @@ int cshs_server_counters_sized(const cshs_server *s, cshs_counters *out, size_t 
     o->request_temp_refused = atomic_load(&m->c_temp_refused);
     o->upgrades = atomic_load(&m->c_upgrades);
     o->tunnels = atomic_load(&m->c_tunnels);
+    o->h2_connections = atomic_load(&m->c_h2_open);
+    o->h2_connections_total = atomic_load(&m->c_h2_total);
+    o->h2_streams = atomic_load(&m->c_h2_streams);
+    o->h2_refused = atomic_load(&m->e_h2);
     o->err_parse = atomic_load(&m->e_parse);
     o->err_rejected = atomic_load(&m->e_rejected);
     o->err_head_timeout = atomic_load(&m->e_head);

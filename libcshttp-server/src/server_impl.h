@@ -343,6 +343,9 @@ struct cshs_server {
     _Atomic uint64_t c_temp_bytes, c_temp_refused;
     /* connections that switched protocols, and those tunnels open now */
     _Atomic uint64_t c_upgrades, c_tunnels;
+    /* HTTP/2 connections open and since start, their streams, and the
+     * stream and connection errors sent (h2.c) */
+    _Atomic uint64_t c_h2_open, c_h2_total, c_h2_streams, e_h2;
 };
 
 int64_t cshs__now_ms(void);

@@ -131,6 +131,15 @@ typedef struct cshs_counters {
      * and those tunnels open now */
     uint64_t upgrades;
     uint64_t tunnels;
+    /* 0.5.0: HTTP/2 connections open now and since start (of
+     * connections_open and connections_total), the streams they carried
+     * (each a request, counted in requests too), and the refusals the
+     * server sent: streams reset and connections ended for a client's
+     * error or a limit (RFC 9113 §5.4) */
+    uint64_t h2_connections;
+    uint64_t h2_connections_total;
+    uint64_t h2_streams;
+    uint64_t h2_refused;
 } cshs_counters;
 
 /* A server with a copy of `options` (NULL: defaults) that runs `handler`
