@@ -168,6 +168,33 @@ def run_wrk(server, url, connections, seconds, timeout):
     return measured(server, cmd, timeout, parse)
 
 
+def run_h2load(server, url, seconds, timeout, connections=32, streams=10):
+    """h2load over h2 (ALPN; one client thread): `connections` connections
+    with `streams` requests in flight on each, for `seconds`."""
+    cmd = ["h2load", "-t", "1", "-c", str(connections), "-m", str(streams), "-D", str(seconds),
+           url]
+
+    def parse(out, res):
+        m = re.search(r"requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, "
+                      r"(\d+) failed, (\d+) errored, (\d+) timeout", out)
+        done, ok, failed, errored, timed = (int(m.group(i)) for i in (3, 4, 5, 6, 7))
+        codes = re.search(r"status codes: (\d+) 2xx, (\d+) 3xx, (\d+) 4xx, (\d+) 5xx", out)
+        non2xx = sum(int(codes.group(i)) for i in (2, 3, 4)) if codes else 0
+        proto = re.search(r"Application protocol: (\S+)", out)
+        if not proto or proto.group(1) != "h2":
+            raise ValueError("h2load did not speak h2: %s" % (proto.group(1) if proto else "-"))
+        fig = {"requests": ok, "rps": float(re.search(r"finished in [\d.]+m?s, ([\d.]+) req/s",
+                                                      out).group(1)),
+               "errors": failed + errored + timed + non2xx, "done": done}
+        m = re.search(r"time for request:\s+\S+\s+\S+\s+(\S+)", out)
+        if m:  # the mean: h2load prints no percentile
+            v = m.group(1)
+            unit = re.match(r"[\d.]+(\D+)", v).group(1)
+            fig["mean_ms"] = float(v[:-len(unit)]) * {"us": 1e-3, "ms": 1, "s": 1e3}[unit]
+        return fig
+    return measured(server, cmd, timeout, parse)
+
+
 def run_ab(server, url, connections, requests, keepalive, timeout):
     cmd = ["ab", "-q", "-r", "-s", "10", "-c", str(connections), "-n", str(requests)]
     if keepalive:

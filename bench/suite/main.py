@@ -15,7 +15,8 @@ import types
 
 from . import clients, proc, report, servers, tls, w6, ws
 
-WORKLOADS = ["W1", "W2", "W3", "W4", "W5", "W6", "WS", "MEM", "SWEEP", "TLS"]
+WORKLOADS = ["W1", "W2", "W3", "W4", "W5", "W6", "WS", "MEM", "SWEEP", "TLS", "H2"]
+H2_SERVERS = ("cshttpd", "cshttpd-1", "cshttpd-base", "nginx-1", "h2o")
 CEILING_W2 = 128 / 0.015
 SWEEP_LEVELS = [1, 2, 4, 8, 16, 32, 64, 128, 256]
 W1_WRK = ("cshttpd", "cshttpd-1", "cshttpd-base", "nginx-1")       # servers that also get a wrk run in W1
@@ -26,7 +27,8 @@ def parse_args(argv):
     ap = argparse.ArgumentParser(
         prog="bench/run",
         description="cshttpd and its peers (nginx, h2o, libmicrohttpd) under the workloads "
-        "W1..W6, WebSocket echo (WS), idle-connection memory, a concurrency sweep and HTTPS (TLS); "
+        "W1..W6, WebSocket echo (WS), idle-connection memory, a concurrency sweep, HTTPS (TLS) and "
+        "HTTP/2 over TLS (H2); "
         "interleaved rounds, medians. Results in bench/results/suite-<UTC time>.{md,csv,svg}.")
     ap.add_argument("workloads", nargs="*", metavar="WORKLOAD",
                     help="any of %s (default: all)" % " ".join(WORKLOADS))
@@ -311,8 +313,31 @@ class Suite:
             for s in on:
                 s.tls = None  # the next workload's restart leaves HTTPS out
 
-    def https_start(self):
-        """The certificate (once per run), then each server of tls.SERVERS
+    def h2(self, rnd):
+        """H2: h2load over TLS, one client thread, 32 connections with 10
+        streams in flight each, GET /files/100.bin (100 bytes), on the
+        servers of H2_SERVERS (their HTTPS listeners choose h2 by ALPN).
+        Each run follows an unmeasured second of the same load."""
+        if rnd == 1:
+            self.https_start(H2_SERVERS)
+        on = [s for s in self.live if s.tls and s.name in H2_SERVERS]
+        for s in on:
+            why = self.ensure_up(s)
+            if why:
+                self.down("H2", "tls-m10", s, rnd, "h2load", why)
+                continue
+            url = "https://127.0.0.1:%d/files/100.bin" % s.tls_port
+            clients._run(["h2load", "-t", "1", "-c", "32", "-m", "10", "-D", "1", url], 60)
+            res = clients.run_h2load(s, url, fmt_s(self.a.duration), self.a.duration + 60)
+            if res.get("errors"):
+                res["status"] = "errors"
+            self.record("H2", "tls-m10", s, rnd, "h2load", res)
+        if rnd == self.a.rounds:
+            for s in on:
+                s.tls = None
+
+    def https_start(self, servers=tls.SERVERS):
+        """The certificate (once per run), then each server of `servers`
         that can take it restarted with HTTPS and probed once with openssl
         s_client."""
         if self.tls_cert is None:
@@ -323,8 +348,8 @@ class Suite:
                 self.tls_cert = {}
         for s in self.live:
             why = ("no certificate" if not self.tls_cert else
-                   s.tls_support() if s.name in tls.SERVERS else
-                   "HTTPS is compared on %s only" % ", ".join(tls.SERVERS))
+                   s.tls_support() if s.name in servers else
+                   "HTTPS is compared on %s only" % ", ".join(servers))
             if why:
                 self.tls_skipped[s.name] = why
                 self.say("  TLS   %-10s skipped: %s" % (s.name, why))
@@ -521,7 +546,7 @@ class Suite:
             self.live.append(s)
         phases = {"W1": self.w1, "W2": self.w2, "W3": self.w3, "W4": self.w4, "W5": self.w5,
                   "W6": self.w6, "WS": self.ws, "SWEEP": self.sweep, "MEM": self.memory,
-                  "TLS": self.https}
+                  "TLS": self.https, "H2": self.h2}
         # The memory runs restart every server: they come last.
         order = [w for w in a.workloads if w != "MEM"] + (["MEM"] if "MEM" in a.workloads else [])
         started = list(self.live)

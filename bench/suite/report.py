@@ -553,6 +553,16 @@ def markdown(suite, t, chart_files, chart_fails):
             chart("sweep-p99", "sweep p99")
     if "TLS" in a.workloads:
         tls_section(suite, t, names, add, figure_table, chart)
+    if "H2" in a.workloads:
+        add("## H2: HTTP/2 over TLS, 32 connections with 10 streams each")
+        add("")
+        add("`h2load -t 1 -c 32 -m 10 -D %g https://127.0.0.1:P/files/100.bin` (100 bytes), "
+            "after an unmeasured second of the same load, on each server's HTTPS listener "
+            "(the TLS workload's certificate; nginx-1 `listen ... ssl http2`, h2o one thread, "
+            "cshttpd-1 one loop). errors: requests failed, errored, timed out or not 2xx. "
+            "Ratio to nginx-1." % a.duration)
+        add("")
+        figure_table("H2", "tls-m10", "h2load", "nginx-1", "/nginx-1")
     add("## Commands")
     add("")
     add("The first round's command of each run (ports differ between runs; warm-ups, not "

@@ -13,7 +13,8 @@ import time
 from . import proc
 
 PLAINTEXT = b"Hello, World!"
-FILES = {"1k.bin": 1024, "1m.bin": 1024 * 1024}  # under ROOT/files/
+# under ROOT/files/; 100.bin: the H2 workload's small file
+FILES = {"100.bin": 100, "1k.bin": 1024, "1m.bin": 1024 * 1024}
 
 
 def make_root(tmp):
@@ -224,7 +225,9 @@ class Nginx(Server):
             # nginx's own defaults for everything else: ssl_session_cache
             # none, ssl_session_tickets on, ssl_prefer_server_ciphers off,
             # ssl_ciphers HIGH:!aNULL:!MD5 (TLS 1.2 only), ssl_ecdh_curve auto
-            t["tls"] = ("\n    listen 127.0.0.1:%d ssl backlog=4096;\n"
+            # http2: h2 by ALPN for the clients that offer it (H2), HTTP/1.1
+            # for the others (TLS: wrk and cshttp-load offer no ALPN)
+            t["tls"] = ("\n    listen 127.0.0.1:%d ssl http2 backlog=4096;\n"
                         "    ssl_certificate %s;\n    ssl_certificate_key %s;\n"
                         "    ssl_protocols TLSv1.2 TLSv1.3;" % (
                             self.tls_port, self.tls["cert"], self.tls["key"]))
@@ -279,6 +282,18 @@ class H2o(Server):
         # write its pid file; http1-request-timeout is also the keep-alive
         # idle timeout (10 s by default: the memory and W3 runs hold
         # connections longer); max-connections is 1,024 by default.
+        tls = ""
+        if self.tls:
+            # a second listener, the host's own (h2o 2.2 takes one mapping
+            # at each level): h2 and http/1.1 by ALPN, h2o's default TLS
+            # settings otherwise
+            tls = """    listen:
+      host: 127.0.0.1
+      port: %d
+      ssl:
+        certificate-file: %s
+        key-file: %s
+""" % (self.tls_port, self.tls["cert"], self.tls["key"])
         with open(conf, "w") as f:
             f.write("""user: root
 listen:
@@ -291,7 +306,7 @@ error-log: %(d)s/error.log
 http1-request-timeout: 300
 hosts:
   default:
-    paths:
+%(tls)s    paths:
       /demo/plaintext:
         mruby.handler: |
           Proc.new do |env|
@@ -299,9 +314,12 @@ hosts:
           end
       /files:
         file.dir: %(root)s/files
-""" % {"port": port, "d": d, "root": self.root})
+""" % {"port": port, "d": d, "root": self.root, "tls": tls})
         self.conf = conf
         return [self.binary, "-c", conf]
+
+    def tls_support(self):
+        return None
 
 
 class Mhd(Server):
