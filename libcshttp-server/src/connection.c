@@ -167,7 +167,7 @@ void cshs__conn_close(cshs_worker *w, cshs_conn *c)
         atomic_fetch_sub_explicit(&l->k.active, 1, memory_order_relaxed);
     }
     c->parked = 0;
-    if (c->h2) cshs__h2_close(c); /* its streams' pairs close */
+    if (c->h2 && !CSHS_H2_STREAM(c)) cshs__h2_close(c); /* its streams end */
     /* a tunnel still open: the server stops (a forced stop cuts it) */
     if (c->tunnel) cshs__tunnel_drop(c, atomic_load(&s->forced) ? -ECONNABORTED : -ECANCELED);
     if (c->deferred) {
@@ -186,7 +186,7 @@ void cshs__conn_close(cshs_worker *w, cshs_conn *c)
      * sockets of the list under it, and must not meet a reused number */
     pthread_mutex_lock(&l->mu);
     CSHS_LIST_REMOVE(l->conns, c, prev, next);
-    close(c->fd);
+    if (c->fd >= 0) close(c->fd);
     pthread_mutex_unlock(&l->mu);
     c->closed = 1;
     CSHS_STACK_PUSH(l->closed_conns, c, link);
@@ -195,7 +195,7 @@ void cshs__conn_close(cshs_worker *w, cshs_conn *c)
 
 void cshs__conn_free(cshs_conn *c)
 {
-    cshs__h2_free(c);
+    if (!CSHS_H2_STREAM(c)) cshs__h2_free(c);
     free(c);
 }
 
@@ -300,7 +300,8 @@ static int input_waiting(cshs_conn *c)
 static void finish(cshs_worker *w, cshs_conn *c)
 {
     cshs_server *s = c->srv;
-    if (!c->linger || s->o.linger_ms == 0 || atomic_load(&s->forced)) {
+    /* an HTTP/2 stream has no socket to linger on: its session ends it */
+    if (!c->linger || s->o.linger_ms == 0 || atomic_load(&s->forced) || c->fd < 0) {
         cshs__conn_close(w, c);
         return;
     }

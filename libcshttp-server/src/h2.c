@@ -1,15 +1,16 @@
 /* An HTTP/2 connection (RFC 9113): the session of libnghttp2 on the
- * connection's socket, its deadlines and limits, and its streams' socket
- * pairs (h2_impl.h has the picture, h2_stream.c the streams).
+ * connection's socket, its deadlines and limits, and its streams' pipes
+ * (h2_impl.h has the picture, h2_stream.c the streams).
  *
  * Input is read until the socket says EAGAIN and handed to the session,
- * which calls back for each stream's fields and DATA; the pairs of the
+ * which calls back for each stream's fields and DATA; the pipes of the
  * streams whose heads came open once the input is taken, so a stream
- * reset in the same read (rapid reset, CVE-2023-44487) costs no pair.
- * Output is what the session has to send, while the socket takes it:
- * once the socket is full the session is asked for nothing more, so its
- * streams' answers wait in their pairs (each bounded by its buffers) and
- * the stream's connection behind waits for the pair as for a slow client.
+ * reset in the same read (rapid reset, CVE-2023-44487) costs no
+ * connection. Output is what the session has to send, gathered into
+ * writes, while the socket takes it: once the socket is full the session
+ * is asked for nothing more, so its streams' answers wait in their pipes
+ * (each bounded) and the stream's connection behind waits for its pipe
+ * as for a slow client.
  *
  * Limits: libnghttp2's own for SETTINGS, PING and RST_STREAM floods, its
  * stream reset rate and CONTINUATION frames per block; here, the streams
@@ -28,6 +29,7 @@
 #define READ_TURNS 64     /* socket reads in a row before others go first */
 #define EMPTY_DATA_MAX 64 /* DATA frames in a row without a byte: ENHANCE_YOUR_CALM */
 #define READ_CHUNK 16384u
+#define WRITE_GATHER 16384u /* frames gathered into one write */
 
 static const char preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
@@ -97,7 +99,7 @@ static int on_header(nghttp2_session *ses, const nghttp2_frame *f, const uint8_t
 }
 
 /* A stream's head is complete: refused, answered 431, or queued for its
- * pair. */
+ * pipe. */
 static void head_done(cshs_h2 *h, h2_stream *st)
 {
     cshs_server *s = h->c->srv;
@@ -154,7 +156,7 @@ static int on_frame_recv(nghttp2_session *ses, const nghttp2_frame *f, void *arg
         return 0;
     }
     if (cshs__h2_stream_end(st) < 0) cshs__h2_reset(h, st->id, NGHTTP2_INTERNAL_ERROR);
-    if (st->fd >= 0) cshs__h2_stream_write(st);
+    cshs__h2_stream_write(st);
     return 0;
 }
 
@@ -172,13 +174,17 @@ static int on_data(nghttp2_session *ses, uint8_t flags, int32_t id, const uint8_
         cshs__h2_reset(arg, id, NGHTTP2_INTERNAL_ERROR);
         return 0;
     }
-    if (st->fd >= 0) cshs__h2_stream_write(st);
+    cshs__h2_stream_write(st);
     return 0;
 }
 
 /* Refusals sent, the session's and the engine's, are counted. The
- * answer went out whole while the request's body still comes: RFC 9113
- * §8.1 lets the server end the stream with NO_ERROR. */
+ * answer went out whole while the request's body still comes (a 413, an
+ * answer that did not read it): what is left of a body of known length
+ * up to linger_bytes is read and dropped, as the lingering close of
+ * HTTP/1.1 would, so that the client finishes its request and reads the
+ * answer; beyond it, or without a length, RFC 9113 §8.1 lets the server
+ * end the stream with NO_ERROR. */
 static int on_frame_send(nghttp2_session *ses, const nghttp2_frame *f, void *arg)
 {
     (void)ses;
@@ -190,7 +196,12 @@ static int on_frame_send(nghttp2_session *ses, const nghttp2_frame *f, void *arg
         !(f->hd.flags & NGHTTP2_FLAG_END_STREAM))
         return 0;
     h2_stream *st = stream_of(arg, f->hd.stream_id);
-    if (st && !st->in_ended) cshs__h2_reset(arg, st->id, NGHTTP2_NO_ERROR);
+    if (!st || st->in_ended) return 0;
+    uint64_t left = st->length >= 0 && (uint64_t)st->length > st->received
+                        ? (uint64_t)st->length - st->received
+                        : 0;
+    if (st->length < 0 || left > h->c->srv->o.linger_bytes)
+        cshs__h2_reset(arg, st->id, NGHTTP2_NO_ERROR);
     return 0;
 }
 
@@ -266,7 +277,7 @@ static void park(cshs_conn *c)
     }
 }
 
-/* The pairs of the streams whose heads came: at once for a request the
+/* The pipes of the streams whose heads came: at once for a request the
  * application says never waits, else while fewer than h2_max_handlers of
  * the connection's streams wait for their answers (the rest keep their
  * order; their DATA wait within the stream's window). */
@@ -309,18 +320,38 @@ static int quick(cshs_h2 *h, const h2_stream *st)
 }
 
 /* What the session has to send, while the socket takes it; then the
- * streams whose bodies were emptied read their pairs again. 0, or < 0
+ * streams whose bodies were emptied take more of their pipes. 0, or < 0
  * when the connection must end. */
 static int flush(cshs_h2 *h)
 {
     cshs_conn *c = h->c;
+    /* the session's frames come one at a time: gathered, they go in one
+     * write (and one TLS record) rather than one each */
+    char gather[WRITE_GATHER];
     for (int round = 0; round < 16 && h->ses; round++) {
+        size_t held = 0;
         while (!c->out) {
             const uint8_t *data;
             ssize_t n = nghttp2_session_mem_send(h->ses, &data);
             if (n < 0) return -EPROTO;
-            if (n == 0) break;
-            int r = cshs__out_write(c, data, (size_t)n);
+            size_t len = (size_t)n;
+            int large = len > sizeof gather / 2; /* goes as it is, after what is held */
+            if (held && (len == 0 || large || held + len > sizeof gather)) {
+                int r = cshs__out_write(c, gather, held);
+                if (r < 0) return r;
+                held = 0;
+            }
+            if (len == 0) break;
+            if (large) {
+                int r = cshs__out_write(c, data, len);
+                if (r < 0) return r;
+                continue;
+            }
+            memcpy(gather + held, data, len);
+            held += len;
+        }
+        if (held) {
+            int r = cshs__out_write(c, gather, held);
             if (r < 0) return r;
         }
         int again = 0;
@@ -362,10 +393,9 @@ void cshs__h2_start(cshs_worker *w, cshs_conn *c)
     nghttp2_option *opt = NULL;
     if (h) h->slots = calloc(s->o.h2_max_streams, sizeof *h->slots);
     if (!h || !h->slots || !cb || nghttp2_option_new(&opt) != 0) goto fail;
-    h->tag = TAG_H2;
     h->c = c;
     h->nslots = s->o.h2_max_streams;
-    /* the window is given back as the pairs take the bytes */
+    /* the window is given back as the streams' connections take the bytes */
     nghttp2_option_set_no_auto_window_update(opt, 1);
     nghttp2_option_set_max_continuations(opt, s->o.h2_max_continuations);
     nghttp2_option_set_stream_reset_rate_limit(opt, s->o.h2_max_resets, s->o.h2_max_resets / 30);
@@ -434,17 +464,64 @@ void cshs__h2_event(cshs_worker *w, cshs_conn *c)
     settle(w, c);
 }
 
-void cshs__h2_pipe_event(cshs_worker *w, cshs_h2 *h, unsigned slot, uint32_t events)
+void cshs__h2_take_kicked(cshs_worker *w, cshs_loop *l)
 {
-    cshs_conn *c = h->c;
-    if (!h->ses || slot >= h->nslots || !h->slots[slot] || c->closed) return;
-    if (c->phase != CP_H2) return; /* ending: its output goes, then it closes */
-    h2_stream *st = h->slots[slot];
-    cshs__unpark(c);
-    if ((events & EPOLLOUT) && st->fd >= 0) cshs__h2_stream_write(st);
-    if ((events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) && cshs__h2_stream_read(st) < 0)
-        cshs__h2_reset(h, st->id, NGHTTP2_INTERNAL_ERROR);
-    settle(w, c);
+    pthread_mutex_lock(&l->mu);
+    h2_pipe *list = l->h2_kicked;
+    l->h2_kicked = NULL;
+    atomic_store_explicit(&l->nkicked, 0, memory_order_relaxed);
+    pthread_mutex_unlock(&l->mu);
+    h2_pipe *fifo = NULL;
+    while (list) { /* kicked last first: taken in the order they came */
+        h2_pipe *p = list;
+        list = p->next_kicked;
+        p->next_kicked = fifo;
+        fifo = p;
+    }
+    /* every stream's news first (nothing here closes a stream), then each
+     * session sends once */
+    cshs_h2 *dirty = NULL;
+    while (fifo) {
+        h2_pipe *p = fifo;
+        fifo = p->next_kicked;
+        pthread_mutex_lock(&p->mu);
+        p->kicked = 0;
+        h2_stream *st = p->st;
+        cshs_h2 *h = p->h;
+        pthread_mutex_unlock(&p->mu);
+        if (st && h && h->ses) {
+            cshs__h2_stream_kicked(st);
+            if (!h->dirty) {
+                h->dirty = 1;
+                h->next_dirty = dirty;
+                dirty = h;
+            }
+        }
+        cshs__h2_pipe_unref(p);
+    }
+    while (dirty) {
+        cshs_h2 *h = dirty;
+        dirty = h->next_dirty;
+        h->dirty = 0;
+        cshs_conn *c = h->c;
+        if (c->closed || c->phase != CP_H2 || !h->ses) continue;
+        cshs__unpark(c);
+        settle(w, c);
+    }
+}
+
+void cshs__h2_drop_kicked(cshs_loop *l)
+{
+    pthread_mutex_lock(&l->mu);
+    h2_pipe *list = l->h2_kicked;
+    l->h2_kicked = NULL;
+    atomic_store(&l->nkicked, 0);
+    pthread_mutex_unlock(&l->mu);
+    while (list) {
+        h2_pipe *p = list;
+        list = p->next_kicked;
+        cshs__h2_pipe_unref(p);
+    }
 }
 
 void cshs__h2_sweep(cshs_worker *w, cshs_conn *c, int stop)

@@ -1,7 +1,7 @@
 /* One HTTP/2 stream served as an HTTP/1.1 request (h2_impl.h has the
  * picture): its fields, checked against RFC 9113 §8.2 and §8.3, become
- * an HTTP/1.1 head written into a socket pair whose other end is a
- * connection of the same loop; its DATA become the body, with the
+ * an HTTP/1.1 head written into a pipe in memory, read by a connection of
+ * the same loop that has no socket; its DATA become the body, with the
  * client's content-length or chunked; the answer that comes back is
  * parsed with libcshttp, its head submitted as HEADERS and its body
  * handed to libnghttp2's data source as DATA frames.
@@ -15,16 +15,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <unistd.h>
+#include <strings.h>
 
 #include <cshttp/error.h>
 
 #include "h2_impl.h"
-#include "sock_io.h"
 
-#define RAW_MIN 16384u  /* the answer's read buffer: at least, and its body's */
-#define BODY_CAP 16384u /* decoded body bytes waiting for DATA frames */
+/* Buffers start small (most answers are), and grow as a body needs:
+ * the bytes taken from the pipe (the head may take up to max_head more),
+ * and the decoded body waiting for DATA frames. */
+#define BUF_START 4096u
+#define RAW_MIN 16384u
+#define BODY_CAP 16384u
 
 h2_stream *cshs__h2_stream_new(cshs_h2 *h, int32_t id, unsigned slot)
 {
@@ -33,22 +35,11 @@ h2_stream *cshs__h2_stream_new(cshs_h2 *h, int32_t id, unsigned slot)
     st->h = h;
     st->id = id;
     st->slot = slot;
-    st->fd = -1;
+    st->length = -1;
     const cshs_options *o = &h->c->srv->o;
     csh_parser_init(&st->rp, CSH_RESPONSE, st->rfields, H2_RESPONSE_FIELDS, o->limits, 0);
     csh_body_init(&st->rb, NULL, o->limits, 0, NULL, 0);
     return st;
-}
-
-void cshs__h2_stream_close_pair(h2_stream *st)
-{
-    if (st->counted) { /* its handler's place is free */
-        st->counted = 0;
-        st->h->handlers--;
-    }
-    if (st->fd < 0) return;
-    close(st->fd); /* its registration goes with it */
-    st->fd = -1;
 }
 
 void cshs__h2_stream_free(h2_stream *st)
@@ -200,6 +191,19 @@ void cshs__h2_stream_field(h2_stream *st, const uint8_t *name, size_t nlen, cons
         if (set_pseudo(&st->host, value, vlen) < 0) st->bad = 1;
         return;
     }
+    if (is(name, nlen, "content-length")) {
+        /* digits, as libnghttp2 checked them (and the DATA against them) */
+        int64_t n = 0;
+        for (size_t i = 0; i < vlen && n >= 0; i++)
+            n = value[i] >= '0' && value[i] <= '9' && n <= (INT64_MAX - 9) / 10
+                    ? n * 10 + (value[i] - '0')
+                    : -1;
+        if (n < 0 || vlen == 0 || (st->length >= 0 && st->length != n)) {
+            st->bad = 1;
+            return;
+        }
+        st->length = n;
+    }
     int r = 0;
     if (is(name, nlen, "cookie")) { /* §8.2.3: pieces joined with "; " */
         if (st->cookie_len) r = append(&st->cookie, &st->cookie_len, &st->cookie_cap, "; ", 2);
@@ -211,19 +215,6 @@ void cshs__h2_stream_field(h2_stream *st, const uint8_t *name, size_t nlen, cons
         if (r == 0) r = append(&st->fields, &st->fields_len, &st->fields_cap, "\r\n", 2);
     }
     if (r < 0) st->bad = 1;
-}
-
-/* Whether the fields hold a content-length (checked by libnghttp2). */
-static int has_length(const h2_stream *st)
-{
-    const char *p = st->fields, *end = st->fields + st->fields_len;
-    while (p && p < end) {
-        if (end - p >= 15 && memcmp(p, "content-length:", 15) == 0) return 1;
-        const char *nl = memchr(p, '\n', (size_t)(end - p));
-        if (!nl) break;
-        p = nl + 1;
-    }
-    return 0;
 }
 
 int cshs__h2_stream_head(h2_stream *st)
@@ -240,7 +231,7 @@ int cshs__h2_stream_head(h2_stream *st)
     st->head_only = strcmp(st->method, "HEAD") == 0;
     /* RFC 9112 §6.3: the answer to HEAD has no body */
     csh_parser_set_request_method(&st->rp, st->head_only ? CSH_METHOD_HEAD : CSH_METHOD_GET);
-    st->chunked = !st->in_ended && !has_length(st);
+    st->chunked = !st->in_ended && st->length < 0;
     char line[64];
     int r = out_add(st, st->method, strlen(st->method));
     if (r == 0) r = out_add(st, " ", 1);
@@ -269,7 +260,12 @@ int cshs__h2_stream_head(h2_stream *st)
 int cshs__h2_stream_data(h2_stream *st, const uint8_t *data, size_t len)
 {
     st->unacked += len;
-    if (st->opened && st->fd < 0) return 0; /* answered already: dropped */
+    st->received += len;
+    if (st->opened && !st->pipe) { /* answered already: dropped, the window given back */
+        nghttp2_session_consume(st->h->ses, st->id, len);
+        st->unacked -= len;
+        return 0;
+    }
     if (len == 0) return 0;
     if (st->chunked) {
         char size[24];
@@ -291,86 +287,6 @@ int cshs__h2_stream_end(h2_stream *st)
     if (!st->trailers && out_add(st, "0\r\n", 3) < 0) return -ENOMEM;
     st->trailers = 1;
     return out_add(st, "\r\n", 2);
-}
-
-/* ---- the pair ---- */
-
-int cshs__h2_stream_open(h2_stream *st)
-{
-    cshs_conn *pc = st->h->c;
-    cshs_server *s = pc->srv;
-    int sv[2];
-    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) < 0) return -errno;
-    struct sockaddr sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_family = AF_UNIX;
-    cshs_conn *c = cshs__conn_new(s, sv[1], &sa);
-    if (!c) {
-        close(sv[0]);
-        close(sv[1]);
-        return -ENOMEM;
-    }
-    memcpy(c->remote, pc->remote, sizeof c->remote);
-    c->remote_port = pc->remote_port;
-    c->io = pc->ssl ? &cshs__h2_pair_tls_stream : &cshs__h2_pair_stream;
-    c->accept_ms = cshs__now_ms();
-    if (s->o.header_timeout_ms) {
-        c->deadline_ms = c->accept_ms + (int64_t)s->o.header_timeout_ms;
-        c->expire_kind = EXP_HEAD;
-    }
-    c->parked = 1;
-    st->fd = sv[0];
-    st->opened = 1;
-    /* the head first, so that the registration finds it there */
-    int r = cshs__h2_stream_write(st);
-    if (r == 0) r = cshs__conn_join(pc->loop, c);
-    if (r < 0) {
-        cshs__h2_stream_close_pair(st);
-        close(sv[1]);
-        free(c);
-        return r;
-    }
-    struct epoll_event ev;
-    ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
-    ev.data.u64 = (uint64_t)(uintptr_t)st->h | ((uint64_t)st->slot << 48);
-    if (epoll_ctl(pc->loop->epfd, EPOLL_CTL_ADD, st->fd, &ev) < 0) {
-        /* the stream's connection sees its input end and closes */
-        cshs__h2_stream_close_pair(st);
-        return -errno;
-    }
-    return 0;
-}
-
-int cshs__h2_stream_write(h2_stream *st)
-{
-    while (st->fd >= 0 && st->out_pos < st->out_len) {
-        ssize_t n = send(st->fd, st->out + st->out_pos, st->out_len - st->out_pos,
-                         MSG_NOSIGNAL | MSG_DONTWAIT);
-        if (n > 0) {
-            st->out_pos += (size_t)n;
-            continue;
-        }
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return 0;
-        /* the stream's connection closed (it answered and left): what the
-         * client still sends is dropped */
-        st->out_pos = st->out_len;
-        break;
-    }
-    if (st->out_pos == st->out_len) {
-        st->out_pos = st->out_len = 0;
-        if (st->out_cap > 65536) { /* a large body's buffer is not kept */
-            free(st->out);
-            st->out = NULL;
-            st->out_cap = 0;
-        }
-        /* the body bytes went on: the client may send as many more */
-        if (st->unacked && st->h->ses) {
-            nghttp2_session_consume(st->h->ses, st->id, st->unacked);
-            st->unacked = 0;
-        }
-    }
-    return 0;
 }
 
 /* ---- the answer ---- */
@@ -478,11 +394,19 @@ static int take_head(h2_stream *st)
 /* Decodes what raw holds of the body into body, as far as it has room. */
 static int take_body(h2_stream *st)
 {
-    if (!st->body && !(st->body = malloc(BODY_CAP))) return -ENOMEM;
+    /* room for what raw holds, up to BODY_CAP */
+    if (st->body_cap < BODY_CAP && st->body_cap - st->body_len < st->raw_len) {
+        size_t cap = st->body_cap ? st->body_cap : BUF_START;
+        while (cap < st->body_len + st->raw_len && cap < BODY_CAP) cap *= 2;
+        char *b = realloc(st->body, cap);
+        if (!b) return -ENOMEM;
+        st->body = b;
+        st->body_cap = cap;
+    }
     if (st->body_pos && st->body_pos == st->body_len) st->body_pos = st->body_len = 0;
     size_t used_all = 0;
     while (st->answer == A_BODY) {
-        size_t room = BODY_CAP - st->body_len;
+        size_t room = st->body_cap - st->body_len;
         if (room == 0) break;
         size_t avail = st->raw_len - used_all;
         size_t give = avail < room ? avail : room;
@@ -523,7 +447,7 @@ int cshs__h2_stream_read(h2_stream *st)
          * reads wait until what was read is decoded */
         size_t cap = st->answer == A_HEAD ? head_cap : RAW_MIN;
         if (st->raw_len == st->raw_cap && st->raw_cap < cap) {
-            size_t n = st->raw_cap ? st->raw_cap * 2 : RAW_MIN;
+            size_t n = st->raw_cap ? st->raw_cap * 2 : BUF_START;
             if (n > cap) n = cap;
             char *b = realloc(st->raw, n);
             if (!b) return -ENOMEM;
@@ -531,14 +455,11 @@ int cshs__h2_stream_read(h2_stream *st)
             st->raw_cap = n;
         }
         int got = 0;
-        if (st->raw_len < st->raw_cap && st->fd >= 0 && !st->eof) {
-            ssize_t n = cshs__recv(st->fd, st->raw + st->raw_len, st->raw_cap - st->raw_len, 0);
-            if (n < 0 && errno == EINTR) continue;
-            if (n > 0)
-                st->raw_len += (size_t)n;
-            else if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
-                st->eof = 1;
-            got = n != -1 || st->eof;
+        if (st->raw_len < st->raw_cap && !st->eof) {
+            size_t n =
+                cshs__h2_pipe_take(st, st->raw + st->raw_len, st->raw_cap - st->raw_len, &st->eof);
+            st->raw_len += n;
+            got = n > 0 || st->eof;
         }
         if (st->answer == A_HEAD) {
             int r = take_head(st);
@@ -557,9 +478,9 @@ int cshs__h2_stream_read(h2_stream *st)
             st->deferred = 0;
             nghttp2_session_resume_data(st->h->ses, st->id);
         }
-        if (st->answer == A_DONE || st->body_len == BODY_CAP) break;
+        if (st->answer == A_DONE || (st->body_cap && st->body_len == st->body_cap)) break;
         if (!got && !moved) {
-            /* the pair's input ended inside the body */
+            /* the answer ended inside its body */
             if (st->eof) return -EPROTO;
             break;
         }

@@ -76,7 +76,7 @@ static int wait_next_request(cshs_conn *c)
 {
     cshs_server *s = c->srv;
     uint64_t us = s->o.next_request_wait_us;
-    if (!us || atomic_load(&s->stopping)) return 0;
+    if (!us || atomic_load(&s->stopping) || c->fd < 0) return 0; /* no socket (HTTP/2) */
     cshs__conn_input_events(c, 0);
     struct pollfd p = {c->fd, POLLIN | POLLRDHUP, 0};
     struct timespec ts = {(time_t)(us / 1000000), (long)(us % 1000000) * 1000L};

@@ -216,16 +216,9 @@ void cshs__accept_one(cshs_worker *w, cshs_loop *l, cshs_listener *lis)
     }
 }
 
-int cshs__conn_join(cshs_loop *l, cshs_conn *c)
+void cshs__conn_join(cshs_loop *l, cshs_conn *c)
 {
     loop_link(l, c);
-    struct epoll_event ev;
-    ev.events = EPOLLIN | EPOLLRDHUP | EPOLLET;
-    ev.data.ptr = c;
-    if (epoll_ctl(l->epfd, EPOLL_CTL_ADD, c->fd, &ev) == 0) return 0;
-    int e = -errno;
-    loop_unlink(l, c);
-    return e;
 }
 
 /* Beyond max_connections: the toolkit's 503 page, written without waiting
@@ -266,6 +259,7 @@ void cshs__reject(cshs_loop *l, int fd, const struct sockaddr *sa)
  * writability once a write waited. */
 static int conn_modify(cshs_conn *c, int out_armed, int in_muted)
 {
+    if (c->fd < 0) return 0; /* no socket (an HTTP/2 stream's): signalled instead */
     struct epoll_event ev;
     ev.events = (in_muted ? 0u : EPOLLIN) | (out_armed ? EPOLLOUT : 0u) | EPOLLRDHUP | EPOLLET;
     ev.data.ptr = c;

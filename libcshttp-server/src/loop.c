@@ -89,6 +89,19 @@ static int claim(cshs_conn *c)
     return 1;
 }
 
+void cshs__conn_signal(cshs_conn *c, int gone)
+{
+    if (c->closed) return;
+    if (claim(c)) {
+        /* served after the batch, as a posted connection (take_posted
+         * claims it again) */
+        cshs__unpark(c);
+        cshs__conn_post(c);
+        return;
+    }
+    if (gone) cshs__conn_client_left(c);
+}
+
 /* The loop's wake-up: connections handlers gave back go on. */
 static void take_returned(cshs_worker *w, cshs_loop *l)
 {
@@ -207,7 +220,7 @@ static void serve_loop(cshs_worker *w, cshs_loop *l)
                 cshs__expire_watches(l, now);
             }
             int64_t wait = 0;
-            if (!l->posted) {
+            if (!l->posted && !atomic_load_explicit(&l->nkicked, memory_order_acquire)) {
                 now = cshs__now_ms();
                 wait = atomic_load_explicit(&l->next_sweep_ms, memory_order_relaxed) - now;
                 /* a watch's deadline wakes the loop when it comes (one
@@ -260,8 +273,7 @@ static void serve_loop(cshs_worker *w, cshs_loop *l)
                 cshs__watch_event(l, ptr, l->evs[next].events);
             } else if (tag == TAG_PERSISTENT) {
                 cshs__persistent_event(l, ptr, (unsigned)(data >> 48), l->evs[next].events);
-            } else if (tag == TAG_H2) {
-                cshs__h2_pipe_event(w, ptr, (unsigned)(data >> 48), l->evs[next].events);
+
             } else {
                 take_returned(w, l);
             }
@@ -271,6 +283,10 @@ static void serve_loop(cshs_worker *w, cshs_loop *l)
         }
         if (l->posted) {
             take_posted(w, l);
+            if (w->lost) return;
+        }
+        if (atomic_load_explicit(&l->nkicked, memory_order_acquire)) {
+            cshs__h2_take_kicked(w, l);
             if (w->lost) return;
         }
     }

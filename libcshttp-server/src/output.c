@@ -74,11 +74,6 @@ static void plain_close(cshs_conn *c)
 
 const cshs_stream_ops cshs__plain_stream = {plain_read, plain_write, plain_sendfile, plain_pending,
                                             plain_close};
-const cshs_stream_ops cshs__h2_pair_stream = {plain_read, plain_write, plain_sendfile,
-                                              plain_pending, plain_close};
-const cshs_stream_ops cshs__h2_pair_tls_stream = {plain_read, plain_write, plain_sendfile,
-                                                  plain_pending, plain_close};
-
 /* Waits for `events` until until_ms (0: no limit), in slices so that a
  * forced stop is noticed. 0 when ready, -ETIMEDOUT, -ECONNABORTED. Only a
  * worker inside a handler waits (a streaming route, or output above the
@@ -86,6 +81,7 @@ const cshs_stream_ops cshs__h2_pair_tls_stream = {plain_read, plain_write, plain
 int cshs__wait_fd(cshs_conn *c, short events, int64_t until_ms)
 {
     cshs_server *s = c->srv;
+    if (CSHS_H2_STREAM(c)) return cshs__h2_pipe_wait(c, events, until_ms);
     for (;;) {
         if (atomic_load(&s->forced)) return -ECONNABORTED;
         int64_t now = cshs__now_ms();

@@ -372,6 +372,7 @@ static void release_threads_state(cshs_server *s)
             cshs__free_closed(l);
         }
         l->returned = NULL;
+        cshs__h2_drop_kicked(l);
         free(l->tunnel_buf);
         l->tunnel_buf = NULL;
     }

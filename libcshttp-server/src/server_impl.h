@@ -26,8 +26,7 @@ enum {
     TAG_LISTENER = 2,
     TAG_WAKE = 3,
     TAG_WATCH = 4,
-    TAG_PERSISTENT = CSHS_TAG_PERSISTENT,
-    TAG_H2 = 6 /* an HTTP/2 connection's streams (h2.c) */
+    TAG_PERSISTENT = CSHS_TAG_PERSISTENT
 };
 
 /* An event's data: the registration's address in its low 48 bits (a user
@@ -189,7 +188,10 @@ typedef struct cshs_conn {
     struct cshs_stream_buf *sb;       /* streaming routes: the bytes the handler's reads use */
     struct cshs_handler_ctx *deferred; /* a request that answers later (cshs_defer), else NULL */
     struct cshs_tunnel *tunnel;       /* switched protocols (cshs_upgrade, tunnel.c), else NULL */
-    struct cshs_h2 *h2;               /* CP_H2: the HTTP/2 session (h2.c), else NULL */
+    union {
+        struct cshs_h2 *h2;   /* CP_H2: the HTTP/2 session (h2.c), else NULL */
+        struct h2_pipe *pipe; /* CSHS_H2_STREAM: the stream's bytes (h2_stream.c) */
+    };
     uint16_t remote_port;
     char remote[46];
 } cshs_conn;
@@ -249,6 +251,11 @@ typedef struct cshs_loop {
     /* a thread's own loop (srv NULL, thread_reactor.h): what it runs for,
      * the waits and connects in flight on it; under mu */
     unsigned holds;
+    /* HTTP/2 streams whose connection read or wrote (h2_stream.c): the
+     * session takes their news after the batch; under mu, counted in
+     * nkicked for the wait's look */
+    struct h2_pipe *h2_kicked;
+    _Atomic int nkicked;
     cshs_loop_counters k;
 } cshs_loop;
 
@@ -544,23 +551,30 @@ int cshs__listen_tcp(struct cshs_server *s, const char *address, unsigned port, 
 int cshs__listen_unix(struct cshs_server *s, cshs_listener *l);
 void cshs__accept_one(cshs_worker *w, cshs_loop *l, cshs_listener *lis);
 uint64_t cshs__loop_load(cshs_loop *l);
-/* A connection made here rather than accepted (an HTTP/2 stream's):
- * linked to l and registered with its epoll set as an accepted one is.
- * 0, or -errno (then not linked; the caller closes it). */
-int cshs__conn_join(cshs_loop *l, cshs_conn *c);
+/* A connection made here rather than accepted (an HTTP/2 stream's, no
+ * socket: fd -1): linked to l, as an accepted one is. */
+void cshs__conn_join(cshs_loop *l, cshs_conn *c);
+/* loop.c: an event for a connection without a socket (an HTTP/2
+ * stream's), by the loop's owner: served after the batch, or, while a
+ * handler's thread has it, noted for that thread (and, `gone`: a request
+ * that waits is told its client left). */
+void cshs__conn_signal(cshs_conn *c, int gone);
 
 /* h2.c: HTTP/2 (RFC 9113). want: whether a new connection speaks it (ALPN
  * chose h2, or its first bytes are the h2c preface): 1 yes, 0 no, -EAGAIN
  * not known until more bytes come. start: the connection becomes CP_H2.
- * event: its socket's event. pipe_event: the event of one stream's socket
- * pair (the registration's data carries the stream's slot). sweep: its
- * deadline passed, or a stop (`stop`). close and free: at the
- * connection's close and after the batch. */
+ * event: its socket's event. take_kicked: the news of the streams whose
+ * connections read or wrote (the loop's owner, after the batch). sweep:
+ * its deadline passed, or a stop (`stop`). close and free: at the
+ * connection's close and after the batch. pipe_wait: cshs__wait_fd for a
+ * stream's connection (a handler's thread). drop_kicked: the loop's end. */
 struct cshs_h2;
 int cshs__h2_want(cshs_conn *c);
 void cshs__h2_start(cshs_worker *w, cshs_conn *c);
 void cshs__h2_event(cshs_worker *w, cshs_conn *c);
-void cshs__h2_pipe_event(cshs_worker *w, struct cshs_h2 *h, unsigned slot, uint32_t events);
+void cshs__h2_take_kicked(cshs_worker *w, cshs_loop *l);
+void cshs__h2_drop_kicked(cshs_loop *l);
+int cshs__h2_pipe_wait(cshs_conn *c, short events, int64_t until_ms);
 void cshs__h2_sweep(cshs_worker *w, cshs_conn *c, int stop);
 void cshs__h2_close(cshs_conn *c);
 void cshs__h2_free(cshs_conn *c);
@@ -607,8 +621,8 @@ typedef struct cshs_stream_ops {
 } cshs_stream_ops;
 
 extern const cshs_stream_ops cshs__plain_stream; /* output.c */
-/* The same plain bytes, on the socket pair of an HTTP/2 stream (h2.c)
- * whose connection is plain or HTTPS: what says that a connection serves
+/* The bytes of an HTTP/2 stream (h2_stream.c), in memory, for a
+ * connection that is plain or HTTPS: what says that a connection serves
  * a stream, and which the request came on, in no byte of its own. */
 extern const cshs_stream_ops cshs__h2_pair_stream, cshs__h2_pair_tls_stream;
 #define CSHS_H2_STREAM(c) ((c)->io == &cshs__h2_pair_stream || (c)->io == &cshs__h2_pair_tls_stream)

@@ -210,13 +210,15 @@ int cshs__offload(cshs_server *s, cshs_conn *c, int bounded)
 
 /* Whether a loop has something to serve: events of its batch not served
  * yet, connections posted to go on after it (a deferred request's
- * continuation among them), events in its epoll set, or a sweep that is
- * due. */
+ * continuation among them), HTTP/2 streams' news (what a handler that
+ * waits for its stream's room needs the loop to send), events in its
+ * epoll set, or a sweep that is due. */
 static int loop_has_work(cshs_loop *l)
 {
     if (atomic_load_explicit(&l->next, memory_order_relaxed) <
             atomic_load_explicit(&l->nev, memory_order_relaxed) ||
-        atomic_load_explicit(&l->nposted, memory_order_relaxed) > 0)
+        atomic_load_explicit(&l->nposted, memory_order_relaxed) > 0 ||
+        atomic_load_explicit(&l->nkicked, memory_order_relaxed) > 0)
         return 1;
     if (cshs__now_ms() > atomic_load_explicit(&l->next_sweep_ms, memory_order_relaxed)) return 1;
     struct pollfd p = {l->epfd, POLLIN, 0};

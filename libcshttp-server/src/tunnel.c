@@ -76,6 +76,9 @@ int cshs_upgrade(cshw_context *ctx, const char *protocol, const cshs_tunnel_ops 
     if (!c || !ctx || ctx != cshw_context_current() || !ops || !ops->data || !ops->closed)
         return -EINVAL;
     if (c->tunnel) return -EALREADY;
+    /* HTTP/2 has no 101 (RFC 9113 §8.6); its WebSockets (RFC 8441) are
+     * not offered */
+    if (CSHS_H2_STREAM(c)) return -EPROTONOSUPPORT;
     cshs_tunnel *t = calloc(1, sizeof *t);
     if (!t) return -ENOMEM;
     int r = cshw_exchange_switch(c->x, protocol);
