@@ -124,7 +124,7 @@ size_t access_log_format(char *buf, size_t cap, log_format f, const cshs_request
     unsigned long long body = offsetof(cshs_request_log, body_bytes_out) < e->size
                                   ? (unsigned long long)e->body_bytes_out
                                   : (unsigned long long)e->bytes_out;
-    /* an engine older than 0.5.0 names no protocol: HTTP/1 then */
+    /* an engine older than 0.4.7 names no protocol: HTTP/1 then */
     char h1[16];
     const char *proto = offsetof(cshs_request_log, protocol) < e->size && e->protocol
                             ? e->protocol

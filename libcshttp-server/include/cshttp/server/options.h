@@ -193,7 +193,7 @@ typedef struct cshs_options {
      * nginx's proxy_read_timeout; 0: never). */
     uint64_t tunnel_idle_timeout_ms;
 
-    /* 0.5.0. HTTP/2 (RFC 9113): h2 chosen by ALPN on the HTTPS port, h2c
+    /* 0.4.7. HTTP/2 (RFC 9113): h2 chosen by ALPN on the HTTPS port, h2c
      * with prior knowledge on the plain one (default 1; 0: HTTP/1.1 only).
      * h2_max_streams: the streams one connection may have open at once
      * (SETTINGS_MAX_CONCURRENT_STREAMS, default 128, nginx's; 1..1024).

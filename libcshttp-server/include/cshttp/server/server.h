@@ -75,7 +75,7 @@ typedef struct cshs_request_log {
     uint64_t body_bytes_out;
     /* The protocol, as a log writes it: "HTTP/1.1", "HTTP/1.0", or
      * "HTTP/2.0" for a request that came on an HTTP/2 stream (whose
-     * version_minor is 0). Since 0.5.0. */
+     * version_minor is 0). Since 0.4.7. */
     const char *protocol;
 } cshs_request_log;
 
@@ -131,7 +131,7 @@ typedef struct cshs_counters {
      * and those tunnels open now */
     uint64_t upgrades;
     uint64_t tunnels;
-    /* 0.5.0: HTTP/2 connections open now and since start (of
+    /* 0.4.7: HTTP/2 connections open now and since start (of
      * connections_open and connections_total), the streams they carried
      * (each a request, counted in requests too), and the refusals the
      * server sent: streams reset and connections ended for a client's
