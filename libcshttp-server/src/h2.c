@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "h2_impl.h"
@@ -76,6 +77,16 @@ static int on_begin_headers(nghttp2_session *ses, const nghttp2_frame *f, void *
     if (f->hd.type != NGHTTP2_HEADERS || f->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;
     unsigned slot = 0;
     while (slot < h->nslots && h->slots[slot]) slot++;
+    unsigned max = h->c->srv->o.h2_max_streams;
+    if (slot == h->nslots && h->nslots < max) { /* the slots grow with the streams */
+        unsigned n = h->nslots * 2 < max ? h->nslots * 2 : max;
+        h2_stream **b = realloc(h->slots, n * sizeof *b);
+        if (b) {
+            memset(b + h->nslots, 0, (n - h->nslots) * sizeof *b);
+            h->slots = b;
+            h->nslots = n;
+        }
+    }
     h2_stream *st = slot < h->nslots ? cshs__h2_stream_new(h, f->hd.stream_id, slot) : NULL;
     if (!st) { /* the session keeps max_streams; this is memory */
         cshs__h2_reset(h, f->hd.stream_id, NGHTTP2_REFUSED_STREAM);
@@ -84,6 +95,25 @@ static int on_begin_headers(nghttp2_session *ses, const nghttp2_frame *f, void *
     h->slots[slot] = st;
     h->nopen++;
     nghttp2_session_set_stream_user_data(ses, f->hd.stream_id, st);
+    return 0;
+}
+
+/* A field libnghttp2 found against RFC 9113 §8.2 (an uppercase name, a
+ * connection-specific field, a bad value): the stream is refused at its
+ * head's end, where it is logged, rather than reset by the session
+ * without a word. */
+static int on_invalid_header(nghttp2_session *ses, const nghttp2_frame *f, const uint8_t *name,
+                             size_t nlen, const uint8_t *value, size_t vlen, uint8_t flags,
+                             void *arg)
+{
+    (void)ses;
+    (void)name;
+    (void)nlen;
+    (void)value;
+    (void)vlen;
+    (void)flags;
+    h2_stream *st = stream_of(arg, f->hd.stream_id);
+    if (st) st->bad = 1;
     return 0;
 }
 
@@ -98,8 +128,29 @@ static int on_header(nghttp2_session *ses, const nghttp2_frame *f, const uint8_t
     return 0;
 }
 
-/* A stream's head is complete: refused, answered 431, or queued for its
- * pipe. */
+/* A refused stream's line in the access log, as the exchange logs a
+ * request it refuses: what the stream named of itself ("-" for the
+ * rest), and the status an HTTP/1.1 request would have got. */
+static void log_refusal(cshs_h2 *h, const h2_stream *st, int status)
+{
+    cshs_server *s = h->c->srv;
+    if (!s->log_fn) return;
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    cshs_request_log e;
+    memset(&e, 0, sizeof e);
+    e.size = sizeof e;
+    e.remote_addr = h->c->remote;
+    e.method = st->method ? st->method : "-";
+    e.target = st->path ? st->path : st->authority ? st->authority : "-";
+    e.protocol = "HTTP/2.0";
+    e.status = status;
+    e.time_unix_ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+    s->log_fn(s->log_user, &e);
+}
+
+/* A stream's head is complete: refused (a stream error, logged as the
+ * 400 of HTTP/1.1), answered 431, or queued for its pipe. */
 static void head_done(cshs_h2 *h, h2_stream *st)
 {
     cshs_server *s = h->c->srv;
@@ -109,11 +160,12 @@ static void head_done(cshs_h2 *h, h2_stream *st)
             {(uint8_t *)":status", (uint8_t *)"431", 7, 3, NGHTTP2_NV_FLAG_NONE}};
         atomic_fetch_add(&s->e_parse, 1);
         nghttp2_submit_response(h->ses, st->id, nv, 1, NULL);
+        log_refusal(h, st, 431);
         return;
     }
     if (cshs__h2_stream_head(st) < 0) {
         atomic_fetch_add(&s->e_parse, 1);
-        cshs__h2_reset(h, st->id, NGHTTP2_PROTOCOL_ERROR);
+        cshs__h2_reset(h, st->id, NGHTTP2_PROTOCOL_ERROR); /* logged as it goes */
         return;
     }
     st->quick = (char)quick(h, st);
@@ -192,6 +244,12 @@ static int on_frame_send(nghttp2_session *ses, const nghttp2_frame *f, void *arg
     if ((f->hd.type == NGHTTP2_RST_STREAM && f->rst_stream.error_code != NGHTTP2_NO_ERROR) ||
         (f->hd.type == NGHTTP2_GOAWAY && f->goaway.error_code != NGHTTP2_NO_ERROR))
         atomic_fetch_add(&h->c->srv->e_h2, 1);
+    if (f->hd.type == NGHTTP2_RST_STREAM && f->rst_stream.error_code == NGHTTP2_PROTOCOL_ERROR) {
+        /* a request refused before any handler saw it, by the session
+         * or by the engine's checks: its access log line */
+        h2_stream *bad = stream_of(h, f->hd.stream_id);
+        if (bad && !bad->opened) log_refusal(h, bad, 400);
+    }
     if ((f->hd.type != NGHTTP2_DATA && f->hd.type != NGHTTP2_HEADERS) ||
         !(f->hd.flags & NGHTTP2_FLAG_END_STREAM))
         return 0;
@@ -227,6 +285,7 @@ static nghttp2_session_callbacks *callbacks(void)
     if (nghttp2_session_callbacks_new(&cb) != 0) return NULL;
     nghttp2_session_callbacks_set_on_begin_headers_callback(cb, on_begin_headers);
     nghttp2_session_callbacks_set_on_header_callback(cb, on_header);
+    nghttp2_session_callbacks_set_on_invalid_header_callback(cb, on_invalid_header);
     nghttp2_session_callbacks_set_on_frame_recv_callback(cb, on_frame_recv);
     nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, on_data);
     nghttp2_session_callbacks_set_on_frame_send_callback(cb, on_frame_send);
@@ -391,10 +450,12 @@ void cshs__h2_start(cshs_worker *w, cshs_conn *c)
     cshs_h2 *h = calloc(1, sizeof *h);
     nghttp2_session_callbacks *cb = callbacks();
     nghttp2_option *opt = NULL;
-    if (h) h->slots = calloc(s->o.h2_max_streams, sizeof *h->slots);
+    /* a few slots at first: an idle connection holds little */
+    unsigned nslots = s->o.h2_max_streams < 8 ? s->o.h2_max_streams : 8;
+    if (h) h->slots = calloc(nslots, sizeof *h->slots);
     if (!h || !h->slots || !cb || nghttp2_option_new(&opt) != 0) goto fail;
     h->c = c;
-    h->nslots = s->o.h2_max_streams;
+    h->nslots = nslots;
     /* the window is given back as the streams' connections take the bytes */
     nghttp2_option_set_no_auto_window_update(opt, 1);
     nghttp2_option_set_max_continuations(opt, s->o.h2_max_continuations);

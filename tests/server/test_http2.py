@@ -374,9 +374,11 @@ def t_http2_off(d):
 @test("operator")
 def t_counters(d):
     """The status JSON counts HTTP/2 connections, their streams and the
-    refusals sent; the HTML page lists them."""
+    refusals sent; the HTML page lists them; a refused stream has its
+    access log line, the 400 an HTTP/1.1 request would get."""
     root = make_root(d)
-    with tls_server(d, root) as srv:
+    log = os.path.join(d, "access.log")
+    with tls_server(d, root, "--access-log", log) as srv:
         tls = "https://127.0.0.1:%d" % srv.tls
         r = T.curl("-k", "--http2", tls + "/a.txt", tls + "/index.html", tls + "/demo/json",
                    "-o", "/dev/null", "-o", "/dev/null", "-o", "/dev/null")
@@ -388,7 +390,7 @@ def t_counters(d):
         # a field name in uppercase (RFC 9113 §8.2.1): the stream is reset
         # with PROTOCOL_ERROR, counted
         head = (literal(b":method", b"GET") + literal(b":scheme", b"http") +
-                literal(b":path", b"/a.txt") + literal(b":authority", b"a") +
+                literal(b":path", b"/refused") + literal(b":authority", b"a") +
                 literal(b"X-Up", b"1"))
         got = frames_of(raw_h2c(srv.port, [frame(1, 0x5, 1, head)]))
         rst = [f for f in got if f[0] == 3]
@@ -398,6 +400,9 @@ def t_counters(d):
         assert st["h2_connections_total"] == 2 and st["h2_connections"] == 0, st
         page = T.curl(srv.url("/status")).stdout
         assert b"h2_streams" in page or b"counters" in page, page[:300]
+    with open(log) as f:
+        text = f.read()
+    assert '"GET /refused HTTP/2.0" 400' in text, text
 
 
 def main():
