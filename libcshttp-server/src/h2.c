@@ -141,8 +141,9 @@ static void log_refusal(cshs_h2 *h, const h2_stream *st, int status)
     memset(&e, 0, sizeof e);
     e.size = sizeof e;
     e.remote_addr = h->c->remote;
-    e.method = st->method ? st->method : "-";
-    e.target = st->path ? st->path : st->authority ? st->authority : "-";
+    const char *path = h2_pseudo(st, P_PATH), *authority = h2_pseudo(st, P_AUTHORITY);
+    e.method = h2_pseudo(st, P_METHOD) ? h2_pseudo(st, P_METHOD) : "-";
+    e.target = path ? path : authority ? authority : "-";
     e.protocol = "HTTP/2.0";
     e.status = status;
     e.time_unix_ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
@@ -178,10 +179,29 @@ static void head_done(cshs_h2 *h, h2_stream *st)
     h->ready_tail = st;
 }
 
+/* Rapid reset (CVE-2023-44487): a token bucket of h2_max_resets streams
+ * reset by the client, given back at a thirtieth of it a second; empty,
+ * the connection ends with ENHANCE_YOUR_CALM (RFC 9113 §7). 1 then. */
+static int reset_flood(cshs_h2 *h)
+{
+    uint64_t burst = h->c->srv->o.h2_max_resets;
+    int64_t now = cshs__now_ms();
+    double tokens = h->reset_tokens + (double)(now - h->reset_ms) * (double)burst / 30000.0;
+    h->reset_ms = now;
+    h->reset_tokens = tokens > (double)burst ? (double)burst : tokens;
+    if (h->reset_tokens < 1.0) return 1;
+    h->reset_tokens -= 1.0;
+    return 0;
+}
+
 static int on_frame_recv(nghttp2_session *ses, const nghttp2_frame *f, void *arg)
 {
     (void)ses;
     cshs_h2 *h = arg;
+    if (f->hd.type == NGHTTP2_RST_STREAM && reset_flood(h)) {
+        terminate(h, NGHTTP2_ENHANCE_YOUR_CALM);
+        return 0;
+    }
     if (f->hd.type == NGHTTP2_DATA && f->hd.length == 0 &&
         !(f->hd.flags & NGHTTP2_FLAG_END_STREAM)) {
         /* empty DATA frames cost the server a frame each and the client
@@ -305,12 +325,42 @@ int cshs__h2_want(cshs_conn *c)
     ssize_t n = cshs__recv(c->fd, b, sizeof b, MSG_PEEK | MSG_DONTWAIT);
     if (n < 0) return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? -EAGAIN : 0;
     if (n == 0 || memcmp(b, preface, (size_t)n) != 0) return 0;
-    return (size_t)n == sizeof b ? 1 : -EAGAIN;
+    if ((size_t)n == sizeof b) return 1;
+    /* a part of it, and the input ended: HTTP/1.1 answers what came */
+    return c->rdhup ? 0 : -EAGAIN;
 }
 
 static void end_conn(cshs_worker *w, cshs_conn *c)
 {
     cshs__conn_end(w, c, 1);
+}
+
+/* The streams kept for reuse, let go (an idle connection holds none). */
+static void drop_spares(cshs_h2 *h)
+{
+    int closing = h->closing;
+    h->closing = 1;
+    while (h->spare) {
+        h2_stream *st = h->spare;
+        h->spare = st->next_ready;
+        cshs__h2_stream_free(st);
+    }
+    h->nspare = 0;
+    h->closing = (char)closing;
+}
+
+/* The earliest time an answer's bytes began to wait for their stream's
+ * window (flow control, RFC 9113 §5.2) without a byte going out since,
+ * 0 when none waits. */
+static int64_t stream_waiting_since(const cshs_h2 *h)
+{
+    int64_t first = 0;
+    for (unsigned i = 0; i < h->nslots; i++) {
+        const h2_stream *st = h->slots[i];
+        if (st && st->body_len > st->body_pos && (!first || st->data_ms < first))
+            first = st->data_ms;
+    }
+    return first;
 }
 
 /* Parked: for the socket to take the rest of the output (send_timeout_ms),
@@ -326,9 +376,14 @@ static void park(cshs_conn *c)
             return;
         }
     }
+    if (h->nopen == 0) drop_spares(h);
+    int64_t waits = stream_waiting_since(h);
     if (c->out) {
         cshs__park(c, s->o.send_timeout_ms ? c->last_io_ms + (int64_t)s->o.send_timeout_ms : 0,
                    EXP_SEND);
+    } else if (waits && s->o.send_timeout_ms) {
+        /* a stream's answer waits for the client's window */
+        cshs__park(c, waits + (int64_t)s->o.send_timeout_ms, EXP_SEND);
     } else if (h->nopen == 0 && s->o.keepalive_timeout_ms) {
         cshs__park(c, now + (int64_t)s->o.keepalive_timeout_ms, EXP_IDLE);
     } else {
@@ -421,8 +476,11 @@ static int flush(cshs_h2 *h)
             if (cshs__h2_stream_read(st) < 0) cshs__h2_reset(h, st->id, NGHTTP2_INTERNAL_ERROR);
             again = 1;
         }
-        if (!again || c->out) break;
+        if (!again || c->out) return 0;
     }
+    /* more to send than these rounds took: the rest after the batch,
+     * others first */
+    if (h->ses && nghttp2_session_want_write(h->ses)) cshs__conn_post(c);
     return 0;
 }
 
@@ -456,10 +514,15 @@ void cshs__h2_start(cshs_worker *w, cshs_conn *c)
     if (!h || !h->slots || !cb || nghttp2_option_new(&opt) != 0) goto fail;
     h->c = c;
     h->nslots = nslots;
+    h->reset_tokens = (double)s->o.h2_max_resets;
+    h->reset_ms = cshs__now_ms();
     /* the window is given back as the streams' connections take the bytes */
     nghttp2_option_set_no_auto_window_update(opt, 1);
     nghttp2_option_set_max_continuations(opt, s->o.h2_max_continuations);
-    nghttp2_option_set_stream_reset_rate_limit(opt, s->o.h2_max_resets, s->o.h2_max_resets / 30);
+    /* the engine's own bucket (reset_flood) ends the connection first, with
+     * the right code; libnghttp2's, twice as large, stays as a backstop */
+    nghttp2_option_set_stream_reset_rate_limit(opt, s->o.h2_max_resets * 2,
+                                               s->o.h2_max_resets * 2 / 30);
     if (nghttp2_session_server_new2(&h->ses, cb, h, opt) != 0) goto fail;
     nghttp2_option_del(opt);
     nghttp2_session_callbacks_del(cb);
@@ -515,10 +578,14 @@ void cshs__h2_event(cshs_worker *w, cshs_conn *c)
         c->last_io_ms = cshs__now_ms();
         ssize_t r = nghttp2_session_mem_recv(h->ses, (const uint8_t *)buf, (size_t)n);
         if (r < 0) {
-            /* a connection error: libnghttp2 queued its GOAWAY (a bad
-             * preface has none to send) */
+            /* a connection error (libnghttp2 queues no GOAWAY for these):
+             * a flood of frames to acknowledge, or of CONTINUATION frames,
+             * is the client's excess (RFC 9113 §7, ENHANCE_YOUR_CALM), the
+             * rest its error */
             h->failed = 1;
-            terminate(h, NGHTTP2_PROTOCOL_ERROR);
+            terminate(h, r == NGHTTP2_ERR_FLOODED || r == NGHTTP2_ERR_TOO_MANY_CONTINUATIONS
+                             ? NGHTTP2_ENHANCE_YOUR_CALM
+                             : NGHTTP2_PROTOCOL_ERROR);
             break;
         }
     }
@@ -590,6 +657,22 @@ void cshs__h2_sweep(cshs_worker *w, cshs_conn *c, int stop)
     cshs_server *s = c->srv;
     cshs_h2 *h = c->h2;
     cshs__unpark(c);
+    if (!stop && c->expire_kind == EXP_SEND && !c->out && !atomic_load(&s->forced)) {
+        /* streams whose client opened no window for send_timeout_ms are
+         * given up (the socket itself takes bytes) */
+        int64_t now = cshs__now_ms();
+        for (unsigned i = 0; i < h->nslots; i++) {
+            h2_stream *st = h->slots[i];
+            if (!st || st->body_len == st->body_pos ||
+                st->data_ms + (int64_t)s->o.send_timeout_ms > now)
+                continue;
+            atomic_fetch_add(&s->e_send, 1);
+            cshs__h2_reset(h, st->id, NGHTTP2_CANCEL);
+            st->body_pos = st->body_len; /* it waits no more */
+        }
+        settle(w, c);
+        return;
+    }
     if (atomic_load(&s->forced) || (!stop && c->expire_kind != EXP_IDLE)) {
         cshs__conn_close(w, c);
         return;
@@ -617,6 +700,8 @@ void cshs__h2_close(cshs_conn *c)
 {
     cshs_h2 *h = c->h2;
     if (!h || !h->ses) return;
+    h->closing = 1;
+    drop_spares(h);
     for (unsigned i = 0; i < h->nslots; i++) {
         if (!h->slots[i]) continue;
         cshs__h2_stream_free(h->slots[i]);

@@ -91,11 +91,16 @@ typedef struct cshs_h2 {
     h2_stream *ready, *ready_tail; /* heads complete: their pairs open after the input, or
                                     * once a handler's place is free (h2_max_handlers) */
     unsigned handlers;             /* streams counted against h2_max_handlers */
+    h2_stream *spare;              /* streams ended, kept with their buffers for the next */
+    unsigned nspare;
+    char closing;                  /* the session ends: nothing is kept */
     struct cshs_h2 *next_dirty;    /* cshs__h2_take_kicked's list */
     char dirty;                    /* on it */
     char goaway;                   /* GOAWAY sent: no new stream */
     char failed;                   /* the session ended on an error: close once sent */
     unsigned empty_data;           /* DATA frames in a row without a byte or END_STREAM */
+    double reset_tokens;           /* streams the client may still reset (reset_flood) */
+    int64_t reset_ms;              /* when they were counted */
 } cshs_h2;
 
 /* One stream: the request as it goes into the pair, the answer as it
@@ -117,7 +122,9 @@ struct h2_stream {
     char quick;    /* the application says its handler never waits */
     /* the request's pseudo-header fields, and its fields as HTTP/1.1
      * lines ("name: value\r\n"), the cookies joined (§8.2.3) */
-    char *method, *path, *authority, *host;
+    char *pseudo; /* their values, each ended by a NUL, at at[P_*] (-1: none) */
+    size_t pseudo_len, pseudo_cap;
+    int32_t at[4];
     int64_t length;    /* its content-length, -1: none */
     uint64_t received; /* DATA payload bytes so far */
     char *fields, *cookie;
@@ -135,6 +142,7 @@ struct h2_stream {
     size_t raw_len, raw_cap;
     char *body;
     size_t body_pos, body_len, body_cap;
+    int64_t data_ms; /* when body bytes last went out, or came while none waited */
     char answer;    /* A_HEAD, A_BODY, A_DONE */
     char eof;       /* the answer ended (its connection closed) */
     char deferred;  /* the data source said DEFERRED: resume it when bytes come */
@@ -143,6 +151,13 @@ struct h2_stream {
 };
 
 enum { A_HEAD = 0, A_BODY, A_DONE };
+enum { P_METHOD = 0, P_PATH, P_AUTHORITY, P_HOST }; /* h2_stream.at: :method... and Host */
+
+/* A pseudo-header field's value (P_*), or NULL when the request had none. */
+static inline const char *h2_pseudo(const h2_stream *st, int which)
+{
+    return st->at[which] < 0 ? NULL : st->pseudo + st->at[which];
+}
 
 /* h2_stream.c (and h2_pipe.c: open, write, close_pair, kicked) */
 h2_stream *cshs__h2_stream_new(cshs_h2 *h, int32_t id, unsigned slot);

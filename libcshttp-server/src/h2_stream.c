@@ -28,10 +28,33 @@
 #define RAW_MIN 16384u
 #define BODY_CAP 16384u
 
+#define SPARE_STREAMS 4 /* ended streams a session keeps, with their buffers */
+
 h2_stream *cshs__h2_stream_new(cshs_h2 *h, int32_t id, unsigned slot)
 {
-    h2_stream *st = calloc(1, sizeof *st);
-    if (!st) return NULL;
+    h2_stream *st = h->spare;
+    if (st) {
+        /* a stream kept: its buffers stay, the rest starts anew */
+        h->spare = st->next_ready;
+        h->nspare--;
+        h2_stream keep = *st;
+        memset(st, 0, sizeof *st);
+        st->pseudo = keep.pseudo;
+        st->pseudo_cap = keep.pseudo_cap;
+        st->fields = keep.fields;
+        st->fields_cap = keep.fields_cap;
+        st->cookie = keep.cookie;
+        st->cookie_cap = keep.cookie_cap;
+        st->out = keep.out;
+        st->out_cap = keep.out_cap;
+        st->raw = keep.raw;
+        st->raw_cap = keep.raw_cap;
+        st->body = keep.body;
+        st->body_cap = keep.body_cap;
+    } else if (!(st = calloc(1, sizeof *st))) {
+        return NULL;
+    }
+    for (int i = 0; i < 4; i++) st->at[i] = -1;
     st->h = h;
     st->id = id;
     st->slot = slot;
@@ -45,10 +68,15 @@ h2_stream *cshs__h2_stream_new(cshs_h2 *h, int32_t id, unsigned slot)
 void cshs__h2_stream_free(h2_stream *st)
 {
     cshs__h2_stream_close_pair(st);
-    free(st->method);
-    free(st->path);
-    free(st->authority);
-    free(st->host);
+    cshs_h2 *h = st->h;
+    if (!h->closing && h->nspare < SPARE_STREAMS && st->out_cap <= 65536 &&
+        st->raw_cap <= RAW_MIN && st->fields_cap <= 65536) {
+        st->next_ready = h->spare;
+        h->spare = st;
+        h->nspare++;
+        return;
+    }
+    free(st->pseudo);
     free(st->fields);
     free(st->cookie);
     free(st->out);
@@ -121,11 +149,14 @@ static int is(const uint8_t *name, size_t n, const char *lit)
     return n == strlen(lit) && memcmp(name, lit, n) == 0;
 }
 
-static int set_pseudo(char **slot, const uint8_t *v, size_t n)
+static int set_pseudo(h2_stream *st, int which, const uint8_t *v, size_t n)
 {
-    if (*slot) return -1; /* each once (§8.3) */
-    *slot = strndup((const char *)v, n);
-    return *slot ? 0 : -1;
+    if (st->at[which] >= 0) return -1; /* each once (§8.3) */
+    if (append(&st->pseudo, &st->pseudo_len, &st->pseudo_cap, v, n) < 0 ||
+        append(&st->pseudo, &st->pseudo_len, &st->pseudo_cap, "", 1) < 0)
+        return -1;
+    st->at[which] = (int32_t)(st->pseudo_len - n - 1);
+    return 0;
 }
 
 void cshs__h2_stream_field(h2_stream *st, const uint8_t *name, size_t nlen, const uint8_t *value,
@@ -150,11 +181,11 @@ void cshs__h2_stream_field(h2_stream *st, const uint8_t *name, size_t nlen, cons
         }
         int r = 0;
         if (is(name, nlen, ":method"))
-            r = set_pseudo(&st->method, value, vlen);
+            r = set_pseudo(st, P_METHOD, value, vlen);
         else if (is(name, nlen, ":path"))
-            r = set_pseudo(&st->path, value, vlen);
+            r = set_pseudo(st, P_PATH, value, vlen);
         else if (is(name, nlen, ":authority"))
-            r = set_pseudo(&st->authority, value, vlen);
+            r = set_pseudo(st, P_AUTHORITY, value, vlen);
         else if (!is(name, nlen, ":scheme")) /* :scheme is the connection's */
             r = -1;                          /* an unknown one (:protocol) */
         if (r < 0) st->bad = 1;
@@ -169,7 +200,8 @@ void cshs__h2_stream_field(h2_stream *st, const uint8_t *name, size_t nlen, cons
     if (is(name, nlen, "connection") || is(name, nlen, "keep-alive") ||
         is(name, nlen, "proxy-connection") || is(name, nlen, "transfer-encoding") ||
         is(name, nlen, "upgrade") ||
-        (is(name, nlen, "te") && !(vlen == 8 && memcmp(value, "trailers", 8) == 0))) {
+        (is(name, nlen, "te") &&
+         !(vlen == 8 && strncasecmp((const char *)value, "trailers", 8) == 0))) {
         st->bad = 1;
         return;
     }
@@ -188,7 +220,7 @@ void cshs__h2_stream_field(h2_stream *st, const uint8_t *name, size_t nlen, cons
         return;
     }
     if (is(name, nlen, "host")) {
-        if (set_pseudo(&st->host, value, vlen) < 0) st->bad = 1;
+        if (set_pseudo(st, P_HOST, value, vlen) < 0) st->bad = 1;
         return;
     }
     if (is(name, nlen, "content-length")) {
@@ -219,21 +251,23 @@ void cshs__h2_stream_field(h2_stream *st, const uint8_t *name, size_t nlen, cons
 
 int cshs__h2_stream_head(h2_stream *st)
 {
-    if (st->bad || !st->method || !visible(st->method)) return -EPROTO;
-    int connect = strcmp(st->method, "CONNECT") == 0;
+    const char *method = h2_pseudo(st, P_METHOD), *path = h2_pseudo(st, P_PATH);
+    const char *authority = h2_pseudo(st, P_AUTHORITY), *host = h2_pseudo(st, P_HOST);
+    if (st->bad || !method || !visible(method)) return -EPROTO;
+    int connect = strcmp(method, "CONNECT") == 0;
     /* §8.3.1: a path (not empty), but for CONNECT (§8.5); §8.3.1 and RFC
      * 9110 §7.2: a host that :authority names, not another */
-    const char *target = connect ? st->authority : st->path;
-    if (!target || !visible(target) || (connect && st->path)) return -EPROTO;
-    if (st->authority && st->host && strcmp(st->authority, st->host) != 0) return -EPROTO;
-    const char *host = st->authority ? st->authority : st->host;
+    const char *target = connect ? authority : path;
+    if (!target || !visible(target) || (connect && path)) return -EPROTO;
+    if (authority && host && strcmp(authority, host) != 0) return -EPROTO;
+    if (authority) host = authority;
     if (host && !value_ok((const uint8_t *)host, strlen(host))) return -EPROTO;
-    st->head_only = strcmp(st->method, "HEAD") == 0;
+    st->head_only = strcmp(method, "HEAD") == 0;
     /* RFC 9112 §6.3: the answer to HEAD has no body */
     csh_parser_set_request_method(&st->rp, st->head_only ? CSH_METHOD_HEAD : CSH_METHOD_GET);
     st->chunked = !st->in_ended && st->length < 0;
     char line[64];
-    int r = out_add(st, st->method, strlen(st->method));
+    int r = out_add(st, method, strlen(method));
     if (r == 0) r = out_add(st, " ", 1);
     if (r == 0) r = out_add(st, target, strlen(target));
     if (r == 0) r = out_add(st, " HTTP/1.1\r\n", 11);
@@ -322,6 +356,7 @@ static ssize_t body_source(nghttp2_session *ses, int32_t id, uint8_t *buf, size_
     size_t n = have < length ? have : length;
     memcpy(buf, st->body + st->body_pos, n);
     st->body_pos += n;
+    st->data_ms = cshs__now_ms();
     if (st->body_pos == st->body_len) {
         st->body_pos = st->body_len = 0;
         st->refill = 1;
@@ -404,6 +439,9 @@ static int take_body(h2_stream *st)
         st->body_cap = cap;
     }
     if (st->body_pos && st->body_pos == st->body_len) st->body_pos = st->body_len = 0;
+    /* bytes that come while none waited start the wait for the client's
+     * window (send_timeout_ms) */
+    if (st->body_len == 0) st->data_ms = cshs__now_ms();
     size_t used_all = 0;
     while (st->answer == A_BODY) {
         size_t room = st->body_cap - st->body_len;
