@@ -195,6 +195,44 @@ def run_h2load(server, url, seconds, timeout, connections=32, streams=10):
     return measured(server, cmd, timeout, parse)
 
 
+def h2_idle(server, port, n, settle=1.5):
+    """Bytes of the server's RSS per idle HTTP/2 connection over TLS: n
+    connections that choose h2 by ALPN, send the preface and SETTINGS,
+    acknowledge the server's and then say nothing; the RSS before and
+    while they are held. {"status", "bytes_per_conn", "held", "note"}."""
+    import socket
+    import ssl
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    ctx.set_alpn_protocols(["h2"])
+    hello = (b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"
+             + b"\x00\x00\x00\x04\x01\x00\x00\x00\x00")
+    time.sleep(0.5)
+    before = proc.rss_bytes(server.pid)
+    held, note = [], ""
+    try:
+        for _ in range(n):
+            s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", port), timeout=10))
+            if s.selected_alpn_protocol() != "h2":
+                note = "ALPN chose %r" % s.selected_alpn_protocol()
+                s.close()
+                break
+            s.sendall(hello)
+            held.append(s)
+        time.sleep(settle)
+        after = proc.rss_bytes(server.pid)
+    except OSError as e:
+        note, after = "stopped at %d: %s" % (len(held), e), None
+    finally:
+        for s in held:
+            s.close()
+    res = {"status": "ok" if len(held) == n else "failed", "held": len(held), "note": note}
+    if before and after and held:
+        res["bytes_per_conn"] = (after - before) / len(held)
+    return res
+
+
 def run_ab(server, url, connections, requests, keepalive, timeout):
     cmd = ["ab", "-q", "-r", "-s", "10", "-c", str(connections), "-n", str(requests)]
     if keepalive:

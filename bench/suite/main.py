@@ -64,6 +64,7 @@ def parse_args(argv):
     a.mem_counts = (1500, 10000)
     a.sweep_duration = 0.5 if a.quick else 1.0
     a.ab_tls_n = 3000 if a.quick else 20000
+    a.h2_idle = 300 if a.quick else 1000
     return a
 
 
@@ -333,6 +334,20 @@ class Suite:
                 res["status"] = "errors"
             self.record("H2", "tls-m10", s, rnd, "h2load", res)
         if rnd == self.a.rounds:
+            # the memory an idle h2 connection holds, each server afresh
+            for s in on:
+                s.stop()
+                why = s.start(self.port())
+                if why:
+                    self.down("H2", "idle", s, rnd, "python-ssl", why)
+                    continue
+                res = clients.h2_idle(s, s.tls_port, self.a.h2_idle)
+                self.results.append(dict({"workload": "H2", "variant": "idle", "server": s.name,
+                                          "round": rnd, "tool": "python-ssl"}, **res))
+                self.say("  H2    idle      %-10s %s bytes per idle h2 connection (%d held)%s" % (
+                    s.name, "%.0f" % res["bytes_per_conn"] if res.get("bytes_per_conn") else "-",
+                    res["held"], "" if res["status"] == "ok" else " [%s] %s" % (res["status"],
+                                                                              res["note"])))
             for s in on:
                 s.tls = None
 

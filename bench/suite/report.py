@@ -563,6 +563,18 @@ def markdown(suite, t, chart_files, chart_fails):
             "Ratio to nginx-1." % a.duration)
         add("")
         figure_table("H2", "tls-m10", "h2load", "nginx-1", "/nginx-1")
+        idle = [(n, r.get("bytes_per_conn")) for n in names
+                for r in t.runs("H2", "idle", n, "python-ssl")]
+        if idle:
+            add("Idle: %d TLS connections that chose h2 by ALPN, sent the preface and SETTINGS "
+                "and acknowledged the server's, held after the last round; the server's RSS "
+                "before and while they are held, per connection." % a.h2_idle)
+            add("")
+            add("| server | bytes per idle h2 connection |")
+            add("|---|--:|")
+            for n, b in idle:
+                add("| %s | %s |" % (n, _thousands(b) if b else "–"))
+            add("")
     add("## Commands")
     add("")
     add("The first round's command of each run (ports differ between runs; warm-ups, not "
