@@ -135,8 +135,6 @@ struct h2_stream {
     size_t out_pos, out_len, out_cap;
     size_t unacked;
     /* the answer: its head parsed from raw, its body decoded into body */
-    csh_parser rp;
-    csh_header rfields[H2_RESPONSE_FIELDS];
     csh_body rb;
     char *raw;
     size_t raw_len, raw_cap;

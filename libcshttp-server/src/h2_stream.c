@@ -24,7 +24,7 @@
 /* Buffers start small (most answers are), and grow as a body needs:
  * the bytes taken from the pipe (the head may take up to max_head more),
  * and the decoded body waiting for DATA frames. */
-#define BUF_START 4096u
+#define BUF_START 1024u
 #define RAW_MIN 16384u
 #define BODY_CAP 16384u
 
@@ -59,9 +59,7 @@ h2_stream *cshs__h2_stream_new(cshs_h2 *h, int32_t id, unsigned slot)
     st->id = id;
     st->slot = slot;
     st->length = -1;
-    const cshs_options *o = &h->c->srv->o;
-    csh_parser_init(&st->rp, CSH_RESPONSE, st->rfields, H2_RESPONSE_FIELDS, o->limits, 0);
-    csh_body_init(&st->rb, NULL, o->limits, 0, NULL, 0);
+    csh_body_init(&st->rb, NULL, h->c->srv->o.limits, 0, NULL, 0);
     return st;
 }
 
@@ -263,8 +261,6 @@ int cshs__h2_stream_head(h2_stream *st)
     if (authority) host = authority;
     if (host && !value_ok((const uint8_t *)host, strlen(host))) return -EPROTO;
     st->head_only = strcmp(method, "HEAD") == 0;
-    /* RFC 9112 §6.3: the answer to HEAD has no body */
-    csh_parser_set_request_method(&st->rp, st->head_only ? CSH_METHOD_HEAD : CSH_METHOD_GET);
     st->chunked = !st->in_ended && st->length < 0;
     char line[64];
     int r = out_add(st, method, strlen(method));
@@ -368,15 +364,15 @@ static ssize_t body_source(nghttp2_session *ses, int32_t id, uint8_t *buf, size_
 /* The answer's head as HEADERS: its status and fields, names in
  * lowercase (§8.2), connection-specific ones left out. Interim answers
  * (1xx) go as HEADERS without a body. */
-static int submit_head(h2_stream *st)
+static int submit_head(h2_stream *st, const csh_message *m)
 {
-    const csh_message *m = &st->rp.msg;
     nghttp2_nv nva[H2_RESPONSE_FIELDS + 1];
-    char status[4];
-    snprintf(status, sizeof status, "%03d", m->status);
+    char status[4] = {(char)('0' + m->status / 100), (char)('0' + m->status / 10 % 10),
+                      (char)('0' + m->status % 10), 0};
     size_t n = 0;
     nva[n++] = (nghttp2_nv){(uint8_t *)":status", (uint8_t *)status, 7, 3, NGHTTP2_NV_FLAG_NONE};
-    char *lower = malloc(m->head_length + 1);
+    char small[1024];
+    char *lower = m->head_length < sizeof small ? small : malloc(m->head_length + 1);
     if (!lower) return -ENOMEM;
     memcpy(lower, st->raw, m->head_length);
     for (size_t i = 0; i < m->num_headers; i++) {
@@ -396,22 +392,31 @@ static int submit_head(h2_stream *st)
         int body = m->body != CSH_BODY_NONE;
         r = nghttp2_submit_response(st->h->ses, st->id, nva, n, body ? &prd : NULL);
     }
-    free(lower); /* libnghttp2 copied the fields */
+    if (lower != small) free(lower); /* libnghttp2 copied the fields */
     return r == 0 ? 0 : -EPROTO;
 }
 
 /* The head in raw: parsed, submitted, its bytes dropped. 1 when it was
- * the final one, 0 when more bytes are needed, < 0 on an error. */
+ * the final one, 0 when more bytes are needed, < 0 on an error. The
+ * parser and its fields live here, not in the stream: a head that is not
+ * all there yet is parsed again from its start next time (its bytes stay
+ * in raw), which costs a stream nothing while it waits. */
 static int take_head(h2_stream *st)
 {
+    const cshs_options *o = &st->h->c->srv->o;
+    csh_header fields[H2_RESPONSE_FIELDS];
+    csh_parser p;
     for (;;) {
-        int r = csh_parser_execute(&st->rp, st->raw, st->raw_len);
+        csh_parser_init(&p, CSH_RESPONSE, fields, H2_RESPONSE_FIELDS, o->limits, 0);
+        /* RFC 9112 §6.3: the answer to HEAD has no body */
+        csh_parser_set_request_method(&p, st->head_only ? CSH_METHOD_HEAD : CSH_METHOD_GET);
+        int r = csh_parser_execute(&p, st->raw, st->raw_len);
         if (r == CSH_INCOMPLETE) return 0;
         if (r != CSH_OK) return -EPROTO;
-        const csh_message *m = &st->rp.msg;
+        const csh_message *m = &p.msg;
         /* 101 has no place in HTTP/2 (§8.6) */
         if (m->status == 101 || (m->flags & CSH_MSG_TUNNEL)) return -EPROTO;
-        if (submit_head(st) < 0) return -EPROTO;
+        if (submit_head(st, m) < 0) return -EPROTO;
         size_t used = m->head_length;
         int final = !(m->flags & CSH_MSG_INTERIM);
         if (final) csh_body_reset(&st->rb, m);
@@ -421,8 +426,6 @@ static int take_head(h2_stream *st)
             st->answer = m->body == CSH_BODY_NONE ? A_DONE : A_BODY;
             return 1;
         }
-        csh_parser_reset(&st->rp);
-        csh_parser_set_request_method(&st->rp, st->head_only ? CSH_METHOD_HEAD : CSH_METHOD_GET);
     }
 }
 
