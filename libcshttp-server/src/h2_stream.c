@@ -99,6 +99,7 @@ static int grow(char **buf, size_t *cap, size_t need)
 
 static int append(char **buf, size_t *len, size_t *cap, const void *p, size_t n)
 {
+    if (n == 0) return 0; /* an empty value: the buffer may not exist yet */
     if (grow(buf, cap, *len + n) < 0) return -ENOMEM;
     memcpy(*buf + *len, p, n);
     *len += n;
