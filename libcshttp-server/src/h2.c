@@ -494,8 +494,10 @@ static void settle(cshs_worker *w, cshs_conn *c)
         cshs__conn_close(w, c);
         return;
     }
-    if (!nghttp2_session_want_read(h->ses) && !nghttp2_session_want_write(h->ses)) {
-        /* GOAWAY sent and every stream done, or a connection error sent */
+    if ((!nghttp2_session_want_read(h->ses) || (h->eof && h->nopen == 0)) &&
+        !nghttp2_session_want_write(h->ses)) {
+        /* GOAWAY sent and every stream done, a connection error sent, or
+         * the client's input ended and its streams are answered */
         end_conn(w, c);
         return;
     }
@@ -566,9 +568,15 @@ void cshs__h2_event(cshs_worker *w, cshs_conn *c)
             cshs__conn_post(c); /* others go first; it reads on after the batch */
             break;
         }
-        if (!nghttp2_session_want_read(h->ses)) break;
+        if (!nghttp2_session_want_read(h->ses) || h->eof) break;
         ssize_t n = c->io->read(c, buf, sizeof buf);
         if (n == -EAGAIN) break;
+        if (n == 0 && h->nopen > 0) {
+            /* the client is done sending (a half-close): the streams it
+             * opened are answered, then the connection ends (settle) */
+            h->eof = 1;
+            break;
+        }
         if (n <= 0) { /* the client left (or the socket failed) */
             if (n < 0) atomic_fetch_add(&s->e_io, 1);
             cshs__conn_close(w, c);

@@ -94,6 +94,7 @@ typedef struct cshs_h2 {
     h2_stream *spare;              /* streams ended, kept with their buffers for the next */
     unsigned nspare;
     char closing;                  /* the session ends: nothing is kept */
+    char eof;                      /* the client's input ended with streams open */
     struct cshs_h2 *next_dirty;    /* cshs__h2_take_kicked's list */
     char dirty;                    /* on it */
     char goaway;                   /* GOAWAY sent: no new stream */

@@ -404,6 +404,34 @@ def t_counters(d):
     assert '"GET /refused HTTP/2.0" 400' in text, text
 
 
+@test("operator")
+def t_half_close_answered(d):
+    """A client that ends its side of the connection (FIN) after its
+    request still gets the answer, then the connection closes, as an
+    HTTP/1.1 request that came with the FIN does."""
+    root = make_root(d)
+    with tls_server(d, root) as srv:
+        head = (literal(b":method", b"GET") + literal(b":scheme", b"http") +
+                literal(b":path", b"/demo/sleep?ms=200") + literal(b":authority", b"a"))
+        s = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+        s.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + frame(4, 0, 0, b"") +
+                  frame(1, 0x5, 1, head))
+        s.shutdown(socket.SHUT_WR)
+        got = b""
+        while True:
+            b = s.recv(65536)
+            if not b:
+                break
+            got += b
+        s.close()
+        fr = frames_of(got)
+        heads = [f for f in fr if f[0] == 1 and f[2] == 1]
+        data = b"".join(f[3] for f in fr if f[0] == 0 and f[2] == 1)
+        assert heads and heads[0][3][:1] == b"\x88", fr  # :status 200, HPACK index 8
+        assert data == b"slept 200 ms\n", fr
+        assert any(f[0] == 0 and f[1] & 1 for f in fr), fr  # END_STREAM
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", required=True)
