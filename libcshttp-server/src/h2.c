@@ -155,6 +155,7 @@ static void log_refusal(cshs_h2 *h, const h2_stream *st, int status)
 static void head_done(cshs_h2 *h, h2_stream *st)
 {
     cshs_server *s = h->c->srv;
+    st->headed = 1;
     if (st->too_big) {
         /* RFC 6585 §5, as an HTTP/1.1 head past max_head is answered */
         static const nghttp2_nv nv[] = {
@@ -484,6 +485,23 @@ static int flush(cshs_h2 *h)
     return 0;
 }
 
+/* The streams a client that ended its input still waits for: those
+ * whose request came whole (head and body: END_STREAM) and whose answer
+ * has not ended. A request cut short never ends, as an HTTP/1.1 request
+ * cut by the FIN, and an answer sent whole only waits for the rest of a
+ * body that will not come. */
+static unsigned headed_streams(const cshs_h2 *h)
+{
+    unsigned n = 0;
+    for (unsigned i = 0; i < h->nslots; i++) {
+        const h2_stream *st = h->slots[i];
+        if (st && st->headed && st->in_ended &&
+            nghttp2_session_get_stream_local_close(h->ses, st->id) == 0)
+            n++;
+    }
+    return n;
+}
+
 /* After input or a stream's progress: open what came, send, and end or
  * park the connection. */
 static void settle(cshs_worker *w, cshs_conn *c)
@@ -494,7 +512,7 @@ static void settle(cshs_worker *w, cshs_conn *c)
         cshs__conn_close(w, c);
         return;
     }
-    if ((!nghttp2_session_want_read(h->ses) || (h->eof && h->nopen == 0)) &&
+    if ((!nghttp2_session_want_read(h->ses) || (h->eof && headed_streams(h) == 0)) &&
         !nghttp2_session_want_write(h->ses)) {
         /* GOAWAY sent and every stream done, a connection error sent, or
          * the client's input ended and its streams are answered */
@@ -571,9 +589,9 @@ void cshs__h2_event(cshs_worker *w, cshs_conn *c)
         if (!nghttp2_session_want_read(h->ses) || h->eof) break;
         ssize_t n = c->io->read(c, buf, sizeof buf);
         if (n == -EAGAIN) break;
-        if (n == 0 && h->nopen > 0) {
-            /* the client is done sending (a half-close): the streams it
-             * opened are answered, then the connection ends (settle) */
+        if (n == 0 && headed_streams(h) > 0) {
+            /* the client is done sending (a half-close): the streams whose
+             * requests came are answered, then the connection ends (settle) */
             h->eof = 1;
             break;
         }

@@ -121,6 +121,7 @@ struct h2_stream {
     char trailers; /* the body's last chunk was written (trailers follow) */
     char counted;  /* counted in h->handlers until its answer is whole */
     char quick;    /* the application says its handler never waits */
+    char headed;   /* its request head came whole */
     /* the request's pseudo-header fields, and its fields as HTTP/1.1
      * lines ("name: value\r\n"), the cookies joined (§8.2.3) */
     char *pseudo; /* their values, each ended by a NUL, at at[P_*] (-1: none) */
