@@ -12,10 +12,11 @@
  * (each bounded) and the stream's connection behind waits for its pipe
  * as for a slow client.
  *
- * Limits: libnghttp2's own for SETTINGS, PING and RST_STREAM floods, its
- * stream reset rate and CONTINUATION frames per block; here, the streams
- * at once (h2_max_streams), the header list (max_head: 431), empty DATA
- * frames in a row, and the idle, send and stop deadlines. */
+ * Limits: libnghttp2's own for SETTINGS and PING acknowledgements queued
+ * and CONTINUATION frames per block; here, the streams at once
+ * (h2_max_streams), the streams a client resets (reset_flood), the
+ * header list (max_head: 431), empty DATA frames in a row, and the idle,
+ * send and stop deadlines. */
 #include <errno.h>
 #include <poll.h>
 #include <stdlib.h>

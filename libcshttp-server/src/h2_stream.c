@@ -263,7 +263,6 @@ int cshs__h2_stream_head(h2_stream *st)
     if (host && !value_ok((const uint8_t *)host, strlen(host))) return -EPROTO;
     st->head_only = strcmp(method, "HEAD") == 0;
     st->chunked = !st->in_ended && st->length < 0;
-    char line[64];
     int r = out_add(st, method, strlen(method));
     if (r == 0) r = out_add(st, " ", 1);
     if (r == 0) r = out_add(st, target, strlen(target));
@@ -279,8 +278,8 @@ int cshs__h2_stream_head(h2_stream *st)
         if (r == 0) r = out_add(st, st->cookie, st->cookie_len);
         if (r == 0) r = out_add(st, "\r\n", 2);
     }
-    snprintf(line, sizeof line, "%s\r\n", st->chunked ? "Transfer-Encoding: chunked\r\n" : "");
-    if (r == 0) r = out_add(st, line, strlen(line));
+    if (r == 0 && st->chunked) r = out_add(st, "Transfer-Encoding: chunked\r\n", 28);
+    if (r == 0) r = out_add(st, "\r\n", 2);
     free(st->fields);
     free(st->cookie);
     st->fields = st->cookie = NULL;
