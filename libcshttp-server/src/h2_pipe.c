@@ -76,6 +76,21 @@ static void kick_locked(h2_pipe *p)
     if (atomic_load(&l->owner_tid) != self_tid()) cshs__wake_loop(l);
 }
 
+/* The answer's buffer, grown to hold `need` bytes (at most PIPE_OUT_CAP)
+ * from PIPE_OUT_START by doubling. Under p->mu. */
+static int grow_out(h2_pipe *p, size_t need)
+{
+    if (need <= p->out_cap) return 0;
+    size_t cap = p->out_cap ? p->out_cap : PIPE_OUT_START;
+    while (cap < need) cap *= 2;
+    if (cap > PIPE_OUT_CAP) cap = PIPE_OUT_CAP;
+    char *b = realloc(p->out, cap);
+    if (!b) return -ENOMEM;
+    p->out = b;
+    p->out_cap = cap;
+    return 0;
+}
+
 /* The connection's side: its stream ops (cshs_stream_ops), on the thread
  * that has the connection. */
 
@@ -109,29 +124,19 @@ static ssize_t pipe_write(cshs_conn *c, const void *buf, size_t len)
 {
     h2_pipe *p = c->pipe;
     ssize_t r;
+    if (len == 0) return 0;
     pthread_mutex_lock(&p->mu);
     size_t room = PIPE_OUT_CAP - p->out_len;
-    size_t want = len < room ? len : room;
-    if (p->out_cap < p->out_len + want) { /* grown as needed, up to its cap */
-        size_t cap = p->out_cap ? p->out_cap : PIPE_OUT_START;
-        while (cap < p->out_len + want && cap < PIPE_OUT_CAP) cap *= 2;
-        char *b = realloc(p->out, cap);
-        if (b) {
-            p->out = b;
-            p->out_cap = cap;
-        }
-    }
-    if (p->out_cap - p->out_len < room) room = p->out_cap - p->out_len;
+    size_t n = len < room ? len : room;
     if (p->gone) {
         r = -EPIPE; /* the stream was reset, or its session ended */
-    } else if (p->out_len == PIPE_OUT_CAP) {
+    } else if (room == 0) {
         p->out_full = 1; /* the session signals when there is room */
         c->io_wait = POLLOUT;
         r = -EAGAIN;
-    } else if (room == 0) {
+    } else if (grow_out(p, p->out_len + n) < 0) {
         r = -ENOMEM;
     } else {
-        size_t n = len < room ? len : room;
         memcpy(p->out + p->out_len, buf, n);
         p->out_len += n;
         kick_locked(p);
