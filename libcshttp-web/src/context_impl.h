@@ -20,6 +20,9 @@
 #include "cshttp/web/request.h"
 #include "cshttp/web/response.h"
 
+/* the trailer fields of a request body kept (request.h) */
+#define CSHW__TRAILERS 16
+
 /* how the body is being read (request.h: a stream or a form, not both) */
 enum { BODY_UNREAD = 0, BODY_STREAM, BODY_FORM };
 
@@ -52,6 +55,12 @@ struct cshw_request {
     int body_error;     /* a read failed: the connection cannot be kept */
     int continue_sent;  /* "100 Continue" went out */
     int expect_pending; /* Expect: 100-continue not yet answered */
+
+    /* a chunked body's trailer fields: where the decoder puts them (spans
+     * into its input), then copied in the arena when the body ends */
+    csh_header trailer_spans[CSHW__TRAILERS];
+    struct cshw_field *trailers;
+    size_t ntrailers;
 };
 
 /* one response field line, name and value copied in the arena */
@@ -67,6 +76,8 @@ struct cshw_response {
 
     cshw_field *fields;
     size_t nfields, fields_cap;
+    cshw_field *trailers; /* cshw_response_add_trailer, sent after a chunked body */
+    size_t ntrailers, trailers_cap;
 
     /* output not yet sent (before the headers: all of it) */
     char *buf;
@@ -126,6 +137,9 @@ int cshw__context_run(cshw_context *ctx, cshw_handler handler);
 
 /* ---- request.c ---- */
 int cshw__request_begin(cshw_request *req, const char *head, const csh_message *msg);
+/* Copies `n` trailer fields, spans into `base`, into the arena as the
+ * request's trailers (cshw_request_trailer). */
+int cshw__request_keep_trailers(cshw_request *req, const char *base, const csh_header *f, size_t n);
 /* The raw path of a request-target (n bytes, up to its '?'): the target
  * of origin form, what follows the authority of absolute form ("/" when
  * nothing does); CSHW_E_PATH_NOT_ABSOLUTE for the other forms. */

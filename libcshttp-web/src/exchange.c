@@ -82,6 +82,13 @@ struct cshw_exchange {
     int in_app;   /* the handler or a continuation is running now */
     int deferred; /* it returned deferred: cshw_exchange_resume goes on */
     int switched; /* the request switched protocols: buf[raw .. len) is the new one's */
+
+    /* a stored chunked body's trailer fields: the decoder's spans (made
+     * with the first chunked body) and the bytes they refer to, copied
+     * when the body ends and given to the context when it begins */
+    csh_header *trailer_spans;
+    char *trailer_bytes;
+    size_t ntrailers;
 };
 
 static int64_t now_us(void)
@@ -171,6 +178,8 @@ void cshw_exchange_free(cshw_exchange *x)
 {
     if (!x) return;
     drop_body(x);
+    free(x->trailer_spans);
+    free(x->trailer_bytes);
     free(x->fields);
     free(x->buf);
     free(x->win);
@@ -401,6 +410,20 @@ static void compact(cshw_exchange *x)
     }
 }
 
+/* A chunked body ended in `section` (its last chunk and trailer section,
+ * `len` bytes): the trailer fields' bytes are copied, as the raw input
+ * they are in will be reused. */
+static int keep_trailers(cshw_exchange *x, const char *section, size_t len)
+{
+    if (x->body.kind != CSH_BODY_CHUNKED || !x->body.chunked.num_trailers) return 0;
+    char *b = realloc(x->trailer_bytes, len ? len : 1);
+    if (!b) return -ENOMEM;
+    memcpy(b, section, len);
+    x->trailer_bytes = b;
+    x->ntrailers = x->body.chunked.num_trailers;
+    return 0;
+}
+
 /* Takes what the raw input has of the body. 1 when the body is complete, 0
  * when more is needed, or the exchange's answer (CLOSE) for a bad body. */
 static int take_body(cshw_exchange *x, const cshw_transport *t)
@@ -433,6 +456,8 @@ static int take_body(cshw_exchange *x, const cshw_transport *t)
             continue;
         }
         if (r == CSH_OK) {
+            if (keep_trailers(x, x->buf + at, used) < 0)
+                return answer(x, t, 500, -ENOMEM, "out of memory");
             compact(x);
             return 1;
         }
@@ -454,6 +479,7 @@ static int head_done(cshw_exchange *x, const cshw_transport *t)
     x->body_mem = 0;
     x->body_len = x->raw_in = x->body_rd = 0;
     x->bytes_out = x->head_out = 0;
+    x->ntrailers = 0;
     int v = cshw__request_validate(x->buf, m);
     if (v < 0) return answer(x, t, cshw_error_status(v), v, cshw_error_message(v));
     /* RFC 9110 §10.1.1: an expectation other than 100-continue is 417,
@@ -474,6 +500,12 @@ static int head_done(cshw_exchange *x, const cshw_transport *t)
     if (m->body == CSH_BODY_NONE || x->streaming) {
         x->phase = CSHW_PHASE_READY;
         return CSHW_EXCHANGE_READY;
+    }
+    if (m->body == CSH_BODY_CHUNKED && !x->trailer_spans) {
+        /* the decoder is made again once, now with room for trailers */
+        x->trailer_spans = malloc(CSHW__TRAILERS * sizeof *x->trailer_spans);
+        if (!x->trailer_spans) return answer(x, t, 500, -ENOMEM, "out of memory");
+        csh_body_init(&x->body, NULL, x->cfg.limits, 0, x->trailer_spans, CSHW__TRAILERS);
     }
     csh_body_reset(&x->body, m); /* prepared once, with the limits, in cshw_exchange_new */
     /* RFC 9110 §10.1.1: the client waits for 100 before it sends the body;
@@ -767,6 +799,9 @@ int cshw_exchange_run(cshw_exchange *x, cshw_context *ctx, const cshw_transport 
         x->msg_view.flags &= ~(unsigned)CSH_MSG_EXPECT_CONTINUE;
     }
     int r = cshw_context_begin(ctx, x->buf, &x->msg_view, &x->view);
+    if (r == 0 && x->ntrailers)
+        r = cshw__request_keep_trailers(&ctx->req, x->trailer_bytes, x->trailer_spans,
+                                        x->ntrailers);
     if (r < 0) {
         /* out of memory before the handler: a 500 the exchange can still write */
         uint64_t written = 0, head = 0;

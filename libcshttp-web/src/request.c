@@ -2,6 +2,7 @@
  * decoded path, and the query string and cookies, parsed on first use. */
 #include <errno.h>
 #include <string.h>
+#include <strings.h>
 
 #include "context_impl.h"
 #include "cshttp/web/cookie.h"
@@ -40,7 +41,7 @@ int cshw__request_begin(cshw_request *req, const char *head, const csh_message *
     req->path_raw_len = q ? (size_t)(q - t) : msg->target.len;
     req->query_string = q ? q + 1 : "";
 
-    csh_body_init(&req->body, &req->msg, NULL, 0, NULL, 0);
+    csh_body_init(&req->body, &req->msg, NULL, 0, req->trailer_spans, CSHW__TRAILERS);
     req->body_done = msg->body == CSH_BODY_NONE;
     req->expect_pending = !req->body_done && (msg->flags & CSH_MSG_EXPECT_CONTINUE);
     return 0;
@@ -215,6 +216,46 @@ const char *cshw_request_header_at(cshw_request *req, size_t i, const char **val
     }
     if (value) *value = req->values[i];
     return req->names[i];
+}
+
+/* ---- trailers ---- */
+
+int cshw__request_keep_trailers(cshw_request *req, const char *base, const csh_header *f, size_t n)
+{
+    cshw_arena *a = req->ctx->arena;
+    if (n > CSHW__TRAILERS) n = CSHW__TRAILERS;
+    cshw_field *t = n ? cshw_arena_alloc(a, n * sizeof *t) : NULL;
+    if (n && !t) return -ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        t[i].name = cshw_arena_strndup(a, base + f[i].name.off, f[i].name.len);
+        t[i].value = cshw_arena_strndup(a, base + f[i].value.off, f[i].value.len);
+        if (!t[i].name || !t[i].value) return -ENOMEM;
+    }
+    req->trailers = t;
+    req->ntrailers = n;
+    return 0;
+}
+
+size_t cshw_request_trailer_count(const cshw_request *req)
+{
+    return req->ntrailers;
+}
+
+const char *cshw_request_trailer_at(const cshw_request *req, size_t i, const char **value)
+{
+    if (i >= req->ntrailers) {
+        if (value) *value = NULL;
+        return NULL;
+    }
+    if (value) *value = req->trailers[i].value;
+    return req->trailers[i].name;
+}
+
+const char *cshw_request_trailer(const cshw_request *req, const char *name)
+{
+    for (size_t i = 0; i < req->ntrailers; i++)
+        if (strcasecmp(req->trailers[i].name, name) == 0) return req->trailers[i].value;
+    return NULL;
 }
 
 /* ---- query string and cookies ---- */

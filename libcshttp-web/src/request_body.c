@@ -47,6 +47,16 @@ static int send_continue(cshw_request *req)
     return 0;
 }
 
+/* The decoder said CSH_OK on input `base`: the body is whole, and its
+ * trailer fields (spans into base) are kept before base is consumed. */
+static int body_ended(cshw_request *req, const char *base)
+{
+    req->body_done = 1;
+    if (req->body.kind != CSH_BODY_CHUNKED || !req->body.chunked.num_trailers) return 0;
+    return cshw__request_keep_trailers(req, base, req->trailer_spans,
+                                       req->body.chunked.num_trailers);
+}
+
 /* Feeds the decoder from ctx->pend (an unfinished trailer section), a byte
  * of input at a time, until it completes. */
 static ssize_t read_pending(cshw_request *req)
@@ -73,12 +83,11 @@ static ssize_t read_pending(cshw_request *req)
                 }
                 continue;
             }
+            if (r == CSH_OK) r = body_ended(req, pend->data);
             t->ops->consume(t->io, i);
             pend->len = 0;
-            if (r == CSH_OK) {
-                req->body_done = 1;
-                return 0;
-            }
+            if (r == 0) return 0;
+            if (r == -ENOMEM) return read_error(req, r);
             /* no data follows the last chunk: anything else is an error */
             return read_error(req, r < 0 ? map_csh_error(r) : CSHW_E_BAD_BODY);
         }
@@ -138,9 +147,9 @@ ssize_t cshw__body_read(cshw_request *req, void *buf, size_t cap)
             return (ssize_t)span.len;
         }
         if (r == CSH_OK) {
+            r = body_ended(req, data);
             t->ops->consume(t->io, used);
-            req->body_done = 1;
-            return 0;
+            return r < 0 ? read_error(req, r) : 0;
         }
         if (r < 0) {
             t->ops->consume(t->io, used);

@@ -89,6 +89,7 @@ int cshw_response_set_content_length(cshw_response *res, uint64_t length)
     if (r < 0) return r;
     if (length > INT64_MAX) return -EINVAL;
     if (res->body_bytes > length) return CSHW_E_BODY_LENGTH;
+    if (res->ntrailers) return CSHW_E_TRAILER_LENGTH;
     res->has_length = 1;
     res->length = length;
     return 0;
@@ -209,6 +210,80 @@ int cshw_response_remove_header(cshw_response *res, const char *name)
     if (!valid_name(name)) return CSHW_E_INVALID_HEADER;
     field_remove(res, name);
     return 0;
+}
+
+/* ---- trailers ---- */
+
+/* RFC 9110 §6.5.1: a field that frames the message, routes or
+ * authenticates it, controls the response or describes its content is
+ * needed before the content, so it is never a trailer (a recipient would
+ * have acted without it). */
+static int trailer_forbidden(const char *name)
+{
+    static const char *const names[] = {"age",
+                                        "authorization",
+                                        "cache-control",
+                                        "connection",
+                                        "content-encoding",
+                                        "content-length",
+                                        "content-range",
+                                        "content-type",
+                                        "date",
+                                        "expect",
+                                        "expires",
+                                        "host",
+                                        "keep-alive",
+                                        "location",
+                                        "max-forwards",
+                                        "pragma",
+                                        "proxy-authenticate",
+                                        "proxy-authorization",
+                                        "range",
+                                        "retry-after",
+                                        "set-cookie",
+                                        "te",
+                                        "trailer",
+                                        "transfer-encoding",
+                                        "upgrade",
+                                        "vary",
+                                        "www-authenticate"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (name_eq(name, names[i])) return 1;
+    return 0;
+}
+
+int cshw_response_add_trailer(cshw_response *res, const char *name, const char *value)
+{
+    if (!res->ctx->active) return CSHW_E_NOT_ACTIVE;
+    if (res->switched) return CSHW_E_SWITCHED;
+    if (res->file_sent || res->finished) return CSHW_E_BODY_AFTER_FILE;
+    if (!valid_name(name) || !valid_value(value)) return CSHW_E_INVALID_HEADER;
+    if (trailer_forbidden(name)) return CSHW_E_TRAILER_FIELD;
+    /* a length was declared (and perhaps sent): no chunked body to end */
+    if (res->has_length) return CSHW_E_TRAILER_LENGTH;
+    cshw_arena *a = res->ctx->arena;
+    if (res->ntrailers == res->trailers_cap) {
+        size_t cap = res->trailers_cap ? res->trailers_cap * 2 : 4;
+        cshw_field *f = cshw_arena_alloc(a, cap * sizeof *f);
+        if (!f) return -ENOMEM;
+        if (res->ntrailers) memcpy(f, res->trailers, res->ntrailers * sizeof *f);
+        res->trailers = f;
+        res->trailers_cap = cap;
+    }
+    cshw_field *f = &res->trailers[res->ntrailers];
+    f->name = cshw_arena_strdup(a, name);
+    f->value = cshw_arena_strdup(a, value);
+    if (!f->name || !f->value) return -ENOMEM;
+    res->ntrailers++;
+    return 0;
+}
+
+/* Trailers go in a chunked body's end (RFC 9112 §7.1.2), so a response
+ * that has them is chunked whenever the client speaks HTTP/1.1; an
+ * HTTP/1.0 client cannot receive them, and they are dropped. */
+static int wants_trailers(const cshw_response *res)
+{
+    return res->ntrailers && res->ctx->req.msg.version_minor >= 1;
 }
 
 int cshw_response_set_content_type(cshw_response *res, const char *type, const char *charset)
@@ -382,6 +457,15 @@ static int build_head(cshw_response *res, int64_t content_length, int vary)
     if (res->gzip_on) r |= cshw_buf_append_str(b, "Content-Encoding: gzip\r\n");
     if (vary) r |= cshw_buf_append_str(b, "Vary: Accept-Encoding\r\n");
     if (res->chunked) r |= cshw_buf_append_str(b, "Transfer-Encoding: chunked\r\n");
+    if (res->chunked && res->ntrailers) {
+        /* RFC 9110 §6.6.2: the names of the trailers known by now */
+        r |= cshw_buf_append_str(b, "Trailer: ");
+        for (size_t i = 0; i < res->ntrailers; i++) {
+            if (i) r |= cshw_buf_append(b, ", ", 2);
+            r |= cshw_buf_append_str(b, res->trailers[i].name);
+        }
+        r |= cshw_buf_append(b, "\r\n", 2);
+    }
     if (content_length >= 0) {
         r |= cshw_buf_append(b, "Content-Length: ", 16);
         r |= append_decimal(b, (uint64_t)content_length);
@@ -645,19 +729,43 @@ static int send_buffered(cshw_response *res)
     return r < 0 ? r : cshw__transport_write(ctx, body, len);
 }
 
+/* RFC 9112 §7.1: the last chunk, then the trailer section (§7.1.2),
+ * which an empty line ends. */
+static int send_last_chunk(cshw_response *res)
+{
+    cshw_context *ctx = res->ctx;
+    if (!res->ntrailers) return cshw__transport_write(ctx, "0\r\n\r\n", 5);
+    cshw_buf *b = &ctx->wire;
+    cshw_buf_clear(b);
+    int r = cshw_buf_append(b, "0\r\n", 3);
+    for (size_t i = 0; i < res->ntrailers; i++) {
+        r |= cshw_buf_append_str(b, res->trailers[i].name);
+        r |= cshw_buf_append(b, ": ", 2);
+        r |= cshw_buf_append_str(b, res->trailers[i].value);
+        r |= cshw_buf_append(b, "\r\n", 2);
+    }
+    r |= cshw_buf_append(b, "\r\n", 2);
+    if (r) return -ENOMEM;
+    return cshw__transport_write(ctx, b->data, b->len);
+}
+
 int cshw__response_end(cshw_response *res)
 {
     cshw_context *ctx = res->ctx;
     int r = 0;
     if (res->finished || res->abort) {
         r = res->error;
-    } else if (!res->headers_sent) {
+    } else if (!res->headers_sent && !wants_trailers(res)) {
         r = send_buffered(res);
     } else {
-        r = stream(res, NULL, 0, 2);
-        /* RFC 9112 §7.1: the last chunk, no trailer */
-        if (r == 0 && res->chunked && !wire_silent(res))
-            r = cshw__transport_write(ctx, "0\r\n\r\n", 5);
+        if (!res->headers_sent) {
+            /* the whole body is known: compressed on the rule of a buffered
+             * one, which leaves a small body as it is */
+            if (res->len < ctx->options.gzip_min_bytes) res->gzip_off = 1;
+            r = start_stream(res);
+        }
+        if (r == 0) r = stream(res, NULL, 0, 2);
+        if (r == 0 && res->chunked && !wire_silent(res)) r = send_last_chunk(res);
     }
     if (short_of_length(res)) res->close = res->abort = 1;
     res->finished = 1;

@@ -33,6 +33,9 @@ typedef struct tw_response {
     size_t body_len;
     csh_body_kind framing;
     char *head; /* the raw head */
+    size_t ntrailers; /* a chunked body's trailer fields */
+    char *tnames[16];
+    char *tvalues[16];
 } tw_response;
 
 typedef struct tw_run {
@@ -105,7 +108,8 @@ static inline void tw_parse(tw_run *run, const csh_method *methods, size_t nmeth
         }
         pos += p.msg.head_length;
         csh_body b;
-        csh_body_init(&b, &p.msg, NULL, 0, NULL, 0);
+        csh_header trailers[16];
+        csh_body_init(&b, &p.msg, NULL, 0, trailers, 16);
         char *body = malloc(len - pos + 1);
         size_t blen = 0;
         for (;;) {
@@ -113,6 +117,15 @@ static inline void tw_parse(tw_run *run, const csh_method *methods, size_t nmeth
             csh_span d;
             r = csh_body_read(&b, out + pos, len - pos, &used, &d);
             if (r == CSH_DATA) memcpy(body + blen, out + pos + d.off, d.len), blen += d.len;
+            if (r == CSH_OK && p.msg.body == CSH_BODY_CHUNKED) {
+                /* the trailer fields: spans into this call's input */
+                t->ntrailers = b.chunked.num_trailers < 16 ? b.chunked.num_trailers : 16;
+                for (size_t i = 0; i < t->ntrailers; i++) {
+                    const csh_header *f = &trailers[i];
+                    t->tnames[i] = tw_dup(out + pos + f->name.off, f->name.len);
+                    t->tvalues[i] = tw_dup(out + pos + f->value.off, f->value.len);
+                }
+            }
             pos += used;
             if (r != CSH_DATA) break;
         }
@@ -191,6 +204,7 @@ static inline void tw_free(tw_run *run)
     for (size_t i = 0; i < run->n; i++) {
         tw_response *t = &run->r[i];
         for (size_t j = 0; j < t->nfields; j++) free(t->names[j]), free(t->values[j]);
+        for (size_t j = 0; j < t->ntrailers; j++) free(t->tnames[j]), free(t->tvalues[j]);
         free(t->body);
         free(t->head);
     }

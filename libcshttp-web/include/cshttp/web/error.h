@@ -103,6 +103,10 @@ extern "C" {
        "the request did not ask to switch to this protocol (Upgrade, Connection: upgrade)")        \
     XX(UPGRADE_BODY, -10125, 400, "the request's body is not read: it cannot switch protocols")    \
     XX(SWITCHED, -10126, 500, "the connection switched protocols: no more HTTP output")            \
+    XX(TRAILER_FIELD, -10127, 500,                                                                 \
+       "this field frames, routes or describes the content: it may not be a trailer")              \
+    XX(TRAILER_LENGTH, -10128, 500,                                                                \
+       "trailers need a chunked body: the response declared its Content-Length")                   \
     /* static files and MapPath: -10200 .. -10299 */                                               \
     XX(NOT_FOUND, -10200, 404, "no such file")                                                     \
     XX(STATIC_FORBIDDEN, -10201, 403, "the file may not be read (permission denied)")              \

@@ -69,6 +69,19 @@ CSHW_EXPORT size_t cshw_request_header_all(cshw_request *req, const char *name,
 CSHW_EXPORT size_t cshw_request_header_count(const cshw_request *req);
 CSHW_EXPORT const char *cshw_request_header_at(cshw_request *req, size_t i, const char **value);
 
+/* The trailer fields of the body (RFC 9110 §6.5): a chunked body's
+ * trailer section (RFC 9112 §7.1.2), or over HTTP/2 the HEADERS that
+ * follow the DATA. There are none until the body was read to its end: by
+ * the exchange, before the handler, when it stores the body; otherwise
+ * once cshw_request_read returned 0 (or the form was read). Kept apart
+ * from the header fields (RFC 9110 §6.5.1 does not let them be merged);
+ * the first 16, in order, names as sent, case-insensitive lookup; valid
+ * until the request ends. */
+CSHW_EXPORT size_t cshw_request_trailer_count(const cshw_request *req);
+CSHW_EXPORT const char *cshw_request_trailer_at(const cshw_request *req, size_t i,
+                                                const char **value);
+CSHW_EXPORT const char *cshw_request_trailer(const cshw_request *req, const char *name);
+
 /* The parsed head (framing, flags, spans into the head bytes given to
  * cshw_context_begin; its header array is the request's own copy). */
 CSHW_EXPORT const csh_message *cshw_request_message(const cshw_request *req);

@@ -83,6 +83,24 @@ CSHW_EXPORT int cshw_response_append_header(cshw_response *res, const char *name
                                             const char *value);
 /* Removes every field `name`; 0 even when there was none. */
 CSHW_EXPORT int cshw_response_remove_header(cshw_response *res, const char *name);
+
+/* Adds a trailer field, sent after the body (RFC 9110 §6.5): in the
+ * trailer section of a chunked body over HTTP/1.1 (RFC 9112 §7.1.2), as a
+ * HEADERS frame after the DATA over HTTP/2 (RFC 9113 §8.1), where gRPC
+ * sends its grpc-status. A response with trailers is chunked, even one
+ * that ends inside its buffer, and its head names those added by then in
+ * a Trailer field (RFC 9110 §6.6.2). Until the response ends; field
+ * rules as for a header.
+ *
+ * CSHW_E_TRAILER_FIELD for a field needed before the content (RFC 9110
+ * §6.5.1: Content-Length, Transfer-Encoding, Host, Content-Type,
+ * Content-Encoding, Content-Range, Cache-Control, Set-Cookie,
+ * Authorization, Location, Vary, Date, ...); CSHW_E_TRAILER_LENGTH once
+ * the response declared its length, and cshw_response_set_content_length
+ * gives the same after a trailer. Dropped without an error where no
+ * trailer section can be sent: to an HTTP/1.0 client, in the answer to
+ * HEAD, in a 204, 205 or 304, and after cshw_response_send_file. */
+CSHW_EXPORT int cshw_response_add_trailer(cshw_response *res, const char *name, const char *value);
 /* The first value of a response field set so far (not those the toolkit
  * adds when sending: Date, Content-Length...), or NULL. Valid until the
  * field is changed or the request ends. */

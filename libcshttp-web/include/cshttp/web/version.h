@@ -4,7 +4,7 @@
 
 #define CSHW_VERSION_MAJOR 0
 #define CSHW_VERSION_MINOR 4
-#define CSHW_VERSION_PATCH 3
+#define CSHW_VERSION_PATCH 4
 
 #define CSHW_VERSION_HEX                                                                           \
     ((CSHW_VERSION_MAJOR << 16) | (CSHW_VERSION_MINOR << 8) | (CSHW_VERSION_PATCH))
