@@ -1,6 +1,7 @@
 /* The demo application: plaintext, JSON, an echo of the parsed request, a
  * blocking route, a form and upload page, a tunnel that echoes bytes
- * (a connection switched to the "echo" protocol) and a WebSocket echo. Mounted only with --demo:
+ * (a connection switched to the "echo" protocol), an answer with trailers
+ * and a WebSocket echo. Mounted only with --demo:
  * echo reflects every request header (cookies included) and upload takes large bodies, which no
  * public site should offer by accident. */
 #include "demo.h"
@@ -102,6 +103,17 @@ static void echo(cshw_context *ctx)
     cshw_json_uint(&j, body.len);
     cshw_json_key(&j, "body");
     cshw_json_string_n(&j, body.data ? body.data : "", body.len);
+    cshw_json_key(&j, "trailers");
+    cshw_json_array_begin(&j);
+    for (size_t i = 0; i < cshw_request_trailer_count(req); i++) {
+        const char *value;
+        const char *name = cshw_request_trailer_at(req, i, &value);
+        cshw_json_array_begin(&j);
+        cshw_json_string(&j, name);
+        cshw_json_string(&j, value);
+        cshw_json_array_end(&j);
+    }
+    cshw_json_array_end(&j);
     if (body_error) {
         cshw_json_key(&j, "body_error");
         cshw_json_int(&j, body_error);
@@ -109,6 +121,41 @@ static void echo(cshw_context *ctx)
     cshw_json_object_end(&j);
     cshw_buf_append_byte(&b, '\n');
     send_json(res, &b);
+}
+
+/* An answer with trailers, as gRPC sends its grpc-status: each pair of
+ * the query but "size" becomes a trailer field, added after `size` bytes
+ * of body (at most 16 MiB; past the response buffer the head has gone out
+ * before the trailers are known). A field the toolkit refuses as a
+ * trailer is a 400 whose X-Trailer-Error names the error. */
+static void trailers(cshw_context *ctx)
+{
+    cshw_request *req = cshw_context_request(ctx);
+    cshw_response *res = cshw_context_response(ctx);
+    const char *q = cshw_request_query_get(req, "size");
+    long size = q ? strtol(q, NULL, 10) : 0;
+    if (size < 0 || size > (16L << 20)) size = 0;
+    cshw_response_set_content_type(res, "text/plain", NULL);
+    char line[64];
+    memset(line, 'x', sizeof line - 1);
+    line[sizeof line - 1] = '\n';
+    for (long left = size; left > 0; left -= (long)sizeof line)
+        if (cshw_response_write(res, line, left < (long)sizeof line ? (size_t)left : sizeof line) <
+            0)
+            return;
+    const cshw_pairs *pairs = cshw_request_query(req);
+    for (size_t i = 0; pairs && i < pairs->count; i++) {
+        const cshw_pair *p = &pairs->items[i];
+        if (strcmp(p->name, "size") == 0) continue;
+        int e = cshw_response_add_trailer(res, p->name, p->value);
+        if (e < 0) {
+            /* a 400 naming the error, while the status can still say so
+             * (after the head it cuts the response short) */
+            cshw_response_set_header(res, "X-Trailer-Error", cshw_error_name(e));
+            cshw_response_send_error(res, 400);
+            return;
+        }
+    }
 }
 
 /* Blocks ms milliseconds (at most 10 s): a handler waiting on something. */
@@ -269,6 +316,7 @@ int demo_routes(cshw_router *r)
     e = e < 0 ? e : cshw_router_add(r, "*", "/demo/echo", echo);
     e = e < 0 ? e : cshw_router_add(r, "*", "/demo/echo/*", echo);
     e = e < 0 ? e : cshw_router_add(r, "GET", "/demo/sleep", sleep_route);
+    e = e < 0 ? e : cshw_router_add(r, "*", "/demo/trailers", trailers);
     e = e < 0 ? e : cshw_router_add(r, "GET", "/demo/form", form);
     e = e < 0 ? e : cshw_router_add(r, "POST", "/demo/upload", upload);
     e = e < 0 ? e : cshw_router_add(r, "GET", "/demo/tunnel", tunnel);

@@ -56,6 +56,7 @@
 #include "server_impl.h"
 
 #define H2_RESPONSE_FIELDS 128 /* fields of a response head, at most */
+#define H2_TRAILERS 16         /* trailer fields of an answer, at most */
 
 typedef struct h2_stream h2_stream;
 
@@ -148,6 +149,12 @@ struct h2_stream {
     char deferred;  /* the data source said DEFERRED: resume it when bytes come */
     char refill;    /* body was emptied: take more of the pipe's answer */
     char head_only; /* a HEAD request */
+    /* the answer's trailer fields (a chunked body's trailer section):
+     * the decoder's spans, then the section's bytes they refer to, copied
+     * when the body ends and sent as HEADERS after the DATA (§8.1) */
+    csh_header trailer_spans[H2_TRAILERS];
+    char *trailer_bytes;
+    size_t ntrailers;
 };
 
 enum { A_HEAD = 0, A_BODY, A_DONE };

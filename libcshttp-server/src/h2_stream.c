@@ -59,13 +59,15 @@ h2_stream *cshs__h2_stream_new(cshs_h2 *h, int32_t id, unsigned slot)
     st->id = id;
     st->slot = slot;
     st->length = -1;
-    csh_body_init(&st->rb, NULL, h->c->srv->o.limits, 0, NULL, 0);
+    csh_body_init(&st->rb, NULL, h->c->srv->o.limits, 0, st->trailer_spans, H2_TRAILERS);
     return st;
 }
 
 void cshs__h2_stream_free(h2_stream *st)
 {
     cshs__h2_stream_close_pair(st);
+    free(st->trailer_bytes); /* rare: not kept with a spare */
+    st->trailer_bytes = NULL;
     cshs_h2 *h = st->h;
     if (!h->closing && h->nspare < SPARE_STREAMS && st->out_cap <= 65536 &&
         st->raw_cap <= RAW_MIN && st->fields_cap <= 65536) {
@@ -332,6 +334,33 @@ static int hop_by_hop(const char *p, size_t n)
     return 0;
 }
 
+/* The answer's trailers as a HEADERS frame that ends the stream, names
+ * in lowercase (§8.2), connection-specific ones left out. */
+static int submit_trailers(h2_stream *st)
+{
+    nghttp2_nv nva[H2_TRAILERS];
+    size_t n = 0;
+    for (size_t i = 0; i < st->ntrailers && i < H2_TRAILERS; i++) {
+        const csh_header *f = &st->trailer_spans[i];
+        char *name = st->trailer_bytes + f->name.off;
+        if (hop_by_hop(name, f->name.len)) continue;
+        for (size_t k = 0; k < f->name.len; k++)
+            if (name[k] >= 'A' && name[k] <= 'Z') name[k] = (char)(name[k] - 'A' + 'a');
+        nva[n++] = (nghttp2_nv){(uint8_t *)name, (uint8_t *)st->trailer_bytes + f->value.off,
+                                f->name.len, f->value.len, NGHTTP2_NV_FLAG_NONE};
+    }
+    return nghttp2_submit_trailer(st->h->ses, st->id, nva, n) == 0 ? 0 : -EPROTO;
+}
+
+/* The body's last DATA: it ends the stream, or the trailers do. */
+static int end_data(h2_stream *st, uint32_t *flags)
+{
+    *flags |= NGHTTP2_DATA_FLAG_EOF;
+    if (!st->ntrailers) return 0;
+    *flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
+    return submit_trailers(st);
+}
+
 static ssize_t body_source(nghttp2_session *ses, int32_t id, uint8_t *buf, size_t length,
                            uint32_t *flags, nghttp2_data_source *source, void *arg)
 {
@@ -341,10 +370,8 @@ static ssize_t body_source(nghttp2_session *ses, int32_t id, uint8_t *buf, size_
     h2_stream *st = source->ptr;
     size_t have = st->body_len - st->body_pos;
     if (have == 0) {
-        if (st->answer == A_DONE) {
-            *flags |= NGHTTP2_DATA_FLAG_EOF;
-            return 0;
-        }
+        if (st->answer == A_DONE)
+            return end_data(st, flags) == 0 ? 0 : NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
         st->deferred = 1;
         st->refill = 1;
         return NGHTTP2_ERR_DEFERRED;
@@ -356,7 +383,8 @@ static ssize_t body_source(nghttp2_session *ses, int32_t id, uint8_t *buf, size_
     if (st->body_pos == st->body_len) {
         st->body_pos = st->body_len = 0;
         st->refill = 1;
-        if (st->answer == A_DONE) *flags |= NGHTTP2_DATA_FLAG_EOF;
+        if (st->answer == A_DONE && end_data(st, flags) < 0)
+            return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
     }
     return (ssize_t)n;
 }
@@ -429,6 +457,21 @@ static int take_head(h2_stream *st)
     }
 }
 
+/* A chunked answer ended in `section` (its last chunk and trailer
+ * section, `len` bytes, about to be dropped from raw): the trailer
+ * fields' bytes are kept for the HEADERS that will follow the DATA. */
+static int keep_trailers(h2_stream *st, const char *section, size_t len)
+{
+    if (st->rb.kind != CSH_BODY_CHUNKED || !st->rb.chunked.num_trailers) return 0;
+    char *b = malloc(len ? len : 1);
+    if (!b) return -ENOMEM;
+    memcpy(b, section, len);
+    free(st->trailer_bytes);
+    st->trailer_bytes = b;
+    st->ntrailers = st->rb.chunked.num_trailers;
+    return 0;
+}
+
 /* Decodes what raw holds of the body into body, as far as it has room. */
 static int take_body(h2_stream *st)
 {
@@ -462,6 +505,7 @@ static int take_body(h2_stream *st)
             continue;
         }
         if (r == CSH_OK) {
+            if (keep_trailers(st, st->raw + used_all - used, used) < 0) return -ENOMEM;
             st->answer = A_DONE;
             break;
         }

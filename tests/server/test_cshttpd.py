@@ -360,9 +360,14 @@ def t_chunked_upload(_):
         s.sendall(b"POST /demo/echo HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"
                   b"5\r\nhello\r\n")
         time.sleep(0.1)
-        s.sendall(b"7;ext=1\r\n, world\r\n0\r\nX-Trailer: 1\r\n\r\n")
+        s.sendall(b"7;ext=1\r\n, world\r\n0\r\nX-Trailer: 1\r\nX-Sum:")
+        time.sleep(0.1)
+        s.sendall(b" 12\r\n\r\n")
         st, _, body, _ = read_response(s)
+        # RFC 9112 §7.1.2: the trailer section reaches the handler, apart
+        # from the header fields
         assert st == 200 and json.loads(body)["body"] == "hello, world", body
+        assert json.loads(body)["trailers"] == [["X-Trailer", "1"], ["X-Sum", "12"]], body
         s.close()
         data = os.urandom(300000).hex().encode()
         path = os.path.join(ARGS.tmp, "up.txt")

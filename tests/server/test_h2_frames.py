@@ -805,6 +805,13 @@ def t_fields_request_trailers(_):
                 j = echo_json(expect_answer(cl, sid, 200))
                 checked(j["body_length"] == 11 and j["body"] == "hello world",
                         "echo (content-length %s): %r" % (length, j))
+                # the handler sees them, apart from the header fields, when
+                # the body goes to it chunked; a body whose length was
+                # declared has no trailer section to carry them
+                want = [] if length else [["x-checksum", "abc"]]
+                checked(j["trailers"] == want and
+                        not any(k.lower() == "x-checksum" for k, _ in j["headers"]),
+                        "echo's trailers (content-length %s): %r" % (length, j))
             still_answers(cl)
         fresh_ok(srv)
         with Raw(srv) as cl:
@@ -818,6 +825,41 @@ def t_fields_request_trailers(_):
                 expect_reset(cl, sid, PROTOCOL_ERROR, "trailers with %s: " % what)
                 still_answers(cl, "after trailers with %s: " % what)
                 fresh_ok(srv, "after trailers with %s: " % what)
+
+
+@test("fields")
+def t_fields_answer_trailers(_):
+    """§8.1: an answer's trailers (RFC 9110 §6.5), as gRPC sends its
+    grpc-status, come in a HEADERS frame that ends the stream after the
+    DATA, whose last frame does not end it (python-h2 refuses any other
+    order): after an empty body, after 300,000 bytes that wait for the
+    client's window, and on many streams at once; none after HEAD. A
+    field that may not be a trailer (RFC 9110 §6.5.1) is refused by the
+    toolkit before any byte goes out: a 400."""
+    with Server() as srv, H2C(srv) as cl:
+        path = "/demo/trailers?grpc-status=0&grpc-message=fine"
+        want = [(b"grpc-status", b"0"), (b"grpc-message", b"fine")]
+        for size in (0, 300000):
+            sid = cl.get(path + "&size=%d" % size)
+            st = expect_answer(cl, sid, 200)
+            checked(len(st.data) == size and st.trailers == want,
+                    "size %d: %r, trailers %r" % (size, st, st.trailers))
+            checked(st.field(b"trailer") == b"grpc-status, grpc-message" or size > 16384,
+                    "size %d: the head's trailer field %r" % (size, st.field(b"trailer")))
+        sids = [cl.get(path + "&n=%d&size=%d" % (i, i * 1000)) for i in range(20)]
+        for i, sid in enumerate(sids):
+            st = expect_answer(cl, sid, 200)
+            checked(len(st.data) == i * 1000 and
+                    st.trailers == [want[0], want[1], (b"n", b"%d" % i)],
+                    "stream %d of 20: %r, trailers %r" % (i, st, st.trailers))
+        sid = cl.request(request_fields(srv, path, "HEAD"))
+        st = expect_answer(cl, sid, 200, b"")
+        checked(st.trailers is None, "HEAD: trailers %r" % (st.trailers,))
+        sid = cl.get("/demo/trailers?content-length=5")
+        st = expect_answer(cl, sid, 400)
+        checked(st.field(b"x-trailer-error") == b"CSHW_E_TRAILER_FIELD" and st.trailers is None,
+                "a content-length trailer: %r %r" % (st.headers, st.trailers))
+        still_answers(cl)
 
 
 # ---- pseudo-header fields (RFC 9113 §8.3) ----

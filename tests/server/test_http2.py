@@ -198,6 +198,50 @@ def t_same_limits(d):
         assert (s1, s2) == (431, 431), (s1, s2)
 
 
+def with_trailers(url, proto):
+    """(status, body, the head's trailer field, the trailer lines) of one
+    curl request: curl writes the trailer section after the head in its
+    header dump, over HTTP/1.1 and HTTP/2 alike."""
+    hdr = tempfile.mktemp()
+    r = T.curl("-k", "-D", hdr, "-o", "-", proto, url)
+    assert r.returncode == 0, (url, proto, r.stderr)
+    with open(hdr, "rb") as f:
+        blocks = f.read().decode("latin-1").split("\r\n\r\n")
+    os.unlink(hdr)
+    lines = blocks[0].split("\r\n")
+    fields = dict((k.strip().lower(), v.strip())
+                  for k, _, v in (ln.partition(":") for ln in lines[1:]))
+    trailers = [ln for b in blocks[1:] for ln in b.split("\r\n") if ln]
+    return int(lines[0].split(" ")[1]), r.stdout, fields.get("trailer"), trailers
+
+
+@test("same")
+def t_same_trailers(d):
+    """An answer's trailers (RFC 9110 §6.5) reach curl over HTTP/1.1 (in
+    the chunked body's trailer section, RFC 9112 §7.1.2), over h2 and
+    over h2c (a HEADERS frame after the DATA, RFC 9113 §8.1) alike, after
+    a body that ends in the response buffer (the head names them) and
+    after one that streams; a field that may not be a trailer is a 400
+    everywhere."""
+    root = make_root(d)
+    with tls_server(d, root) as srv:
+        plain, tls = srv.url(""), "https://127.0.0.1:%d" % srv.tls
+        q = "/demo/trailers?grpc-status=0&grpc-message=all%20good"
+        want = ["grpc-status: 0", "grpc-message: all good"]
+        for size in (10, 200000):
+            path = q + "&size=%d" % size
+            got = [with_trailers(tls + path, "--http1.1"), with_trailers(tls + path, "--http2"),
+                   with_trailers(plain + path, "--http2-prior-knowledge")]
+            named = "grpc-status, grpc-message" if size == 10 else None
+            for status, body, trailer, lines in got:
+                assert (status, len(body), trailer, lines) == (200, size, named, want), \
+                    (size, status, len(body), trailer, lines)
+        for proto, url in (("--http1.1", plain), ("--http2", tls),
+                           ("--http2-prior-knowledge", plain)):
+            status, _, _, lines = with_trailers(url + "/demo/trailers?set-cookie=a", proto)
+            assert (status, lines) == (400, []), (proto, status, lines)
+
+
 @test("same")
 def t_same_through_the_proxy(d):
     """An h2 request to an HTTP/1.1 origin behind --proxy: framed once, so

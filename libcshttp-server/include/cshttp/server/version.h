@@ -4,7 +4,7 @@
 
 #define CSHS_VERSION_MAJOR 0
 #define CSHS_VERSION_MINOR 4
-#define CSHS_VERSION_PATCH 7
+#define CSHS_VERSION_PATCH 8
 
 #define CSHS_VERSION_HEX                                                                           \
     ((CSHS_VERSION_MAJOR << 16) | (CSHS_VERSION_MINOR << 8) | (CSHS_VERSION_PATCH))
