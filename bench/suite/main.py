@@ -13,7 +13,7 @@ import tempfile
 import time
 import types
 
-from . import clients, proc, report, servers, tls, w6, ws
+from . import clients, proc, rapid_reset, report, servers, tls, w6, ws
 
 WORKLOADS = ["W1", "W2", "W3", "W4", "W5", "W6", "WS", "MEM", "SWEEP", "TLS", "H2"]
 H2_SERVERS = ("cshttpd", "cshttpd-1", "cshttpd-base", "nginx-1", "h2o")
@@ -318,7 +318,9 @@ class Suite:
         """H2: h2load over TLS, one client thread, 32 connections with 10
         streams in flight each, GET /files/100.bin (100 bytes), on the
         servers of H2_SERVERS (their HTTPS listeners choose h2 by ALPN).
-        Each run follows an unmeasured second of the same load."""
+        Each run follows an unmeasured second of the same load. Then, in
+        the same round, `reset`: the HTTP/2 rapid reset against each, with
+        a probe beside it (bench/suite/rapid_reset.py)."""
         if rnd == 1:
             self.https_start(H2_SERVERS)
         on = [s for s in self.live if s.tls and s.name in H2_SERVERS]
@@ -333,6 +335,12 @@ class Suite:
             if res.get("errors"):
                 res["status"] = "errors"
             self.record("H2", "tls-m10", s, rnd, "h2load", res)
+        for s in on:
+            why = self.ensure_up(s)
+            if why:
+                self.down("H2", "reset", s, rnd, rapid_reset.TOOL, why)
+                continue
+            rapid_reset.run(self, s, rnd)
         if rnd == self.a.rounds:
             # the memory an idle h2 connection holds, each server afresh
             for s in on:

@@ -55,6 +55,30 @@ def cpu_seconds(pid):
     return total / TICKS if found else None
 
 
+def cpu_ns(pid):
+    """(nanoseconds, threads): the time on a CPU of every thread of pid and
+    its descendants (/proc/PID/task/TID/schedstat, field 1: the scheduler's
+    own sum, user and kernel time together, to the nanosecond, where
+    /proc/PID/stat counts in clock ticks of 10 ms), and the set of (pid,
+    tid) read; (None, set()) when pid is gone. A thread that ended
+    between two reads takes its time with it: compare the sets."""
+    total = 0
+    seen = set()
+    for p in descendants(pid):
+        try:
+            tasks = os.listdir("/proc/%d/task" % p)
+        except OSError:
+            continue
+        for t in tasks:
+            try:
+                with open("/proc/%d/task/%s/schedstat" % (p, t)) as f:
+                    total += int(f.read().split()[0])
+                seen.add((p, int(t)))
+            except (OSError, ValueError, IndexError):
+                continue
+    return (total if seen else None), seen
+
+
 def context_switches(pid):
     """Voluntary and involuntary context switches of pid and its
     descendants, every thread (/proc/PID/task/*/status); None when pid is

@@ -8,7 +8,7 @@ import shutil
 import statistics
 import subprocess
 
-from . import tls, w6, ws
+from . import rapid_reset, tls, w6, ws
 
 CSV_FIELDS = ["workload", "variant", "server", "round", "tool", "status", "connections", "rps",
               "requests", "p50_ms", "p99_ms", "mbps", "cpu_us", "cs_per_req", "errors", "failed", "non_2xx",
@@ -21,6 +21,12 @@ CSV_FIELDS = ["workload", "variant", "server", "round", "tool", "status", "conne
               "bytes_per_ws_n", "origin_rss_0", "origin_rss_n", "origin_rss_2n",
               "origin_bytes_per_ws", "tunnels_n", "tunnels_2n", "idle_memory_n", "idle_memory_2n",
               "idle_memory_per_ws",
+              # H2 reset: the rapid reset's figures (bench/suite/rapid_reset.py); cpu_us is
+              # per pair there
+              "pairs", "taken", "attack_cpu_us", "attack_cpu_us_ticks", "attack_s",
+              "attack_connections", "first_conn_pairs", "first_last_stream", "goaway",
+              "server_resets", "answered", "ends", "probes", "probe_p50_ms", "probe_max_ms",
+              "probe_failures",
               "note", "cmd"]
 GOOD = ("ok", "errors")
 # W2's ceiling as measured each round (bench_sleep_ceiling), a pseudo-server in the results
@@ -563,6 +569,8 @@ def markdown(suite, t, chart_files, chart_fails):
             "Ratio to nginx-1." % a.duration)
         add("")
         figure_table("H2", "tls-m10", "h2load", "nginx-1", "/nginx-1")
+        if any(r["workload"] == "H2" and r["variant"] == "reset" for r in t.rows):
+            h2_reset_section(t, names, add)
         idle = [(n, r.get("bytes_per_conn")) for n in names
                 for r in t.runs("H2", "idle", n, "python-ssl")]
         if idle:
@@ -596,6 +604,67 @@ def markdown(suite, t, chart_files, chart_fails):
         add("Charts that gnuplot could not draw: " + "; ".join(chart_fails))
     add("")
     return "\n".join(L)
+
+
+def h2_reset_section(t, names, add):
+    """H2's `reset` variant: the rapid reset's CPU, how each server ended it,
+    and the probe beside it (bench/suite/rapid_reset.py)."""
+    tool = rapid_reset.TOOL
+    add("### Rapid reset (CVE-2023-44487)")
+    add("")
+    add("In each round after `tls-m10`: one attacker (`python3 -m suite.rapid_reset`, frames "
+        "written by hand over Python's `ssl`, ALPN h2) sends the preface, an empty SETTINGS, "
+        "then %s pairs of HEADERS (GET /files/100.bin, END_STREAM) and RST_STREAM (CANCEL) on "
+        "a new stream each, as fast as the socket takes them, reading and dropping what comes "
+        "back; when the server ends the connection (GOAWAY, close) it opens another until all "
+        "the pairs are sent; after the last, a PING whose ACK says the server has read them. "
+        "Attack CPU: the server's CPU time (every thread of its process tree, "
+        "/proc/PID/task/TID/schedstat, ns) from before the attacker starts to after it exits, "
+        "the probes' requests included; ratio to nginx-1 round by round; per pair: over the "
+        "pairs sent. First connection: the pairs the socket took before the server's GOAWAY "
+        "or close was read, and that GOAWAY's last stream id. The pairs the server took: on "
+        "each connection it ended with a GOAWAY, those up to its last stream id (the kernel's "
+        "buffers take thousands more before the GOAWAY is read, which the server drops "
+        "unread), else all those sent. Attack ms: from the attacker's first connect to its "
+        "end. Answered: the responses (HEADERS) the attacker received. Probe: GETs of "
+        "/files/100.bin over HTTPS, HTTP/1.1 keep-alive on one connection of its own, %g ms "
+        "apart, those in flight during the attack; max over all rounds. Goals: every probe "
+        "answered within 50 ms, attack CPU at most 2x nginx-1's."
+        % (_thousands(rapid_reset.pairs_wanted()), rapid_reset.PAUSE * 1e3))
+    add("")
+    cols = ["server", "attack CPU µs (median)", "/nginx-1 round by round", "CPU µs per pair",
+            "first connection: pairs sent, GOAWAY last stream", "pairs the server took",
+            "connections", "attack ms", "GOAWAY", "answered", "probes", "probe median ms",
+            "probe max ms (all rounds)", "probe failures (all rounds)",
+            "attack CPU µs each round", "state"]
+    add("| " + " | ".join(cols) + " |")
+    add("|" + "|".join(["---"] + ["--:"] * 7 + ["---"] + ["--:"] * 5 + ["---", "---"]) + "|")
+    for n in names:
+        runs = t.runs("H2", "reset", n, tool)
+        if not runs:
+            continue
+        good = [r for r in runs if r["status"] in GOOD]
+
+        def med(k, fmt="%.0f"):
+            return _num(t.median("H2", "reset", n, tool, k), fmt)
+        codes = sorted({c.split(" x")[0] for r in good
+                        for c in (r.get("goaway") or "").split(", ") if c})
+        worst = [r["probe_max_ms"] for r in good if r.get("probe_max_ms") is not None]
+        ms = t.median("H2", "reset", n, tool, "attack_s")
+        add("| " + " | ".join([
+            n, _thousands(t.median("H2", "reset", n, tool, "attack_cpu_us")),
+            _num(t.round_ratio("H2", "reset", n, "nginx-1", tool, "attack_cpu_us"), "%.2f"),
+            med("cpu_us", "%.2f"),
+            "%s, %s" % (med("first_conn_pairs"), med("first_last_stream")), med("taken"),
+            med("attack_connections"),
+            _num(ms * 1e3 if ms is not None else None, "%.0f"),
+            ", ".join(codes) or "–", med("answered"),
+            med("probes"), med("probe_p50_ms", "%.2f"),
+            _num(max(worst) if worst else None, "%.1f"),
+            str(sum(int(r.get("probe_failures") or 0) for r in runs)),
+            t.rounds("H2", "reset", n, tool, "attack_cpu_us"),
+            t.state("H2", "reset", n, tool) or "ok"]) + " |")
+    add("")
 
 
 def tls_section(suite, t, names, add, figure_table, chart):
