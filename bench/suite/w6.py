@@ -131,21 +131,24 @@ class CshttpdProxy(servers.Server):
     (`loops` 1: cshttpd-proxy-1, nginx-proxy's terms: one event loop)."""
     name = "cshttpd-proxy"
 
-    def __init__(self, origin, pool_size, *a, loops=0):
+    def __init__(self, origin, pool_size, *a, loops=0, binary="cshttpd"):
         super().__init__(*a)
         self.origin = origin
         self.pool_size = pool_size
         self.loops = loops
+        self.binary = binary  # its key in paths: "cshttpd-base" for --baseline's build
+        if binary == "cshttpd-base":
+            self.name = "cshttpd-proxy-base"
         if loops:
-            self.name = "cshttpd-proxy-%d" % loops
+            self.name += "-%d" % loops
 
     def available(self):
-        p = self.paths["cshttpd"]
+        p = self.paths[self.binary]
         return None if os.access(p, os.X_OK) else "%s is not built" % p
 
     def command(self, port):
         up = "http://127.0.0.1:%d" % self.origin.port
-        return [self.paths["cshttpd"], "--root", self.root, "--port", str(port),
+        return [self.paths[self.binary], "--root", self.root, "--port", str(port),
                 "--proxy", "/demo=" + up, "--proxy", "/files=" + up,
                 "--proxy-pool-size", str(self.pool_size), "--status", "/status",
                 "--max-connections", "20000", "--keepalive-timeout-ms", "300000",
@@ -199,6 +202,10 @@ def run(suite, rnd):
         proxies = [CshttpdProxy(origin, CONNECTIONS, *a),
                    CshttpdProxy(origin, CONNECTIONS, *a, loops=1), NginxProxy(origin, *a),
                    NginxProxy(origin, *a, workers="auto")]
+        if "cshttpd-base" in suite.paths:  # --baseline: the build before, on the same terms
+            proxies[2:2] = [CshttpdProxy(origin, CONNECTIONS, *a, binary="cshttpd-base"),
+                            CshttpdProxy(origin, CONNECTIONS, *a, loops=1,
+                                         binary="cshttpd-base")]
         live = []
         for p in proxies:
             why = p.available() or _start(suite, p)
@@ -289,7 +296,8 @@ def idle_gaps(suite, p, rnd):
 
 
 # Each cshttpd and the nginx on its terms: one event loop or worker, or one per core.
-PEER = {"cshttpd-proxy": "nginx-proxy-auto", "cshttpd-proxy-1": "nginx-proxy"}
+PEER = {"cshttpd-proxy": "nginx-proxy-auto", "cshttpd-proxy-1": "nginx-proxy",
+        "cshttpd-proxy-base": "nginx-proxy-auto", "cshttpd-proxy-base-1": "nginx-proxy"}
 
 
 def markdown(t, add):
@@ -315,7 +323,8 @@ def markdown(t, add):
     add("|---|---|--:|--:|--:|--:|--:|--:|--:|---|---|")
     for v in ("plaintext", "1MiB", "idle-gaps", "pool8", "pool-large", "inflight8"):
         ref = t.median("W6", v, "nginx-proxy", "cshttp-load", "rps")
-        for n in ("cshttpd-proxy", "cshttpd-proxy-1", "nginx-proxy", "nginx-proxy-auto"):
+        for n in ("cshttpd-proxy", "cshttpd-proxy-1", "cshttpd-proxy-base",
+                  "cshttpd-proxy-base-1", "nginx-proxy", "nginx-proxy-auto"):
             runs = t.runs("W6", v, n, "cshttp-load")
             if not runs:
                 continue
@@ -341,6 +350,22 @@ def markdown(t, add):
                 "%.1f" % cpu if cpu is not None else "-", "%.2f" % p99 if p99 is not None else "-",
                 errs, acq, t.rounds("W6", v, n, "cshttp-load", "rps"),
                 t.state("W6", v, n, "cshttp-load") or "ok"))
+    base = [(n, n.replace("cshttpd-proxy", "cshttpd-proxy-base"))
+            for n in ("cshttpd-proxy", "cshttpd-proxy-1")]
+    if any(t.runs("W6", "plaintext", b, "cshttp-load") for _, b in base):
+        add("")
+        add("Against the build before (`--baseline`, the same terms, the same rounds): the "
+            "median over the rounds of each round's ratio, req/s and CPU per request:")
+        add("")
+        for v in ("plaintext", "1MiB", "idle-gaps", "pool8", "pool-large", "inflight8"):
+            cells = []
+            for n, b in base:
+                r_rps = t.round_ratio("W6", v, n, b, "cshttp-load", "rps")
+                r_cpu = t.round_ratio("W6", v, n, b, "cshttp-load", "cpu_us")
+                if r_rps is not None and r_cpu is not None:
+                    cells.append("%s %.3f, %.3f" % (n, r_rps, r_cpu))
+            if cells:
+                add("- %s: %s" % (v, "; ".join(cells)))
     add("")
     add("What waiting for a pooled connection costs (pool8 against pool-large, the same 64 "
         "connections; CPU per request, the median over the rounds of each round's "
