@@ -5,12 +5,13 @@
  * after AFL++'s fork server forked; stopped and freed at exit): port 0 on
  * 127.0.0.1, one loop, deadlines of a few hundred milliseconds, small h2
  * limits (streams, handlers, CONTINUATION frames, resets, max_head) so
- * that each is reachable, and a router of four routes: GET /plain (text),
+ * that each is reachable, and a router of five routes: GET /plain (text),
  * * /echo (reads the body, answers the method, target, fields and body),
- * GET /size?n=N (N bytes, written 1000 at a time, so the HTTP/1.1 answer
- * behind the stream is chunked past the toolkit's buffer) and
- * GET /status?s=N (that status). /plain is a quick route
- * (cshs_server_set_quick).
+ * GET /size?n=N&t=T (N bytes, written 1000 at a time, so the HTTP/1.1
+ * answer behind the stream is chunked past the toolkit's buffer, then T
+ * as a trailer), GET /status?s=N (that status) and GET /tunnel (the
+ * "echo" protocol, which an extended CONNECT asks for, RFC 8441). /plain
+ * is a quick route (cshs_server_set_quick).
  *
  * Input: byte 0 is the setup: bits 0-5 a piece size (1..64), bit 6 the
  * whole input in one send, bit 7 "abrupt" (shut the sending side down as
@@ -85,6 +86,7 @@
 #include <nghttp2/nghttp2.h>
 
 #include <cshttp/server/server.h>
+#include <cshttp/server/tunnel.h>
 #include <cshttp/web/request.h>
 #include <cshttp/web/response.h>
 #include <cshttp/web/router.h>
@@ -169,7 +171,8 @@ static void h_echo(cshw_context *ctx)
     free(body);
 }
 
-/* n bytes (the query's n, at most SIZE_MAX_BODY), written 1000 at a time. */
+/* n bytes (the query's n, at most SIZE_MAX_BODY), written 1000 at a time,
+ * then the query's t as a trailer field (RFC 9110 §6.5). */
 static void h_size(cshw_context *ctx)
 {
     cshw_request *req = cshw_context_request(ctx);
@@ -185,6 +188,40 @@ static void h_size(cshw_context *ctx)
         if (cshw_response_write(res, piece, k) < 0) return;
         n -= k;
     }
+    const char *t = cshw_request_query_get(req, "t");
+    if (t) cshw_response_add_trailer(res, "x-t", t);
+}
+
+/* GET /tunnel with Upgrade: echo, which an extended CONNECT (RFC 8441)
+ * stands for: switched, every byte comes back, the client's end ends it. */
+static void tunnel_data(cshs_tunnel *t, const char *p, size_t n, void *arg)
+{
+    (void)arg;
+    if (n == 0)
+        cshs_tunnel_shutdown(t);
+    else if (cshs_tunnel_write(t, p, n) == 1)
+        cshs_tunnel_pause(t);
+}
+
+static void tunnel_drained(cshs_tunnel *t, void *arg)
+{
+    (void)arg;
+    cshs_tunnel_resume(t);
+}
+
+static void tunnel_closed(cshs_tunnel *t, int why, void *arg)
+{
+    (void)t;
+    (void)why;
+    (void)arg;
+}
+
+static const cshs_tunnel_ops echo_tunnel = {NULL, tunnel_data, tunnel_drained, tunnel_closed};
+
+static void h_tunnel(cshw_context *ctx)
+{
+    if (cshs_upgrade(ctx, "echo", &echo_tunnel, NULL) < 0)
+        cshw_response_send_error(cshw_context_response(ctx), 426); /* not asked for */
 }
 
 /* The status the query's s names (200..599), with a short body where one
@@ -271,6 +308,7 @@ static void start_server(void)
     FZ_CHECK(cshw_router_add(r, "*", "/echo", h_echo) == 0, "route");
     FZ_CHECK(cshw_router_add(r, "GET", "/size", h_size) == 0, "route");
     FZ_CHECK(cshw_router_add(r, "GET", "/status", h_status) == 0, "route");
+    FZ_CHECK(cshw_router_add(r, "GET", "/tunnel", h_tunnel) == 0, "route");
     const char *why = NULL;
     FZ_CHECK(cshs_options_check(&o, &why) == 0, "options: %s", why);
     srv = cshs_server_new(&o, NULL, r);

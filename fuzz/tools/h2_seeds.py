@@ -132,6 +132,16 @@ SEEDS = [
      req(1, 'GET', '/size?n=100000')),
     ('abrupt-unfinished-body', ABRUPT | piece(3), S0 + req(1, 'POST', '/echo', end=False) +
      data(1, b'never ends') + req(3, 'GET', '/size?n=30000')),
+    ('answer-trailers', piece(11), S0 + req(1, 'GET', '/size?n=3000&t=ok') +
+     req(3, 'GET', '/size?n=10&t=small')),
+    # RFC 8441: an extended CONNECT, its bytes echoed, ended by the client
+    ('extended-connect', piece(13), S0 +
+     req(1, 'CONNECT', '/tunnel', [(':protocol', 'echo')], end=False) + data(1, b'echo me') +
+     data(1, b' and me', end=True) + req(3, 'GET', '/plain')),
+    ('extended-connect-refused', WHOLE, S0 +
+     req(1, 'CONNECT', '/plain', [(':protocol', 'websocket')], end=False) +
+     req(3, 'GET', '/tunnel', [(':protocol', 'echo')]) +
+     req(5, 'CONNECT', None, [(':protocol', 'echo')], end=False) + req(7, 'GET', '/plain')),
     # malformed requests (RFC 9113 §8.2, §8.1.1): stream errors, the others go on
     ('bad-uppercase-name', WHOLE, S0 + req(1, 'GET', '/plain', [('X-Upper', '1')]) +
      req(3, 'GET', '/plain')),

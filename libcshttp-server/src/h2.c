@@ -276,7 +276,8 @@ static int on_frame_send(nghttp2_session *ses, const nghttp2_frame *f, void *arg
         !(f->hd.flags & NGHTTP2_FLAG_END_STREAM))
         return 0;
     h2_stream *st = stream_of(arg, f->hd.stream_id);
-    if (!st || st->in_ended) return 0;
+    /* a tunnel's half-close: its connection still reads the client's */
+    if (!st || st->in_ended || (st->raw_answer && st->pipe)) return 0;
     uint64_t left = st->length >= 0 && (uint64_t)st->length > st->received
                         ? (uint64_t)st->length - st->received
                         : 0;
@@ -554,6 +555,8 @@ void cshs__h2_start(cshs_worker *w, cshs_conn *c)
     nghttp2_settings_entry iv[] = {
         {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, s->o.h2_max_streams},
         {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, (uint32_t)s->o.limits->max_head},
+        /* RFC 8441 §3: WebSockets (and any Upgrade protocol) over a stream */
+        {NGHTTP2_SETTINGS_ENABLE_CONNECT_PROTOCOL, 1},
     };
     nghttp2_submit_settings(h->ses, NGHTTP2_FLAG_NONE, iv, sizeof iv / sizeof iv[0]);
     if (c->ssl && !cshs__tls_h2_adequate(c)) {

@@ -82,6 +82,7 @@ typedef struct h2_pipe {
     char c_closed;  /* the connection closed: the answer has ended */
     char kicked;    /* on the loop's kicked list */
     char out_full;  /* a write found no room: the session says when there is */
+    char out_end;   /* the connection ended its answer and still reads (a tunnel's shutdown) */
 } h2_pipe;
 
 typedef struct cshs_h2 {
@@ -127,7 +128,7 @@ struct h2_stream {
      * lines ("name: value\r\n"), the cookies joined (§8.2.3) */
     char *pseudo; /* their values, each ended by a NUL, at at[P_*] (-1: none) */
     size_t pseudo_len, pseudo_cap;
-    int32_t at[4];
+    int32_t at[5];
     int64_t length;    /* its content-length, -1: none */
     uint64_t received; /* DATA payload bytes so far */
     char *fields, *cookie;
@@ -149,6 +150,11 @@ struct h2_stream {
     char deferred;  /* the data source said DEFERRED: resume it when bytes come */
     char refill;    /* body was emptied: take more of the pipe's answer */
     char head_only; /* a HEAD request */
+    /* an extended CONNECT (RFC 8441): written as an HTTP/1.1 Upgrade; once
+     * its answer is 101 (sent as 200) the stream carries the switched
+     * protocol's bytes both ways as they come */
+    char tunnel;
+    char raw_answer; /* the answer's body is the pipe's bytes, unframed */
     /* the answer's trailer fields (a chunked body's trailer section):
      * the decoder's spans, then the section's bytes they refer to, copied
      * when the body ends and sent as HEADERS after the DATA (§8.1) */
@@ -158,13 +164,17 @@ struct h2_stream {
 };
 
 enum { A_HEAD = 0, A_BODY, A_DONE };
-enum { P_METHOD = 0, P_PATH, P_AUTHORITY, P_HOST }; /* h2_stream.at: :method... and Host */
+/* h2_stream.at: :method, :path, :authority, Host, :protocol (RFC 8441) */
+enum { P_METHOD = 0, P_PATH, P_AUTHORITY, P_HOST, P_PROTOCOL };
 
 /* A pseudo-header field's value (P_*), or NULL when the request had none. */
 static inline const char *h2_pseudo(const h2_stream *st, int which)
 {
     return st->at[which] < 0 ? NULL : st->pseudo + st->at[which];
 }
+
+/* The stream's connection has not closed yet. */
+int cshs__h2_pipe_attached(h2_stream *st);
 
 /* h2_stream.c (and h2_pipe.c: open, write, close_pair, kicked) */
 h2_stream *cshs__h2_stream_new(cshs_h2 *h, int32_t id, unsigned slot);

@@ -108,6 +108,9 @@ static ssize_t pipe_read(cshs_conn *c, void *buf, size_t len)
             p->in_pos = p->in_len = 0;
             /* the body's bytes went on: the client may send as many more */
             if (p->unacked) kick_locked(p);
+            /* what a socket's RDHUP says: the next read meets the end, and
+             * no signal will come for it (the end came with these bytes) */
+            if (p->in_end) c->rdhup = 1;
         }
         r = (ssize_t)n;
     } else if (p->in_end || p->gone) {
@@ -128,8 +131,8 @@ static ssize_t pipe_write(cshs_conn *c, const void *buf, size_t len)
     pthread_mutex_lock(&p->mu);
     size_t room = PIPE_OUT_CAP - p->out_len;
     size_t n = len < room ? len : room;
-    if (p->gone) {
-        r = -EPIPE; /* the stream was reset, or its session ended */
+    if (p->gone || p->out_end) {
+        r = -EPIPE; /* the stream was reset, its session ended, or the answer did */
     } else if (room == 0) {
         p->out_full = 1; /* the session signals when there is room */
         c->io_wait = POLLOUT;
@@ -167,6 +170,16 @@ static void pipe_close(cshs_conn *c)
     kick_locked(p);
     pthread_mutex_unlock(&p->mu);
     cshs__h2_pipe_unref(p);
+}
+
+void cshs__h2_pipe_shut(cshs_conn *c)
+{
+    h2_pipe *p = c->pipe;
+    if (!p) return;
+    pthread_mutex_lock(&p->mu);
+    p->out_end = 1;
+    kick_locked(p);
+    pthread_mutex_unlock(&p->mu);
 }
 
 const cshs_stream_ops cshs__h2_pair_stream = {pipe_read, pipe_write, NULL, pipe_pending,
@@ -347,8 +360,18 @@ size_t cshs__h2_pipe_take(h2_stream *st, char *dst, size_t cap, char *eof)
         wake = p->c_closed ? NULL : p->c;
         pthread_cond_broadcast(&p->cv);
     }
-    *eof = p->c_closed && p->out_len == 0;
+    *eof = (p->c_closed || p->out_end) && p->out_len == 0;
     pthread_mutex_unlock(&p->mu);
     if (wake) cshs__conn_signal(wake, 0);
     return n;
+}
+
+int cshs__h2_pipe_attached(h2_stream *st)
+{
+    h2_pipe *p = st->pipe;
+    if (!p) return 0;
+    pthread_mutex_lock(&p->mu);
+    int attached = !p->c_closed;
+    pthread_mutex_unlock(&p->mu);
+    return attached;
 }

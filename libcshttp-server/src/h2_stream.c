@@ -54,7 +54,7 @@ h2_stream *cshs__h2_stream_new(cshs_h2 *h, int32_t id, unsigned slot)
     } else if (!(st = calloc(1, sizeof *st))) {
         return NULL;
     }
-    for (int i = 0; i < 4; i++) st->at[i] = -1;
+    for (int i = 0; i < 5; i++) st->at[i] = -1;
     st->h = h;
     st->id = id;
     st->slot = slot;
@@ -187,8 +187,10 @@ void cshs__h2_stream_field(h2_stream *st, const uint8_t *name, size_t nlen, cons
             r = set_pseudo(st, P_PATH, value, vlen);
         else if (is(name, nlen, ":authority"))
             r = set_pseudo(st, P_AUTHORITY, value, vlen);
+        else if (is(name, nlen, ":protocol")) /* RFC 8441 §4 */
+            r = set_pseudo(st, P_PROTOCOL, value, vlen);
         else if (!is(name, nlen, ":scheme")) /* :scheme is the connection's */
-            r = -1;                          /* an unknown one (:protocol) */
+            r = -1;                          /* an unknown one */
         if (r < 0) st->bad = 1;
         return;
     }
@@ -224,6 +226,9 @@ void cshs__h2_stream_field(h2_stream *st, const uint8_t *name, size_t nlen, cons
         if (set_pseudo(st, P_HOST, value, vlen) < 0) st->bad = 1;
         return;
     }
+    /* RFC 8441 §5: an extended CONNECT has no key (the head written for it
+     * brings its own); its pseudo-header fields came first (§8.3) */
+    if (st->at[P_PROTOCOL] >= 0 && is(name, nlen, "sec-websocket-key")) return;
     if (is(name, nlen, "content-length")) {
         /* digits, as libnghttp2 checked them (and the DATA against them) */
         int64_t n = 0;
@@ -250,12 +255,38 @@ void cshs__h2_stream_field(h2_stream *st, const uint8_t *name, size_t nlen, cons
     if (r < 0) st->bad = 1;
 }
 
+/* The fields an HTTP/1.1 client's Upgrade request has (RFC 9110 §7.8):
+ * for a WebSocket (RFC 6455 §4.1), a key too. The accept value the
+ * answer will bring is not sent on: over HTTP/2 there is none (RFC 8441
+ * §5), so the key can be fixed, RFC 6455's own example. */
+static int upgrade_fields(h2_stream *st, const char *protocol)
+{
+    int r = out_add(st, "Connection: Upgrade\r\nUpgrade: ", 30);
+    if (r == 0) r = out_add(st, protocol, strlen(protocol));
+    if (r == 0) r = out_add(st, "\r\n", 2);
+    if (r == 0 && strcasecmp(protocol, "websocket") == 0)
+        r = out_add(st, "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n", 45);
+    return r;
+}
+
 int cshs__h2_stream_head(h2_stream *st)
 {
     const char *method = h2_pseudo(st, P_METHOD), *path = h2_pseudo(st, P_PATH);
     const char *authority = h2_pseudo(st, P_AUTHORITY), *host = h2_pseudo(st, P_HOST);
+    const char *protocol = h2_pseudo(st, P_PROTOCOL);
     if (st->bad || !method || !visible(method)) return -EPROTO;
     int connect = strcmp(method, "CONNECT") == 0;
+    if (protocol) {
+        /* RFC 8441 §4: an extended CONNECT names its resource with :path
+         * (libnghttp2 checked :scheme and :path are there, and that this
+         * server's SETTINGS allowed it); served as the HTTP/1.1 Upgrade it
+         * stands for (RFC 9110 §7.8), its bytes unframed both ways */
+        if (!connect || !path || !name_ok((const uint8_t *)protocol, strlen(protocol)))
+            return -EPROTO;
+        method = "GET";
+        connect = 0;
+        st->tunnel = 1;
+    }
     /* §8.3.1: a path (not empty), but for CONNECT (§8.5); §8.3.1 and RFC
      * 9110 §7.2: a host that :authority names, not another */
     const char *target = connect ? authority : path;
@@ -264,7 +295,7 @@ int cshs__h2_stream_head(h2_stream *st)
     if (authority) host = authority;
     if (host && !value_ok((const uint8_t *)host, strlen(host))) return -EPROTO;
     st->head_only = strcmp(method, "HEAD") == 0;
-    st->chunked = !st->in_ended && st->length < 0;
+    st->chunked = !st->in_ended && st->length < 0 && !st->tunnel;
     int r = out_add(st, method, strlen(method));
     if (r == 0) r = out_add(st, " ", 1);
     if (r == 0) r = out_add(st, target, strlen(target));
@@ -281,6 +312,7 @@ int cshs__h2_stream_head(h2_stream *st)
         if (r == 0) r = out_add(st, "\r\n", 2);
     }
     if (r == 0 && st->chunked) r = out_add(st, "Transfer-Encoding: chunked\r\n", 28);
+    if (r == 0 && st->tunnel) r = upgrade_fields(st, protocol);
     if (r == 0) r = out_add(st, "\r\n", 2);
     free(st->fields);
     free(st->cookie);
@@ -392,11 +424,11 @@ static ssize_t body_source(nghttp2_session *ses, int32_t id, uint8_t *buf, size_
 /* The answer's head as HEADERS: its status and fields, names in
  * lowercase (§8.2), connection-specific ones left out. Interim answers
  * (1xx) go as HEADERS without a body. */
-static int submit_head(h2_stream *st, const csh_message *m)
+static int submit_head(h2_stream *st, const csh_message *m, int code, int body)
 {
     nghttp2_nv nva[H2_RESPONSE_FIELDS + 1];
-    char status[4] = {(char)('0' + m->status / 100), (char)('0' + m->status / 10 % 10),
-                      (char)('0' + m->status % 10), 0};
+    char status[4] = {(char)('0' + code / 100), (char)('0' + code / 10 % 10),
+                      (char)('0' + code % 10), 0};
     size_t n = 0;
     nva[n++] = (nghttp2_nv){(uint8_t *)":status", (uint8_t *)status, 7, 3, NGHTTP2_NV_FLAG_NONE};
     char small[1024];
@@ -409,6 +441,9 @@ static int submit_head(h2_stream *st, const csh_message *m)
         if (hop_by_hop(name, f->name.len)) continue;
         for (size_t k = 0; k < f->name.len; k++)
             if (name[k] >= 'A' && name[k] <= 'Z') name[k] = (char)(name[k] - 'A' + 'a');
+        /* RFC 8441 §5: no accept value over HTTP/2 */
+        if (st->tunnel && f->name.len == 20 && memcmp(name, "sec-websocket-accept", 20) == 0)
+            continue;
         nva[n++] = (nghttp2_nv){(uint8_t *)name, (uint8_t *)lower + f->value.off, f->name.len,
                                 f->value.len, NGHTTP2_NV_FLAG_NONE};
     }
@@ -417,7 +452,6 @@ static int submit_head(h2_stream *st, const csh_message *m)
         r = nghttp2_submit_headers(st->h->ses, NGHTTP2_FLAG_NONE, st->id, NULL, nva, n, NULL);
     } else {
         nghttp2_data_provider prd = {.source = {.ptr = st}, .read_callback = body_source};
-        int body = m->body != CSH_BODY_NONE;
         r = nghttp2_submit_response(st->h->ses, st->id, nva, n, body ? &prd : NULL);
     }
     if (lower != small) free(lower); /* libnghttp2 copied the fields */
@@ -442,16 +476,38 @@ static int take_head(h2_stream *st)
         if (r == CSH_INCOMPLETE) return 0;
         if (r != CSH_OK) return -EPROTO;
         const csh_message *m = &p.msg;
-        /* 101 has no place in HTTP/2 (§8.6) */
-        if (m->status == 101 || (m->flags & CSH_MSG_TUNNEL)) return -EPROTO;
-        if (submit_head(st, m) < 0) return -EPROTO;
+        int switched = m->status == 101 || (m->flags & CSH_MSG_TUNNEL);
+        /* 101 has no place in HTTP/2 (§8.6), but as the answer to an
+         * extended CONNECT: 200, and the stream carries the protocol
+         * (RFC 8441 §5). A 2xx without the switch would tell the client
+         * the same: the resource does not speak it, 501 (RFC 9110
+         * §15.6.2), and the answer's body goes nowhere. */
+        if (switched && (!st->tunnel || m->status != 101)) return -EPROTO;
+        int code = !st->tunnel || switched || m->status < 200 || m->status >= 300 ? m->status : 501;
+        int body = switched || (m->body != CSH_BODY_NONE && code == m->status);
+        if (code != m->status) { /* none of the 2xx's fields describe a 501 */
+            static const nghttp2_nv nv[] = {
+                {(uint8_t *)":status", (uint8_t *)"501", 7, 3, NGHTTP2_NV_FLAG_NONE}};
+            if (nghttp2_submit_response(st->h->ses, st->id, nv, 1, NULL) != 0) return -EPROTO;
+        } else if (submit_head(st, m, switched ? 200 : code, body) < 0) {
+            return -EPROTO;
+        }
         size_t used = m->head_length;
         int final = !(m->flags & CSH_MSG_INTERIM);
-        if (final) csh_body_reset(&st->rb, m);
+        if (final && !switched) csh_body_reset(&st->rb, m);
         memmove(st->raw, st->raw + used, st->raw_len - used);
         st->raw_len -= used;
+        if (switched) {
+            /* its handler has returned: the protocol runs on the loop, and
+             * the stream counts against h2_max_handlers no more */
+            st->raw_answer = 1;
+            if (st->counted) {
+                st->counted = 0;
+                st->h->handlers--;
+            }
+        }
         if (final) {
-            st->answer = m->body == CSH_BODY_NONE ? A_DONE : A_BODY;
+            st->answer = body ? A_BODY : A_DONE;
             return 1;
         }
     }
@@ -488,6 +544,16 @@ static int take_body(h2_stream *st)
     /* bytes that come while none waited start the wait for the client's
      * window (send_timeout_ms) */
     if (st->body_len == 0) st->data_ms = cshs__now_ms();
+    if (st->raw_answer) { /* a switched protocol's bytes, as they come */
+        size_t n = st->body_cap - st->body_len;
+        if (n > st->raw_len) n = st->raw_len;
+        if (n) memcpy(st->body + st->body_len, st->raw, n);
+        st->body_len += n;
+        memmove(st->raw, st->raw + n, st->raw_len - n);
+        st->raw_len -= n;
+        if (st->eof && st->raw_len == 0) st->answer = A_DONE;
+        return 0;
+    }
     size_t used_all = 0;
     while (st->answer == A_BODY) {
         size_t room = st->body_cap - st->body_len;
@@ -570,6 +636,9 @@ int cshs__h2_stream_read(h2_stream *st)
             break;
         }
     }
-    if (st->answer == A_DONE) cshs__h2_stream_close_pair(st);
+    /* a tunnel whose side ended still takes the client's bytes (RFC 8441
+     * §5: END_STREAM is a half-close) until its connection closes */
+    if (st->answer == A_DONE && !(st->raw_answer && cshs__h2_pipe_attached(st)))
+        cshs__h2_stream_close_pair(st);
     return 0;
 }

@@ -575,6 +575,9 @@ void cshs__h2_event(cshs_worker *w, cshs_conn *c);
 void cshs__h2_take_kicked(cshs_worker *w, cshs_loop *l);
 void cshs__h2_drop_kicked(cshs_loop *l);
 int cshs__h2_pipe_wait(cshs_conn *c, short events, int64_t until_ms);
+/* A switched stream's side ends (cshs_tunnel_shutdown): its answer ends
+ * (END_STREAM) while the client's bytes still come. */
+void cshs__h2_pipe_shut(cshs_conn *c);
 void cshs__h2_sweep(cshs_worker *w, cshs_conn *c, int stop);
 void cshs__h2_close(cshs_conn *c);
 void cshs__h2_free(cshs_conn *c);

@@ -76,9 +76,9 @@ int cshs_upgrade(cshw_context *ctx, const char *protocol, const cshs_tunnel_ops 
     if (!c || !ctx || ctx != cshw_context_current() || !ops || !ops->data || !ops->closed)
         return -EINVAL;
     if (c->tunnel) return -EALREADY;
-    /* HTTP/2 has no 101 (RFC 9113 §8.6); its WebSockets (RFC 8441) are
-     * not offered */
-    if (CSHS_H2_STREAM(c)) return -EPROTONOSUPPORT;
+    /* HTTP/2 has no 101 (RFC 9113 §8.6): a stream asks for a protocol
+     * only with an extended CONNECT (RFC 8441), which h2_stream.c writes
+     * as the Upgrade the toolkit checks for; the 101 goes out as 200 */
     cshs_tunnel *t = calloc(1, sizeof *t);
     if (!t) return -ENOMEM;
     int r = cshw_exchange_switch(c->x, protocol);
@@ -454,7 +454,10 @@ void cshs__tunnel_event(cshs_worker *w, cshs_conn *c)
          * kept for the client's last records) */
         t->shut_done = 1;
         if (c->ssl) SSL_shutdown(c->ssl);
-        shutdown(c->fd, SHUT_WR);
+        if (CSHS_H2_STREAM(c))
+            cshs__h2_pipe_shut(c); /* END_STREAM, the client's bytes still read */
+        else
+            shutdown(c->fd, SHUT_WR);
     }
     if (t->shut_done && t->in_ended) {
         end(w, c, 0);

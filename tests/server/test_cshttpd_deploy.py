@@ -764,7 +764,7 @@ class Chromium:
     """Headless Chromium driven over --remote-debugging-pipe (the DevTools
     protocol, NUL-separated JSON on fds 3 and 4)."""
 
-    def __init__(self, binary, tmp):
+    def __init__(self, binary, tmp, extra=()):
         self.r_ours, w_theirs = os.pipe()  # chromium writes fd 4
         r_theirs, self.w_ours = os.pipe()  # chromium reads fd 3
         self.profile = tempfile.mkdtemp(dir=tmp, prefix="chromium-")
@@ -776,7 +776,7 @@ class Chromium:
             [binary, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
              "--no-first-run", "--disable-background-networking", "--disable-component-update",
              "--disable-sync", "--disable-dev-shm-usage", "--user-data-dir=" + self.profile,
-             "--remote-debugging-pipe", "about:blank"],
+             "--remote-debugging-pipe"] + list(extra) + ["about:blank"],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
             stderr=open(os.path.join(tmp, "chromium.err"), "w"),
             preexec_fn=fds, close_fds=False)  # fds 3 and 4 stay open

@@ -1579,6 +1579,237 @@ def t_stop_http2_off(_):
         checked(cl.log[0].startswith("SETTINGS"), "the first frame: %s" % cl.frames_seen())
 
 
+# ---- WebSockets and other protocols over a stream (RFC 8441) ----
+
+S_ENABLE_CONNECT_PROTOCOL = 8  # RFC 8441 §3
+WS_TEXT, WS_BINARY, WS_CLOSE, WS_PING, WS_PONG = 1, 2, 8, 9, 10
+
+
+def ws_frame(opcode, payload=b"", fin=True, mask=b"\x11\x22\x33\x44"):
+    """A WebSocket frame (RFC 6455 §5.2), masked as a client's must be."""
+    n = len(payload)
+    head = bytes([(0x80 if fin else 0) | opcode])
+    m = 0x80 if mask else 0
+    if n < 126:
+        head += bytes([m | n])
+    elif n < 65536:
+        head += bytes([m | 126]) + struct.pack("!H", n)
+    else:
+        head += bytes([m | 127]) + struct.pack("!Q", n)
+    if mask:
+        key = (mask * (n // 4 + 1))[:n]
+        payload = (int.from_bytes(payload, "big") ^ int.from_bytes(key, "big")).to_bytes(n, "big")
+        head += mask
+    return head + payload
+
+
+def ws_frames(data):
+    """The complete frames (fin, opcode, payload) at data's start, from a
+    server: never masked (RFC 6455 §5.1)."""
+    out, at = [], 0
+    while len(data) - at >= 2:
+        b0, b1 = data[at], data[at + 1]
+        if b1 & 0x80:
+            raise AssertionError("a masked frame from the server: %r" % bytes(data[at:at + 16]))
+        n, pos = b1 & 0x7F, at + 2
+        if n == 126:
+            if len(data) - pos < 2:
+                break
+            n, pos = struct.unpack("!H", bytes(data[pos:pos + 2]))[0], pos + 2
+        elif n == 127:
+            if len(data) - pos < 8:
+                break
+            n, pos = struct.unpack("!Q", bytes(data[pos:pos + 8]))[0], pos + 8
+        if len(data) - pos < n:
+            break
+        out.append((bool(b0 & 0x80), b0 & 0x0F, bytes(data[pos:pos + n])))
+        at = pos + n
+    return out
+
+
+def connect_fields(srv, path="/demo/ws", protocol="websocket",
+                   extra=((b"sec-websocket-version", b"13"),)):
+    """An extended CONNECT (RFC 8441 §4): :protocol, :scheme, :path and
+    :authority, then extra fields."""
+    return [(b":method", b"CONNECT"), (b":protocol", protocol.encode()), (b":scheme", b"http"),
+            (b":path", path.encode()), (b":authority", b"127.0.0.1:%d" % srv.port)] + list(extra)
+
+
+def open_socket(cl, srv, path="/demo/ws", protocol="websocket", what=""):
+    """An extended CONNECT answered 200, its stream left open: its id."""
+    sid = cl.request(connect_fields(srv, path, protocol), end=False)
+    st = cl.until(lambda: cl.streams[sid].headers is not None and cl.streams[sid]
+                  or cl.done(sid) and cl.streams[sid], what="%sthe CONNECT's answer" % what)
+    checked(st.status == 200 and not st.ended and st.reset is None,
+            "%sCONNECT %s (:protocol %s): %r %r" % (what, path, protocol, st, st.headers))
+    checked(st.field(b"sec-websocket-accept") is None and st.field(b"upgrade") is None and
+            st.field(b"connection") is None,
+            "%sthe 200's fields (RFC 8441 §5: no accept, no connection-specific field): %r"
+            % (what, st.headers))
+    return sid
+
+
+def ws_expect(cl, sid, n, what=""):
+    """The first n WebSocket frames the server sent on stream sid."""
+    st = cl.streams[sid]
+    return cl.until(lambda: len(ws_frames(st.data)) >= n and ws_frames(st.data)[:n],
+                    what="%s%d WebSocket frames on stream %d" % (what, n, sid))
+
+
+@test("connect")
+def t_connect_websocket_echo(_):
+    """RFC 8441: the server's SETTINGS allow extended CONNECT (§3); a
+    CONNECT with :protocol websocket to /demo/ws is answered 200 without
+    Sec-WebSocket-Accept (§5), and the stream then carries RFC 6455
+    frames both ways: a text message, a 70,000-byte binary one in three
+    fragments (DATA frames past the client's window), a ping's pong, and
+    the close handshake, after which the server ends the stream. The
+    connection goes on serving."""
+    with Server() as srv, H2C(srv) as cl:
+        cl.until(lambda: "RemoteSettingsChanged" in cl.log, what="the server's SETTINGS")
+        checked(cl.conn.remote_settings.get(S_ENABLE_CONNECT_PROTOCOL) == 1,
+                "SETTINGS_ENABLE_CONNECT_PROTOCOL %r" %
+                cl.conn.remote_settings.get(S_ENABLE_CONNECT_PROTOCOL))
+        sid = open_socket(cl, srv)
+        big = os.urandom(70000)
+        cl.send_body(sid, ws_frame(WS_TEXT, b"hello over h2") +
+                     ws_frame(WS_BINARY, big[:1000], fin=False) +
+                     ws_frame(0, big[1000:40000], fin=False) + ws_frame(0, big[40000:]) +
+                     ws_frame(WS_PING, b"p1"), end=False)
+        st = cl.streams[sid]
+
+        def all_back():
+            fr = ws_frames(st.data)
+            binary = b"".join(f[2] for f in fr if f[1] in (WS_BINARY, 0))
+            return len(binary) >= len(big) and any(f[1] == WS_PONG for f in fr) and fr
+
+        fr = cl.until(all_back, what="the echoes and the pong")
+        checked(fr[0] == (True, WS_TEXT, b"hello over h2"), "the text's echo: %r" % (fr[0],))
+        binary = [f for f in fr if f[1] in (WS_BINARY, 0)]
+        checked(binary[0][1] == WS_BINARY and binary[-1][0] and
+                b"".join(f[2] for f in binary) == big,
+                "the binary message's echo: %d frames, %d bytes"
+                % (len(binary), sum(len(f[2]) for f in binary)))
+        pongs = [f for f in fr if f[1] == WS_PONG]
+        checked(pongs[0][2] == b"p1", "the pong: %r" % (pongs,))
+        cl.send_body(sid, ws_frame(WS_CLOSE, struct.pack("!H", 1000) + b"bye"), end=False)
+        st = cl.until(lambda: cl.done(sid) and cl.streams[sid], what="the server's end")
+        last = ws_frames(st.data)[-1]
+        # the socket over, its stream ends; the client, which has not ended
+        # its side, may be told to stop sending (RST_STREAM NO_ERROR, §8.1)
+        checked(last[1] == WS_CLOSE and last[2][:2] == struct.pack("!H", 1000) and st.ended and
+                st.reset in (None, NO_ERROR), "after the close: %r, last frame %r" % (st, last))
+        still_answers(cl)
+
+
+@test("connect")
+def t_connect_many_sockets(_):
+    """An open WebSocket holds no handler's place: 20 of them on one
+    connection with --h2-max-handlers 2 each echo, and a plain request
+    on the same connection is still answered. A client's END_STREAM
+    (its input ended) and its RST_STREAM each end their socket: the
+    status page's count of tunnels goes back to 0."""
+    with Server("--h2-max-handlers", "2") as srv, H2C(srv) as cl:
+        sids = [open_socket(cl, srv, what="socket %d: " % i) for i in range(20)]
+        for i, sid in enumerate(sids):
+            cl.send_body(sid, ws_frame(WS_TEXT, b"n%d" % i), end=False)
+        for i, sid in enumerate(sids):
+            f = ws_expect(cl, sid, 1, "socket %d: " % i)
+            checked(f[0] == (True, WS_TEXT, b"n%d" % i), "socket %d echoed %r" % (i, f))
+        still_answers(cl)
+        for i, sid in enumerate(sids):
+            if i % 2:
+                cl.conn.end_stream(sid)
+            else:
+                cl.conn.reset_stream(sid, CANCEL)
+            cl.flush()
+        for i, sid in enumerate(sids[1::2]):
+            cl.until(lambda: cl.done(sid), what="the end of socket %d after END_STREAM" % sid)
+        deadline = time.time() + WAIT
+        while T.get_json(srv, "/status.json").get("tunnels", 0) and time.time() < deadline:
+            time.sleep(0.05)
+        checked(T.get_json(srv, "/status.json").get("tunnels", 0) == 0,
+                "tunnels still open: %r" % T.get_json(srv, "/status.json").get("tunnels"))
+        still_answers(cl)
+
+
+@test("connect")
+def t_connect_refusals(_):
+    """What an extended CONNECT may not be (RFC 8441 §4, RFC 9113
+    §8.3): :protocol on a GET, or without :path, is malformed
+    (RST_STREAM PROTOCOL_ERROR). Answers the toolkit gives an HTTP/1.1
+    WebSocket handshake come back as they are: no sec-websocket-version,
+    426; an Origin of another site, 403. A resource that does not
+    switch (a 2xx without 101, such as /demo/plaintext) is 501, without
+    the 2xx's fields or body."""
+    with Server() as srv, H2C(srv) as cl:
+        bad = [f for f in connect_fields(srv) if f[0] != b":method"] + [(b":method", b"GET")]
+        refused_stream(srv, cl, bad, ":protocol on a GET")
+        cl2 = H2C(srv)
+        refused_stream(srv, cl2, [f for f in connect_fields(srv) if f[0] != b":path"],
+                       "an extended CONNECT without :path")
+        cl2.close()
+        for fields, status, what in (
+                (connect_fields(srv, extra=()), 426, "no sec-websocket-version"),
+                (connect_fields(srv, extra=((b"sec-websocket-version", b"13"),
+                                            (b"origin", b"http://evil.example"))), 403,
+                 "an Origin of another site"),
+                (connect_fields(srv, "/demo/plaintext"), 501, "a resource that does not switch"),
+                (connect_fields(srv, "/nope"), 404, "no such resource")):
+            sid = cl.request(fields, end=False)
+            st = cl.until(lambda: cl.done(sid) and cl.streams[sid], what=what)
+            checked(st.status == status and st.ended,
+                    "%s: %r, expected %d" % (what, st, status))
+            if status == 501:
+                checked(st.data == b"" and st.field(b"content-length") is None and
+                        st.field(b"content-type") is None, "the 501: %r %r" % (st, st.headers))
+        still_answers(cl)
+
+
+@test("connect")
+def t_connect_other_protocol(_):
+    """Any protocol a handler switches to is carried the same way: the
+    demo's "echo" tunnel (/demo/tunnel) sends back 300,000 bytes as they
+    came, and the client's END_STREAM ends the server's side too, alone
+    or on the DATA frame of the last bytes."""
+    with Server() as srv, H2C(srv) as cl:
+        sid = open_socket(cl, srv, "/demo/tunnel", "echo")
+        data = os.urandom(300000)
+        cl.send_body(sid, data, end=False)
+        st = cl.until(lambda: len(cl.streams[sid].data) >= len(data) and cl.streams[sid],
+                      what="the echo of 300,000 bytes")
+        checked(bytes(st.data) == data, "the echo differs (%d bytes)" % len(st.data))
+        cl.conn.end_stream(sid)
+        cl.flush()
+        st = cl.until(lambda: cl.done(sid) and cl.streams[sid], what="the tunnel's end")
+        checked(st.ended and st.reset is None, "after END_STREAM: %r" % st)
+        # the END_STREAM on the DATA frame of the last bytes: the end is
+        # read after them, though no later frame says it again
+        sid = open_socket(cl, srv, "/demo/tunnel", "echo")
+        cl.send_body(sid, b"last bytes", end=True)
+        st = cl.until(lambda: cl.done(sid) and cl.streams[sid], what="the second tunnel's end")
+        checked(bytes(st.data) == b"last bytes" and st.ended and st.reset is None,
+                "END_STREAM with the last bytes: %r" % st)
+        still_answers(cl)
+
+
+@test("connect")
+def t_connect_through_the_proxy(_):
+    """A WebSocket over HTTP/2 to a route cshttpd proxies: the origin (a
+    second cshttpd's /demo/ws) gets an HTTP/1.1 Upgrade, and messages go
+    both ways through both."""
+    with Server() as origin:
+        with Server("--proxy", "/demo=" + origin.url(""), demo=False) as px, H2C(px) as cl:
+            sid = open_socket(cl, px)
+            cl.send_body(sid, ws_frame(WS_TEXT, b"through the proxy"), end=False)
+            f = ws_expect(cl, sid, 1)
+            checked(f[0] == (True, WS_TEXT, b"through the proxy"), "the echo: %r" % (f,))
+            cl.send_body(sid, ws_frame(WS_CLOSE, struct.pack("!H", 1000)), end=False)
+            st = cl.until(lambda: cl.done(sid) and cl.streams[sid], what="the end")
+            checked(ws_frames(st.data)[-1][1] == WS_CLOSE and st.ended, "after close: %r" % st)
+            still_answers(cl)
+
+
 # ---- the runner ----
 
 def run_groups(group, tmp):
@@ -1611,6 +1842,7 @@ def main():
     args.tmp = tempfile.mkdtemp(prefix="cshttpd-h2-test-")
     args.root = os.path.join(args.tmp, "www")
     os.mkdir(args.root)
+    args.curl = shutil.which("curl") or "curl"  # the status page's JSON (T.get_json)
     T.ARGS = args
     print("python-h2 %s, hpack %s" % (h2.__version__, hpack.__version__), flush=True)
     try:

@@ -9,7 +9,8 @@ h2load and headless Chromium.
   files, HEAD, forms, uploads, the demo, the status page, limits, and the
   reverse proxy in front of a second cshttpd).
 - clients: nghttp, h2load (-m 100, no error), the access log's protocol,
-  Chromium loading the demo over h2.
+  Chromium loading the demo over h2 and opening a WebSocket on it (RFC
+  8441).
 - operator: --http2 off, the status counters of HTTP/2.
 
 Every outcome is exact; waits only bound a test.
@@ -359,6 +360,57 @@ def t_chromium_over_h2(d):
             time.sleep(0.1)
     assert re.search(r'"GET / HTTP/2\.0" 200 .*Chrome', text), text
     assert '"GET /style.css HTTP/2.0" 200' in text, text
+
+
+@test("clients")
+def t_chromium_websocket_over_h2(d):
+    """Headless Chromium opens a page's WebSocket (wss://, the demo's
+    echo) on the h2 connection it has, by an extended CONNECT (RFC 8441):
+    text and binary messages come back and the close is clean (1000), and
+    the access log shows the socket's line with HTTP/2.0 (the Upgrade it
+    was served as, 101)."""
+    import test_cshttpd_deploy as D
+    D.ARGS = argparse.Namespace(chromium=None)
+    root = make_root(d)
+    log = os.path.join(d, "access.log")
+    with tls_server(d, root, "--access-log", log) as srv:
+        ch = D.Chromium(D.chromium_binary(), d, extra=["--ignore-certificate-errors"])
+        try:
+            target = ch.call("Target.createTarget", {"url": "about:blank"})["targetId"]
+            session = ch.call("Target.attachToTarget", {"targetId": target,
+                                                        "flatten": True})["sessionId"]
+            ch.call("Page.enable", session=session)
+            ch.call("Page.navigate", {"url": "https://127.0.0.1:%d/index.html" % srv.tls},
+                    session=session)
+            ch.pump(1)
+            res = ch.call("Runtime.evaluate", {
+                "expression": """new Promise((ok, no) => {
+                  const ws = new WebSocket('wss://' + location.host + '/demo/ws');
+                  ws.binaryType = 'arraybuffer';
+                  const got = [];
+                  ws.onopen = () => { ws.send('hello over h2'); ws.send(new Uint8Array([0, 255])); };
+                  ws.onmessage = (m) => {
+                    got.push(typeof m.data === 'string' ? m.data
+                             : Array.from(new Uint8Array(m.data)).join(','));
+                    if (got.length === 2) ws.close(1000, 'done');
+                  };
+                  ws.onclose = (e) => ok(JSON.stringify({got: got, code: e.code}));
+                  ws.onerror = () => no('websocket error');
+                  setTimeout(() => no('no echo'), 10000);
+                })""", "awaitPromise": True, "returnByValue": True}, session=session)
+            echo = json.loads(res["result"]["value"])
+        finally:
+            ch.close()
+        assert echo == {"got": ["hello over h2", "0,255"], "code": 1000}, echo
+        deadline = time.time() + 10
+        while time.time() < deadline:  # the socket's line is written when it closes
+            with open(log) as f:
+                text = f.read()
+            if "/demo/ws " in text:
+                break
+            time.sleep(0.1)
+    assert '"GET /index.html HTTP/2.0" 200' in text, text
+    assert '"GET /demo/ws HTTP/2.0" 101' in text, text
 
 
 def raw_h2c(port, frames):
