@@ -28,7 +28,20 @@
 #define RAW_MIN 16384u
 #define BODY_CAP 16384u
 
-#define SPARE_STREAMS 4 /* ended streams a session keeps, with their buffers */
+/* Ended streams a session keeps for its next ones, as many as a client
+ * keeps in flight (h2load -m 10, browsers more), with their buffers up
+ * to SPARE_BUF each; all are freed once no stream is open. */
+#define SPARE_STREAMS 16
+#define SPARE_BUF 4096u
+
+/* A buffer past `keep` bytes freed, so that what is kept stays small. */
+static void drop_big(char **buf, size_t *cap, size_t keep)
+{
+    if (*cap <= keep) return;
+    free(*buf);
+    *buf = NULL;
+    *cap = 0;
+}
 
 h2_stream *cshs__h2_stream_new(cshs_h2 *h, int32_t id, unsigned slot)
 {
@@ -69,8 +82,13 @@ void cshs__h2_stream_free(h2_stream *st)
     free(st->trailer_bytes); /* rare: not kept with a spare */
     st->trailer_bytes = NULL;
     cshs_h2 *h = st->h;
-    if (!h->closing && h->nspare < SPARE_STREAMS && st->out_cap <= 65536 &&
-        st->raw_cap <= RAW_MIN && st->fields_cap <= 65536) {
+    if (!h->closing && h->nspare < SPARE_STREAMS) {
+        drop_big(&st->pseudo, &st->pseudo_cap, SPARE_BUF);
+        drop_big(&st->fields, &st->fields_cap, SPARE_BUF);
+        drop_big(&st->cookie, &st->cookie_cap, SPARE_BUF);
+        drop_big(&st->out, &st->out_cap, SPARE_BUF);
+        drop_big(&st->raw, &st->raw_cap, SPARE_BUF);
+        drop_big(&st->body, &st->body_cap, SPARE_BUF);
         st->next_ready = h->spare;
         h->spare = st;
         h->nspare++;
@@ -314,10 +332,10 @@ int cshs__h2_stream_head(h2_stream *st)
     if (r == 0 && st->chunked) r = out_add(st, "Transfer-Encoding: chunked\r\n", 28);
     if (r == 0 && st->tunnel) r = upgrade_fields(st, protocol);
     if (r == 0) r = out_add(st, "\r\n", 2);
-    free(st->fields);
-    free(st->cookie);
-    st->fields = st->cookie = NULL;
-    st->fields_len = st->fields_cap = st->cookie_len = st->cookie_cap = 0;
+    /* written: small buffers stay for the stream's successor */
+    st->fields_len = st->cookie_len = 0;
+    drop_big(&st->fields, &st->fields_cap, SPARE_BUF);
+    drop_big(&st->cookie, &st->cookie_cap, SPARE_BUF);
     return r;
 }
 

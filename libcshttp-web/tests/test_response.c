@@ -633,6 +633,13 @@ static void gzip_cases_handler(cshw_context *ctx)
     if (strcmp(p, "/svg") == 0) cshw_response_set_content_type(res, "image/svg+xml", NULL);
     if (strcmp(p, "/ld") == 0) cshw_response_set_content_type(res, "application/ld+json", NULL);
     if (strcmp(p, "/sse") == 0) cshw_response_set_content_type(res, "text/event-stream", NULL);
+    if (strcmp(p, "/js") == 0)
+        cshw_response_set_content_type(res, "Application/JavaScript", "utf-8");
+    if (strcmp(p, "/bin") == 0)
+        cshw_response_set_content_type(res, "application/octet-stream", NULL);
+    if (strcmp(p, "/ttf") == 0) cshw_response_set_content_type(res, "font/ttf", NULL);
+    if (strcmp(p, "/woff2") == 0) cshw_response_set_content_type(res, "font/woff2", NULL);
+    if (strcmp(p, "/ico") == 0) cshw_response_set_content_type(res, "image/x-icon", NULL);
     size_t n = strcmp(p, "/small") == 0 ? 1023 : 4000;
     cshw_response_write(res, pattern, n);
 }
@@ -650,7 +657,16 @@ static void test_gzip_when_not_to(void **state)
         {"/disabled", 0, 0}, /* the application said no */
         {"/encoded", 0, 0},  /* the application encoded it */
         {"/vary", 1, 0},     /* its Vary already names Accept-Encoding */
-        {"/svg", 1, 1},      {"/ld", 1, 1}, {"/sse", 0, 0},
+        {"/svg", 1, 1},
+        {"/ld", 1, 1},
+        {"/sse", 0, 0},
+        /* by type: compressible ones (case-insensitive), and ones that
+         * are compressed already or binary */
+        {"/js", 1, 1},
+        {"/ttf", 1, 1},
+        {"/ico", 1, 1},
+        {"/bin", 0, 0},
+        {"/woff2", 0, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         char in[256];
