@@ -338,20 +338,6 @@ static void end_conn(cshs_worker *w, cshs_conn *c)
     cshs__conn_end(w, c, 1);
 }
 
-/* The streams kept for reuse, let go (an idle connection holds none). */
-static void drop_spares(cshs_h2 *h)
-{
-    int closing = h->closing;
-    h->closing = 1;
-    while (h->spare) {
-        h2_stream *st = h->spare;
-        h->spare = st->next_ready;
-        cshs__h2_stream_free(st);
-    }
-    h->nspare = 0;
-    h->closing = (char)closing;
-}
-
 /* The earliest time an answer's bytes began to wait for their stream's
  * window (flow control, RFC 9113 §5.2) without a byte going out since,
  * 0 when none waits. */
@@ -379,7 +365,6 @@ static void park(cshs_conn *c)
             return;
         }
     }
-    if (h->nopen == 0) drop_spares(h);
     int64_t waits = stream_waiting_since(h);
     if (c->out) {
         cshs__park(c, s->o.send_timeout_ms ? c->last_io_ms + (int64_t)s->o.send_timeout_ms : 0,
@@ -730,8 +715,6 @@ void cshs__h2_close(cshs_conn *c)
 {
     cshs_h2 *h = c->h2;
     if (!h || !h->ses) return;
-    h->closing = 1;
-    drop_spares(h);
     for (unsigned i = 0; i < h->nslots; i++) {
         if (!h->slots[i]) continue;
         cshs__h2_stream_free(h->slots[i]);

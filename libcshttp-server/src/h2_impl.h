@@ -93,9 +93,6 @@ typedef struct cshs_h2 {
     h2_stream *ready, *ready_tail; /* heads complete: their pairs open after the input, or
                                     * once a handler's place is free (h2_max_handlers) */
     unsigned handlers;             /* streams counted against h2_max_handlers */
-    h2_stream *spare;              /* streams ended, kept with their buffers for the next */
-    unsigned nspare;
-    char closing;                  /* the session ends: nothing is kept */
     char eof;                      /* the client's input ended with streams open */
     struct cshs_h2 *next_dirty;    /* cshs__h2_take_kicked's list */
     char dirty;                    /* on it */

@@ -28,11 +28,12 @@
 #define RAW_MIN 16384u
 #define BODY_CAP 16384u
 
-/* Ended streams a session keeps for its next ones, as many as a client
- * keeps in flight (h2load -m 10, browsers more), with their buffers up
- * to SPARE_BUF each; all are freed once no stream is open. */
-#define SPARE_STREAMS 16
-#define SPARE_BUF 4096u
+/* Ended streams a loop keeps for the next streams of its sessions, with
+ * their buffers up to SPARE_BUF each: as many as busy connections keep in
+ * flight (32 clients of 10 streams each: 320), never more however many
+ * connections sit idle, and fewer as the sweep finds them unused. */
+#define SPARE_STREAMS 256
+#define SPARE_BUF 1024u
 
 /* A buffer past `keep` bytes freed, so that what is kept stays small. */
 static void drop_big(char **buf, size_t *cap, size_t keep)
@@ -43,13 +44,17 @@ static void drop_big(char **buf, size_t *cap, size_t keep)
     *cap = 0;
 }
 
+static void free_stream(h2_stream *st);
+
 h2_stream *cshs__h2_stream_new(cshs_h2 *h, int32_t id, unsigned slot)
 {
-    h2_stream *st = h->spare;
+    cshs_loop *l = h->c->loop;
+    h2_stream *st = l->h2_spare;
     if (st) {
         /* a stream kept: its buffers stay, the rest starts anew */
-        h->spare = st->next_ready;
-        h->nspare--;
+        l->h2_spare = st->next_ready;
+        l->h2_nspare--;
+        l->h2_spare_taken = 1;
         h2_stream keep = *st;
         memset(st, 0, sizeof *st);
         st->pseudo = keep.pseudo;
@@ -81,19 +86,48 @@ void cshs__h2_stream_free(h2_stream *st)
     cshs__h2_stream_close_pair(st);
     free(st->trailer_bytes); /* rare: not kept with a spare */
     st->trailer_bytes = NULL;
-    cshs_h2 *h = st->h;
-    if (!h->closing && h->nspare < SPARE_STREAMS) {
+    cshs_loop *l = st->h->c->loop;
+    if (l->h2_nspare < SPARE_STREAMS) {
         drop_big(&st->pseudo, &st->pseudo_cap, SPARE_BUF);
         drop_big(&st->fields, &st->fields_cap, SPARE_BUF);
         drop_big(&st->cookie, &st->cookie_cap, SPARE_BUF);
         drop_big(&st->out, &st->out_cap, SPARE_BUF);
         drop_big(&st->raw, &st->raw_cap, SPARE_BUF);
         drop_big(&st->body, &st->body_cap, SPARE_BUF);
-        st->next_ready = h->spare;
-        h->spare = st;
-        h->nspare++;
+        st->next_ready = l->h2_spare;
+        l->h2_spare = st;
+        l->h2_nspare++;
         return;
     }
+    free_stream(st);
+}
+
+void cshs__h2_drop_spares(cshs_loop *l)
+{
+    while (l->h2_spare) {
+        h2_stream *st = l->h2_spare;
+        l->h2_spare = st->next_ready;
+        free_stream(st);
+    }
+    l->h2_nspare = 0;
+}
+
+void cshs__h2_trim_spares(cshs_loop *l)
+{
+    if (l->h2_spare_taken) {
+        l->h2_spare_taken = 0;
+        return;
+    }
+    for (unsigned n = (l->h2_nspare + 1) / 2; n; n--) {
+        h2_stream *st = l->h2_spare;
+        l->h2_spare = st->next_ready;
+        l->h2_nspare--;
+        free_stream(st);
+    }
+}
+
+static void free_stream(h2_stream *st)
+{
     free(st->pseudo);
     free(st->fields);
     free(st->cookie);

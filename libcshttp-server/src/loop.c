@@ -150,6 +150,7 @@ static void sweep(cshs_worker *w, cshs_loop *l)
         if (!atomic_load_explicit(&c->busy, memory_order_acquire) && c->parked)
             cshs__conn_sweep(w, c, now);
     }
+    cshs__h2_trim_spares(l);
     if (l->listeners_paused && !atomic_load(&s->stopping)) {
         l->listeners_paused = 0;
         for (int i = 0; i < s->nlis; i++) {

@@ -373,6 +373,7 @@ static void release_threads_state(cshs_server *s)
         }
         l->returned = NULL;
         cshs__h2_drop_kicked(l);
+        cshs__h2_drop_spares(l);
         free(l->tunnel_buf);
         l->tunnel_buf = NULL;
     }

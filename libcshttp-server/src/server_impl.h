@@ -256,6 +256,12 @@ typedef struct cshs_loop {
      * nkicked for the wait's look */
     struct h2_pipe *h2_kicked;
     _Atomic int nkicked;
+    /* owner only: HTTP/2 streams ended, kept with their small buffers for
+     * the next streams of any of the loop's sessions (h2_stream.c); the
+     * sweep frees half of them when none was taken since the last */
+    struct h2_stream *h2_spare;
+    unsigned h2_nspare;
+    char h2_spare_taken;
     cshs_loop_counters k;
 } cshs_loop;
 
@@ -574,6 +580,10 @@ void cshs__h2_start(cshs_worker *w, cshs_conn *c);
 void cshs__h2_event(cshs_worker *w, cshs_conn *c);
 void cshs__h2_take_kicked(cshs_worker *w, cshs_loop *l);
 void cshs__h2_drop_kicked(cshs_loop *l);
+/* The streams kept for reuse, freed (the loop ends), or half of them
+ * when none was taken since the last sweep (the loop's sweep). */
+void cshs__h2_drop_spares(cshs_loop *l);
+void cshs__h2_trim_spares(cshs_loop *l);
 int cshs__h2_pipe_wait(cshs_conn *c, short events, int64_t until_ms);
 /* A switched stream's side ends (cshs_tunnel_shutdown): its answer ends
  * (END_STREAM) while the client's bytes still come. */
