@@ -55,6 +55,18 @@ def cpu_seconds(pid):
     return total / TICKS if found else None
 
 
+def _tasks(pid):
+    """(pid, tid) of every thread of pid and its descendants, as listed
+    now (a thread may end before it is read)."""
+    for p in descendants(pid):
+        try:
+            tasks = os.listdir("/proc/%d/task" % p)
+        except OSError:
+            continue
+        for t in tasks:
+            yield p, t
+
+
 def cpu_ns(pid):
     """(nanoseconds, threads): the time on a CPU of every thread of pid and
     its descendants (/proc/PID/task/TID/schedstat, field 1: the scheduler's
@@ -64,18 +76,13 @@ def cpu_ns(pid):
     between two reads takes its time with it: compare the sets."""
     total = 0
     seen = set()
-    for p in descendants(pid):
+    for p, t in _tasks(pid):
         try:
-            tasks = os.listdir("/proc/%d/task" % p)
-        except OSError:
+            with open("/proc/%d/task/%s/schedstat" % (p, t)) as f:
+                total += int(f.read().split()[0])
+            seen.add((p, int(t)))
+        except (OSError, ValueError, IndexError):
             continue
-        for t in tasks:
-            try:
-                with open("/proc/%d/task/%s/schedstat" % (p, t)) as f:
-                    total += int(f.read().split()[0])
-                seen.add((p, int(t)))
-            except (OSError, ValueError, IndexError):
-                continue
     return (total if seen else None), seen
 
 
@@ -85,21 +92,16 @@ def context_switches(pid):
     gone. A thread that ended meanwhile takes its count with it."""
     total = 0
     found = False
-    for p in descendants(pid):
+    for p, t in _tasks(pid):
         try:
-            tasks = os.listdir("/proc/%d/task" % p)
-        except OSError:
+            with open("/proc/%d/task/%s/status" % (p, t)) as f:
+                for line in f:
+                    if line.startswith(("voluntary_ctxt_switches:",
+                                        "nonvoluntary_ctxt_switches:")):
+                        total += int(line.split()[1])
+                        found = True
+        except (OSError, ValueError):
             continue
-        for t in tasks:
-            try:
-                with open("/proc/%d/task/%s/status" % (p, t)) as f:
-                    for line in f:
-                        if line.startswith(("voluntary_ctxt_switches:",
-                                            "nonvoluntary_ctxt_switches:")):
-                            total += int(line.split()[1])
-                            found = True
-            except (OSError, ValueError):
-                continue
     return total if found else None
 
 

@@ -133,23 +133,31 @@ static int name_eq(const char *a, const char *b)
     return (a[0] | 0x20) == (b[0] | 0x20) && strcasecmp(a, b) == 0;
 }
 
-static int field_add(cshw_response *res, const char *name, const char *value)
+/* A field appended to an array in the arena (the header fields, or the
+ * trailer fields), name and value copied; the array doubles from `first`. */
+static int fields_push(cshw_arena *a, cshw_field **arr, size_t *n, size_t *cap, size_t first,
+                       const char *name, const char *value)
 {
-    cshw_arena *a = res->ctx->arena;
-    if (res->nfields == res->fields_cap) {
-        size_t cap = res->fields_cap ? res->fields_cap * 2 : 16;
-        cshw_field *f = cshw_arena_alloc(a, cap * sizeof *f);
+    if (*n == *cap) {
+        size_t c = *cap ? *cap * 2 : first;
+        cshw_field *f = cshw_arena_alloc(a, c * sizeof *f);
         if (!f) return -ENOMEM;
-        if (res->nfields) memcpy(f, res->fields, res->nfields * sizeof *f);
-        res->fields = f;
-        res->fields_cap = cap;
+        if (*n) memcpy(f, *arr, *n * sizeof *f);
+        *arr = f;
+        *cap = c;
     }
-    cshw_field *f = &res->fields[res->nfields];
+    cshw_field *f = &(*arr)[*n];
     f->name = cshw_arena_strdup(a, name);
     f->value = cshw_arena_strdup(a, value);
     if (!f->name || !f->value) return -ENOMEM;
-    res->nfields++;
+    (*n)++;
     return 0;
+}
+
+static int field_add(cshw_response *res, const char *name, const char *value)
+{
+    return fields_push(res->ctx->arena, &res->fields, &res->nfields, &res->fields_cap, 16, name,
+                       value);
 }
 
 static void field_remove(cshw_response *res, const char *name)
@@ -261,21 +269,8 @@ int cshw_response_add_trailer(cshw_response *res, const char *name, const char *
     if (trailer_forbidden(name)) return CSHW_E_TRAILER_FIELD;
     /* a length was declared (and perhaps sent): no chunked body to end */
     if (res->has_length) return CSHW_E_TRAILER_LENGTH;
-    cshw_arena *a = res->ctx->arena;
-    if (res->ntrailers == res->trailers_cap) {
-        size_t cap = res->trailers_cap ? res->trailers_cap * 2 : 4;
-        cshw_field *f = cshw_arena_alloc(a, cap * sizeof *f);
-        if (!f) return -ENOMEM;
-        if (res->ntrailers) memcpy(f, res->trailers, res->ntrailers * sizeof *f);
-        res->trailers = f;
-        res->trailers_cap = cap;
-    }
-    cshw_field *f = &res->trailers[res->ntrailers];
-    f->name = cshw_arena_strdup(a, name);
-    f->value = cshw_arena_strdup(a, value);
-    if (!f->name || !f->value) return -ENOMEM;
-    res->ntrailers++;
-    return 0;
+    return fields_push(res->ctx->arena, &res->trailers, &res->ntrailers, &res->trailers_cap, 4,
+                       name, value);
 }
 
 /* Trailers go in a chunked body's end (RFC 9112 §7.1.2), so a response
