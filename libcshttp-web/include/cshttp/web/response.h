@@ -101,6 +101,7 @@ CSHW_EXPORT int cshw_response_remove_header(cshw_response *res, const char *name
  * trailer section can be sent: to an HTTP/1.0 client, in the answer to
  * HEAD, in a 204, 205 or 304, and after cshw_response_send_file. */
 CSHW_EXPORT int cshw_response_add_trailer(cshw_response *res, const char *name, const char *value);
+
 /* The first value of a response field set so far (not those the toolkit
  * adds when sending: Date, Content-Length...), or NULL. Valid until the
  * field is changed or the request ends. */
