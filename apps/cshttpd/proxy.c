@@ -740,6 +740,20 @@ static int relay_piece(relay *rl, ssize_t n)
     return 0;
 }
 
+/* The origin's trailer fields onto ours (RFC 9110 §6.5), as gRPC behind
+ * the proxy needs them: those that may be trailers, but the hop-by-hop
+ * ones; the toolkit refuses the rest (RFC 9110 §6.5.1) and a response
+ * whose length was declared, which the origin's chunked body never is. */
+static void relay_trailers(relay *rl)
+{
+    for (size_t i = 0; i < cshs_call_trailer_count(rl->call); i++) {
+        const char *value;
+        const char *name = cshs_call_trailer_at(rl->call, i, &value);
+        if (kind_of(name, strlen(name)) == F_HOP) continue;
+        cshw_response_add_trailer(rl->res, name, value);
+    }
+}
+
 /* Passes the body on until its end (1) or, when it may not wait
  * (`wait` 0), until one side has to be waited for (0, *why says which). */
 static int relay_run(relay *rl, int wait, int *why)
@@ -774,7 +788,11 @@ static int relay_run(relay *rl, int wait, int *why)
             fail(rl->o, rl->req, rl->res, (int)n, "reading the response:");
             return 1;
         }
-        if (n == 0 || relay_piece(rl, n)) return 1;
+        if (n == 0) {
+            relay_trailers(rl);
+            return 1;
+        }
+        if (relay_piece(rl, n)) return 1;
     }
 }
 

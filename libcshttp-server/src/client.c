@@ -226,6 +226,7 @@ void cshs__client_call_free(cshs_call *call)
     free(call->all);
     free(call->again);
     free(call->fchunk);
+    free(call->trailers);
     cshs_client *c = call->c;
     pthread_mutex_lock(&c->mu);
     call->p->users--;

@@ -25,6 +25,7 @@
 #define CONN_BUF 16384     /* a connection's buffer: the head built, the response read */
 #define CONN_BUF_MAX 65536 /* grown up to this for a long head (the parser stops at 32 KiB) */
 #define MAX_FIELDS 100     /* response header fields kept (the parser's default limit) */
+#define CALL_TRAILERS 16   /* trailer fields kept of a chunked response */
 #define BACKOFF_MIN_MS 200 /* after a failed connect: 200-400 ms, jittered */
 #define BACKOFF_JITTER_MS 201
 #define HIST_BUCKETS (16 + 16 * 40) /* acquire waits: 1/16-wide log buckets up to 2^44 us */
@@ -268,7 +269,12 @@ struct cshs_call {
     uint64_t file_off, file_left;
     char *fchunk;
     size_t fchunk_pos, fchunk_len;
+    /* the trailer fields that ended a chunked body (cshs_call_trailer_at):
+     * ntrailers pairs of pointers, then their strings, one allocation */
+    char **trailers;
+    size_t ntrailers;
     csh_header fields[MAX_FIELDS]; /* last: not cleared (call_start) */
+    csh_header trailer_spans[CALL_TRAILERS]; /* the decoder's, into its input */
 };
 
 /* The monotonic clock: now, in microseconds and in milliseconds. */

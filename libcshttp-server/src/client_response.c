@@ -140,7 +140,7 @@ int cshs__client_head_parse(cshs_call *call)
         }
         if (m->flags & CSH_MSG_TUNNEL) return CSHS_CLIENT_E_MALFORMED;
         if (take_head(call, m) < 0) return -ENOMEM;
-        csh_body_init(&call->body, m, NULL, 0, NULL, 0);
+        csh_body_init(&call->body, m, NULL, 0, call->trailer_spans, CALL_TRAILERS);
         call->state = K_BODY_IN;
         return 1;
     }
@@ -300,6 +300,50 @@ int cshs_call_header(const cshs_call *call, const char *name, const char **value
     return 0;
 }
 
+/* A chunked body ended in `base` (the decoder's last input): its trailer
+ * fields, spans into base, copied before the connection's buffer is
+ * reused, as pointers to NUL-terminated strings in one allocation. */
+static int keep_trailers(cshs_call *call, const char *base)
+{
+    if (call->body.kind != CSH_BODY_CHUNKED) return 0;
+    size_t n = call->body.chunked.num_trailers;
+    if (n > CALL_TRAILERS) n = CALL_TRAILERS;
+    if (n == 0) return 0;
+    size_t bytes = 2 * n * sizeof(char *);
+    for (size_t i = 0; i < n; i++)
+        bytes += call->trailer_spans[i].name.len + call->trailer_spans[i].value.len + 2;
+    char **t = malloc(bytes);
+    if (!t) return -ENOMEM;
+    char *at = (char *)(t + 2 * n);
+    for (size_t i = 0; i < 2 * n; i++) {
+        const csh_header *f = &call->trailer_spans[i / 2];
+        csh_span sp = i % 2 ? f->value : f->name;
+        memcpy(at, base + sp.off, sp.len);
+        at[sp.len] = '\0';
+        t[i] = at;
+        at += sp.len + 1;
+    }
+    free(call->trailers);
+    call->trailers = t;
+    call->ntrailers = n;
+    return 0;
+}
+
+size_t cshs_call_trailer_count(const cshs_call *call)
+{
+    return call ? call->ntrailers : 0;
+}
+
+const char *cshs_call_trailer_at(const cshs_call *call, size_t i, const char **value)
+{
+    if (!call || i >= call->ntrailers) {
+        if (value) *value = NULL;
+        return NULL;
+    }
+    if (value) *value = call->trailers[2 * i + 1];
+    return call->trailers[2 * i];
+}
+
 /* cshs_call_read, and with wait 0 cshs_call_read_nowait */
 static ssize_t call_read(cshs_call *call, void *buf, size_t cap, int wait)
 {
@@ -328,7 +372,8 @@ static ssize_t call_read(cshs_call *call, void *buf, size_t cap, int wait)
             return (ssize_t)data.len;
         }
         if (r == CSH_OK) {
-            int e = cshs__client_body_done(call, 1);
+            int e = keep_trailers(call, cn->buf + cn->start - used);
+            if (e == 0) e = cshs__client_body_done(call, 1);
             return e < 0 ? e : 0;
         }
         if (r < 0) return cshs__client_call_fail(call, CSHS_CLIENT_E_MALFORMED);

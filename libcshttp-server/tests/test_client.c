@@ -2005,10 +2005,18 @@ static void test_chunked_and_close_delimited(void **state)
         char buf[64];
         size_t n = 0;
         ssize_t r;
+        assert_int_equal(cshs_call_trailer_count(call), 0); /* none before the end */
         while ((r = cshs_call_read(call, buf + n, 3)) > 0) n += (size_t)r;
         assert_int_equal(r, 0);
         assert_int_equal(n, 12);
         assert_memory_equal(buf, "hello, world", 12);
+        /* RFC 9112 §7.1.2: the trailer section that ended the body */
+        const char *value;
+        assert_int_equal(cshs_call_trailer_count(call), 1);
+        assert_string_equal(cshs_call_trailer_at(call, 0, &value), "X-Sum");
+        assert_string_equal(value, "1");
+        assert_null(cshs_call_trailer_at(call, 1, &value));
+        assert_null(value);
         cshs_call_free(call);
     }
     cshs_client_pool_stats s = stats_of(c);

@@ -488,6 +488,33 @@ def t_cshttpd_origin(tmp):
 
 
 @test("cshttpd")
+def t_trailers_passed_on(tmp):
+    """An origin's trailer fields (RFC 9110 §6.5; a second cshttpd's
+    /demo/trailers, as gRPC sends grpc-status) reach the client through
+    the proxy, after a small body and after one of 200,000 bytes, over
+    HTTP/1.1 (the chunked body's trailer section, RFC 9112 §7.1.2) and
+    over h2 (a HEADERS frame after the DATA)."""
+    with T.Server() as origin:
+        cert, key = T.make_cert(tmp, "px")
+        with proxy(tmp, "/demo=" + origin.url("/")[:-1],
+                   extra=("--tls-port", "0", "--tls-cert", cert, "--tls-key", key)) as px:
+            tls = T.tls_port(px)
+            for size in (10, 200000):
+                for url, proto in (("http://127.0.0.1:%d" % px.port, "--http1.1"),
+                                   ("https://127.0.0.1:%d" % tls, "--http2")):
+                    hdr = os.path.join(tmp, "h")
+                    r = T.curl("-k", proto, "-D", hdr, "-o", "-",
+                               url + "/demo/trailers?grpc-status=0&x-n=%d&size=%d" % (size, size))
+                    assert r.returncode == 0, r.stderr
+                    with open(hdr, "rb") as f:
+                        blocks = f.read().decode("latin-1").split("\r\n\r\n")
+                    trailers = [ln for b in blocks[1:] for ln in b.split("\r\n") if ln]
+                    assert len(r.stdout) == size and blocks[0].split(" ")[1] == "200", \
+                        (proto, size, blocks[0], len(r.stdout))
+                    assert trailers == ["grpc-status: 0", "x-n: %d" % size], (proto, size, trailers)
+
+
+@test("cshttpd")
 def t_upload_1mib(tmp):
     """1 MiB up, with Content-Length and chunked, byte for byte (the
     scripted origin echoes the raw body), through a pool of 1. Read whole

@@ -718,6 +718,14 @@ CSHS_EXPORT int cshs_call_wait_body(cshs_call *call, cshs_reactor *r, void (*don
  * last). Bytes read before with cshs_call_read are not in *body. */
 CSHS_EXPORT int cshs_call_read_all(cshs_call *call, size_t limit, const char **body, size_t *len);
 
+/* The trailer fields of the response (0.4.8; RFC 9110 §6.5): those that
+ * ended its chunked body (RFC 9112 §7.1.2), once a read returned 0 or
+ * cshs_call_read_all returned; none before, nor for a body of another
+ * framing. The first 16, in order, names as sent, NUL-terminated; valid
+ * until cshs_call_free. */
+CSHS_EXPORT size_t cshs_call_trailer_count(const cshs_call *call);
+CSHS_EXPORT const char *cshs_call_trailer_at(const cshs_call *call, size_t i, const char **value);
+
 /* Ends the call: a connection whose response was read to its end is
  * already back in the pool; one still held (the body not read to its end,
  * the request not ended, an error) is closed. NULL does nothing. Any
