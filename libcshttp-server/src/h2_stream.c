@@ -29,9 +29,9 @@
 #define BODY_CAP 16384u
 
 /* Ended streams a loop keeps for the next streams of its sessions, with
- * their buffers up to SPARE_BUF each: as many as busy connections keep in
- * flight (32 clients of 10 streams each: 320), never more however many
- * connections sit idle, and fewer as the sweep finds them unused. */
+ * their buffers up to SPARE_BUF each: about as many as a few busy
+ * connections keep in flight, never more however many connections sit
+ * idle, and fewer as the sweep finds them unused. */
 #define SPARE_STREAMS 256
 #define SPARE_BUF 1024u
 

@@ -1197,21 +1197,33 @@ def t_https_one_read_per_request(tmp):
         assert n <= reads <= n + n // 4, (reads, n)
 
 
-def run_groups(tests, group, tmp):
+def run_groups(tests, group, tmp, checks=None):
     """Runs the tests of one group (all groups when None), each with a new
     folder under tmp; prints ok/FAIL per test and returns the failures.
-    The other test scripts of tests/server use it too."""
+    `checks`, a one-item list a script's checks count into, is reset
+    before each test and its count printed. The other test scripts of
+    tests/server use it too."""
+    if group and group not in tests:
+        print("no group %r (groups: %s)" % (group, ", ".join(tests)))
+        return 1
     failed = 0
     for g in [group] if group else list(tests):
         for fn in tests[g]:
             t0 = time.time()
+            if checks is not None:
+                checks[0] = 0
             try:
                 fn(tempfile.mkdtemp(dir=tmp))
-                print("ok   %s.%s (%.1fs)" % (g, fn.__name__, time.time() - t0), flush=True)
+                counted = "%d checks, " % checks[0] if checks is not None else ""
+                print("ok   %s.%s (%s%.1fs)" % (g, fn.__name__, counted, time.time() - t0),
+                      flush=True)
             except Exception:
                 failed += 1
-                print("FAIL %s.%s" % (g, fn.__name__), flush=True)
+                counted = "after %d checks, " % checks[0] if checks is not None else ""
+                print("FAIL %s.%s (%s%.1fs)" % (g, fn.__name__, counted, time.time() - t0),
+                      flush=True)
                 traceback.print_exc()
+                sys.stderr.flush()
     return failed
 
 

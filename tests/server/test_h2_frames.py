@@ -50,7 +50,6 @@ import struct  # noqa: E402
 import tempfile  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
-import traceback  # noqa: E402
 
 import hpack  # noqa: E402
 import h2.config  # noqa: E402
@@ -1812,28 +1811,6 @@ def t_connect_through_the_proxy(_):
 
 # ---- the runner ----
 
-def run_groups(group, tmp):
-    failed = 0
-    for g in [group] if group else list(TESTS):
-        if g not in TESTS:
-            print("no group %r (groups: %s)" % (g, ", ".join(TESTS)))
-            return 1
-        for fn in TESTS[g]:
-            t0 = time.time()
-            CHECKS[0] = 0
-            try:
-                fn(tempfile.mkdtemp(dir=tmp))
-                print("ok   %s.%s (%d checks, %.1fs)" % (g, fn.__name__, CHECKS[0],
-                                                         time.time() - t0), flush=True)
-            except Exception:
-                failed += 1
-                print("FAIL %s.%s (after %d checks, %.1fs)" % (g, fn.__name__, CHECKS[0],
-                                                               time.time() - t0), flush=True)
-                traceback.print_exc()
-                sys.stderr.flush()
-    return failed
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", required=True)
@@ -1846,7 +1823,7 @@ def main():
     T.ARGS = args
     print("python-h2 %s, hpack %s" % (h2.__version__, hpack.__version__), flush=True)
     try:
-        failed = run_groups(args.group, args.tmp)
+        failed = T.run_groups(TESTS, args.group, args.tmp, CHECKS)
     finally:
         shutil.rmtree(args.tmp, ignore_errors=True)
     return 1 if failed else 0
